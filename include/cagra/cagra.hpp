@@ -1,0 +1,104 @@
+/**
+ * @file cagra.hpp
+ * @brief The library's entry points: build, search, save/load, and the separate build stages.
+ *
+ * @code
+ *   cagra::host_matrix base = cagra::io::read_matrix("base.fbin");
+ *   cagra::index_params ip;  ip.graph_degree = 32;  ip.intermediate_graph_degree = 64;
+ *   cagra::index idx = cagra::build({}, ip, base);
+ *   std::vector<uint32_t> ids(nq * 10);  std::vector<float> dist(nq * 10);
+ *   cagra::search({}, cagra::search_params{}, idx, queries, 10,
+ *                 {ids.data(), nq, 10}, {dist.data(), nq, 10});
+ *   cagra::save(idx, "base.cagra");
+ * @endcode
+ *
+ * Every function throws cagra::error on invalid input (with every violated constraint listed)
+ * and never aborts. Vectors come in as dataset_view (f32, f16, u8, i8), row-major.
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cagra/error.hpp>
+#include <cagra/index.hpp>
+#include <cagra/params.hpp>
+#include <cagra/types.hpp>
+
+namespace cagra {
+
+/** A kNN graph: for each row, k neighbor ids sorted by ascending distance (with the distances). */
+struct knn_graph {
+  int64_t rows = 0;
+  uint32_t k = 0;
+  std::vector<uint32_t> ids;      ///< [rows, k]
+  std::vector<float> distances;   ///< [rows, k]
+  matrix_view<const uint32_t> view() const { return {ids.data(), rows, static_cast<int64_t>(k)}; }
+};
+
+/** Builds a CAGRA index: kNN graph (NN-descent or brute force), then `optimize` (paper §III).
+ *  @param[in] res     backend, threads, progress callback
+ *  @param[in] params  metric, degrees, seed, ...
+ *  @param[in] dataset [n, dim] vectors, host memory (device memory with the CUDA backend) */
+index build(const resources& res, const index_params& params, dataset_view dataset);
+
+/** Stage 1 of build: the intermediate kNN graph with k = params.intermediate_graph_degree,
+ *  self excluded, rows sorted by distance. Deterministic for a given params.seed. */
+knn_graph build_knn_graph(const resources& res, const index_params& params, dataset_view dataset);
+
+/** Stage 2 of build (paper §III-B): rank-based (or distance-based) reordering and pruning to
+ *  `graph_degree`, reverse graph, d/2 interleaved merge. Needs no vectors for reorder_kind::rank
+ *  (pass an empty `dataset`); deterministic: the same input gives the same graph bit for bit.
+ *  @return [knn.rows, graph_degree] row-major graph */
+std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint32_t graph_degree,
+                               reorder_kind reorder = reorder_kind::rank, dataset_view dataset = {},
+                               cagra::metric m = cagra::metric::l2);
+
+/** Approximate k-NN search of `queries` (paper §IV).
+ *  @param[in]  queries   [nq, dim]; any dtype that converts exactly to the index's storage
+ *  @param[in]  k         neighbors per query, 1 <= k <= itopk_size
+ *  @param[out] neighbors [nq, k] ids, nearest first (kInvalidId where fewer than k were found)
+ *  @param[out] distances [nq, k] distances (see cagra::metric), or an empty view to skip */
+void search(const resources& res, const search_params& params, const index& idx,
+            dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
+            matrix_view<float> distances);
+
+/** Exact k-NN by brute force (the ground-truth oracle). Ids/distances are [nq, k].
+ *  With `exclude_self`, queries must be the dataset itself and row i never lists i. */
+knn_graph brute_force_knn(const resources& res, cagra::metric m, dataset_view dataset,
+                          dataset_view queries, uint32_t k, bool exclude_self = false);
+
+/** Writes `idx` to `path` (format: docs/file_format.md). Writes to a temporary file first, so an
+ *  existing file is never left half-written. */
+void save(const index& idx, const std::string& path);
+/** Reads an index written by `save`; validates every header field. */
+index load(const std::string& path);
+
+/** Reachability metrics of a fixed-degree graph (paper §III-A). */
+struct graph_stats {
+  int64_t nodes = 0;
+  uint32_t degree = 0;
+  double avg_two_hop = 0;          ///< mean number of distinct nodes reachable in <= 2 hops
+  int64_t strong_components = 0;   ///< strongly connected components
+  int64_t weak_components = 0;     ///< weakly connected components
+  int64_t invalid_edges = 0;       ///< ids >= nodes
+  int64_t self_loops = 0;
+  int64_t duplicate_edges = 0;     ///< repeated ids within a row
+  /** Nodes sampled for avg_two_hop (all nodes when 0 was asked). */
+  int64_t two_hop_samples = 0;
+};
+/** Computes graph_stats; avg_two_hop over `two_hop_samples` evenly spaced nodes (0 = all). */
+graph_stats analyze(const resources& res, matrix_view<const uint32_t> graph,
+                    int64_t two_hop_samples = 0);
+
+/** Recall of `found` against `truth`: mean over rows of |found[:k] ∩ truth[:k]| / k. */
+double recall(matrix_view<const uint32_t> found, matrix_view<const uint32_t> truth, uint32_t k);
+
+/** Library version string ("major.minor.patch"). */
+const char* version();
+
+/** Whether this build has the CUDA backend and can see a GPU. */
+bool cuda_available();
+
+}  // namespace cagra

@@ -1,0 +1,103 @@
+/**
+ * @file params.hpp
+ * @brief Parameters of build and search: plain aggregates with documented defaults.
+ *
+ * A value of 0 (or an `automatic` enum) means "let the library choose"; the choice depends on
+ * the data size and the other parameters and is documented in docs/params.md. `validate()`
+ * collects every violation into one cagra::error, so a user fixes all of them at once.
+ */
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <cagra/types.hpp>
+
+namespace cagra {
+
+/** Which machine runs a call. `automatic` = CUDA when this build has it and a GPU is present. */
+enum class backend : uint32_t { automatic = 0, cpu = 1, cuda = 2 };
+/** How the intermediate kNN graph is built. */
+enum class knn_algo : uint32_t { automatic = 0, nn_descent = 1, brute_force = 2 };
+/** Edge ordering used when pruning the kNN graph (paper §III-B). `rank` is CAGRA's choice;
+ *  `distance` is the ablation that needs the vectors. */
+enum class reorder_kind : uint32_t { rank = 0, distance = 1 };
+/** GPU search kernel (paper §IV-C); the CPU backend ignores it. */
+enum class search_algo : uint32_t { automatic = 0, single_cta = 1, multi_cta = 2 };
+/** Element type the index keeps its vectors in. */
+enum class storage_type : uint32_t { same_as_input = 0, f32 = 1, f16 = 2 };
+
+const char* to_string(backend b);
+const char* to_string(knn_algo a);
+const char* to_string(reorder_kind r);
+backend parse_backend(const std::string& s);
+
+/** Execution context: which backend, how many threads, and an optional progress callback. */
+struct resources {
+  backend target = backend::automatic;
+  /** CPU threads; 0 = all hardware threads (OpenMP default). */
+  int num_threads = 0;
+  /** CUDA device ordinal (CUDA backend only). */
+  int device = 0;
+  /** Called on long steps with the stage name and the completed fraction in [0, 1]. */
+  std::function<void(const char* stage, double fraction)> progress;
+};
+
+/** NN-descent / kNN-graph settings. */
+struct knn_graph_params {
+  knn_algo algo = knn_algo::automatic;
+  /** NN-descent: maximum number of join/update iterations. */
+  uint32_t max_iterations = 20;
+  /** NN-descent: stop when fewer than `termination_threshold * rows * k` list entries change
+   *  in an iteration. */
+  float termination_threshold = 0.001f;
+  /** NN-descent: share of each list sampled as "new" per iteration (rho in Dong et al.). */
+  float sample_rate = 0.5f;
+};
+
+/** Parameters of `build`. */
+struct index_params {
+  cagra::metric metric = cagra::metric::l2;
+  /** d: out-degree of the final graph. */
+  uint32_t graph_degree = 64;
+  /** d_init: degree of the intermediate kNN graph (typically 2d..3d); >= graph_degree. */
+  uint32_t intermediate_graph_degree = 128;
+  knn_graph_params knn;
+  reorder_kind reorder = reorder_kind::rank;
+  storage_type storage = storage_type::same_as_input;
+  /** All randomness of the build comes from this seed: same seed, same graph. */
+  uint64_t seed = 0;
+
+  /** Throws one cagra::error listing every violated constraint (`rows` = dataset size). */
+  void validate(int64_t rows) const;
+};
+
+/** Parameters of `search`. */
+struct search_params {
+  /** M: length of the internal top-M list ("itopk" in the paper); >= k. */
+  uint32_t itopk_size = 64;
+  /** p: parents expanded per iteration. */
+  uint32_t search_width = 1;
+  /** Iteration cap; 0 = auto (grows with itopk and log N, never shrinks with search_width). */
+  uint32_t max_iterations = 0;
+  /** Iterations done even if converged earlier. */
+  uint32_t min_iterations = 0;
+  /** GPU: threads per distance (2..32); 0 = auto from dim and element size. */
+  uint32_t team_size = 0;
+  search_algo algo = search_algo::automatic;
+  /** Visited-hash size as log2(entries); 0 = auto (large enough that it never resets). */
+  uint32_t hash_bits = 0;
+  /** Forgettable hash: clear the table every this many iterations and re-register the top-M ids;
+   *  0 = never (standard hash). */
+  uint32_t hash_reset_interval = 0;
+  /** Random samples tried per initial slot (the best is kept); 0 = auto, grows with log N. */
+  uint32_t num_random_samplings = 0;
+  /** Seed of the random initial nodes (mixed with the query's row number). */
+  uint64_t seed = 0;
+
+  /** Throws one cagra::error listing every violated constraint. */
+  void validate(uint32_t k, int64_t rows, uint32_t graph_degree) const;
+};
+
+}  // namespace cagra

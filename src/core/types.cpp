@@ -1,0 +1,95 @@
+// Names of enums, parsing of user-facing strings, and the owning host matrix / index plumbing.
+#include <cstring>
+#include <thread>
+
+#include <cagra/cagra.hpp>
+
+namespace cagra {
+
+const char* to_string(metric m) {
+  switch (m) {
+    case metric::l2: return "l2";
+    case metric::inner_product: return "ip";
+    case metric::cosine: return "cosine";
+  }
+  return "unknown";
+}
+
+const char* to_string(dtype t) {
+  switch (t) {
+    case dtype::f32: return "f32";
+    case dtype::f16: return "f16";
+    case dtype::u8: return "u8";
+    case dtype::i8: return "i8";
+    case dtype::u32: return "u32";
+    case dtype::i32: return "i32";
+  }
+  return "unknown";
+}
+
+metric parse_metric(const std::string& s) {
+  if (s == "l2" || s == "L2" || s == "euclidean") return metric::l2;
+  if (s == "ip" || s == "inner_product" || s == "dot") return metric::inner_product;
+  if (s == "cosine" || s == "angular") return metric::cosine;
+  CAGRA_FAIL("unknown metric '%s' (expected l2, ip or cosine)", s.c_str());
+}
+
+const char* to_string(backend b) {
+  switch (b) {
+    case backend::automatic: return "auto";
+    case backend::cpu: return "cpu";
+    case backend::cuda: return "cuda";
+  }
+  return "unknown";
+}
+
+const char* to_string(knn_algo a) {
+  switch (a) {
+    case knn_algo::automatic: return "auto";
+    case knn_algo::nn_descent: return "nn_descent";
+    case knn_algo::brute_force: return "brute_force";
+  }
+  return "unknown";
+}
+
+const char* to_string(reorder_kind r) { return r == reorder_kind::rank ? "rank" : "distance"; }
+
+backend parse_backend(const std::string& s) {
+  if (s == "auto") return backend::automatic;
+  if (s == "cpu") return backend::cpu;
+  if (s == "cuda" || s == "gpu") return backend::cuda;
+  CAGRA_FAIL("unknown backend '%s' (expected auto, cpu or cuda)", s.c_str());
+}
+
+host_matrix host_matrix::copy_of(const dataset_view& v) {
+  CAGRA_EXPECTS(v.space == memory_space::host, "copy_of needs host memory");
+  host_matrix m(v.type, v.rows, v.cols);
+  if (m.size_bytes() > 0) std::memcpy(m.data(), v.data, m.size_bytes());
+  return m;
+}
+
+index::index(cagra::metric m, host_matrix vectors, std::vector<uint32_t> graph, uint32_t degree)
+    : metric_(m), graph_degree_(degree), vectors_(std::move(vectors)), graph_(std::move(graph)) {
+  const int64_t n = vectors_.rows();
+  CAGRA_EXPECTS(n > 0 && n <= kMaxRows, "index size %lld outside [1, 2^31-1]", (long long)n);
+  CAGRA_EXPECTS(degree > 0, "graph degree must be positive");
+  CAGRA_EXPECTS(graph_.size() == static_cast<size_t>(n) * degree,
+                "graph holds %zu ids, expected rows x degree = %lld x %u", graph_.size(),
+                (long long)n, degree);
+  for (uint32_t id : graph_)
+    CAGRA_EXPECTS(id < static_cast<uint64_t>(n), "graph id %u out of range [0, %lld)", id,
+                  (long long)n);
+}
+index::~index() = default;
+index::index(index&&) noexcept = default;
+index& index::operator=(index&&) noexcept = default;
+
+const char* version() {
+#ifdef CAGRA_VERSION
+  return CAGRA_VERSION;
+#else
+  return "0.0.0";
+#endif
+}
+
+}  // namespace cagra
