@@ -37,11 +37,23 @@ struct knn_graph {
   matrix_view<const uint32_t> view() const { return {ids.data(), rows, static_cast<int64_t>(k)}; }
 };
 
+/** What a build did and how long each stage took (wall-clock seconds). */
+struct build_report {
+  knn_algo knn_used = knn_algo::automatic;  ///< the kNN algorithm actually run
+  backend backend_used = backend::cpu;
+  double knn_seconds = 0;       ///< intermediate kNN graph
+  double optimize_seconds = 0;  ///< reorder + prune + reverse + merge
+  double total_seconds = 0;     ///< everything, including validation, conversion and transfers
+  uint32_t knn_iterations = 0;  ///< NN-descent iterations run (0 for brute force)
+};
+
 /** Builds a CAGRA index: kNN graph (NN-descent or brute force), then `optimize` (paper §III).
- *  @param[in] res     backend, threads, progress callback
- *  @param[in] params  metric, degrees, seed, ...
- *  @param[in] dataset [n, dim] vectors, host memory (device memory with the CUDA backend) */
-index build(const resources& res, const index_params& params, dataset_view dataset);
+ *  @param[in]  res     backend, threads, progress callback
+ *  @param[in]  params  metric, degrees, seed, ...
+ *  @param[in]  dataset [n, dim] vectors, host memory (device memory with the CUDA backend)
+ *  @param[out] report  optional: stage times and choices */
+index build(const resources& res, const index_params& params, dataset_view dataset,
+            build_report* report = nullptr);
 
 /** Stage 1 of build: the intermediate kNN graph with k = params.intermediate_graph_degree,
  *  self excluded, rows sorted by distance. Deterministic for a given params.seed. */

@@ -4,7 +4,7 @@
 
 namespace cagra {
 #define CAGRA_STUB(name) CAGRA_FAIL("%s: not implemented yet", name)
-index build(const resources&, const index_params&, dataset_view) { CAGRA_STUB("build"); }
+index build(const resources&, const index_params&, dataset_view, build_report*) { CAGRA_STUB("build"); }
 knn_graph build_knn_graph(const resources&, const index_params&, dataset_view) { CAGRA_STUB("build_knn_graph"); }
 std::vector<uint32_t> optimize(const resources&, const knn_graph&, uint32_t, reorder_kind, dataset_view, metric) { CAGRA_STUB("optimize"); }
 void search(const resources&, const search_params&, const index&, dataset_view, uint32_t, matrix_view<uint32_t>, matrix_view<float>) { CAGRA_STUB("search"); }
