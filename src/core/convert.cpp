@@ -1,0 +1,120 @@
+// Conversion of user vectors to storage / query types (see convert.hpp for the rules).
+#include "core/convert.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "cpu/distance.hpp"
+
+namespace cagra::core {
+namespace {
+
+/** Reads element j of row i of `v` as double (any dtype). */
+double value_at(const dataset_view& v, int64_t i, int64_t j) {
+  const uint8_t* p = static_cast<const uint8_t*>(v.data) + (i * v.cols + j) * dtype_size(v.type);
+  switch (v.type) {
+    case dtype::f32: { float x; std::memcpy(&x, p, 4); return x; }
+    case dtype::f16: { half h; std::memcpy(&h, p, 2); return cpu::half_to_float(h); }
+    case dtype::u8: return *p;
+    case dtype::i8: return static_cast<int8_t>(*p);
+    case dtype::u32: { uint32_t x; std::memcpy(&x, p, 4); return x; }
+    case dtype::i32: { int32_t x; std::memcpy(&x, p, 4); return x; }
+  }
+  return 0;
+}
+
+void require_host(const dataset_view& v, const char* what) {
+  CAGRA_EXPECTS(v.space == memory_space::host, "%s: the CPU backend needs host memory", what);
+  CAGRA_EXPECTS(v.rows > 0 && v.cols > 0 && v.data != nullptr, "%s is empty (%lld x %lld)", what,
+                (long long)v.rows, (long long)v.cols);
+}
+
+/** Copies `v` into a float matrix, normalizing each row when `normalize`. */
+host_matrix to_float(const dataset_view& v, bool normalize, int nt, const char* what) {
+  host_matrix out(dtype::f32, v.rows, v.cols);
+  float* o = static_cast<float*>(out.data());
+  int64_t bad_row = -1;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < v.rows; ++i) {
+    double norm2 = 0;
+    for (int64_t j = 0; j < v.cols; ++j) {
+      double x = value_at(v, i, j);
+      o[i * v.cols + j] = static_cast<float>(x);
+      norm2 += x * x;
+    }
+    if (normalize) {
+      if (!(norm2 > 0)) {
+#pragma omp critical
+        if (bad_row < 0 || i < bad_row) bad_row = i;
+        continue;
+      }
+      float inv = static_cast<float>(1.0 / std::sqrt(norm2));
+      for (int64_t j = 0; j < v.cols; ++j) o[i * v.cols + j] *= inv;
+    }
+  }
+  CAGRA_EXPECTS(bad_row < 0, "%s row %lld is all zeros: cosine distance is undefined for it", what,
+                (long long)bad_row);
+  return out;
+}
+
+}  // namespace
+
+void check_finite(dataset_view v, const char* what) {
+  if (v.type != dtype::f32 && v.type != dtype::f16) return;
+  int64_t bad = -1;
+  for (int64_t i = 0; i < v.rows && bad < 0; ++i)
+    for (int64_t j = 0; j < v.cols; ++j)
+      if (!std::isfinite(value_at(v, i, j))) {
+        bad = i;
+        break;
+      }
+  CAGRA_EXPECTS(bad < 0, "%s row %lld contains NaN or Inf", what, (long long)bad);
+}
+
+dtype storage_dtype_for(dtype input, metric m, storage_type s) {
+  if (s == storage_type::f16) return dtype::f16;
+  if (s == storage_type::f32 || m == metric::cosine) return dtype::f32;
+  CAGRA_EXPECTS(input == dtype::f32 || input == dtype::f16 || input == dtype::u8 || input == dtype::i8,
+                "vectors of type %s cannot be indexed (use f32, f16, u8 or i8)", to_string(input));
+  return input;
+}
+
+host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
+  require_host(input, "dataset");
+  check_finite(input, "dataset");
+  dtype target = storage_dtype_for(input.type, m, s);
+  if (target == input.type && m != metric::cosine) return host_matrix::copy_of(input);
+  host_matrix f = to_float(input, m == metric::cosine, nt, "dataset");
+  if (target == dtype::f32) return f;
+  host_matrix h(dtype::f16, f.rows(), f.cols());  // f16 storage
+  const float* src = static_cast<const float*>(f.data());
+  half* dst = static_cast<half*>(h.data());
+  for (int64_t i = 0; i < f.rows() * f.cols(); ++i) dst[i] = cpu::float_to_half(src[i]);
+  return h;
+}
+
+host_matrix queries_for(dataset_view queries, dtype storage, metric m, int nt) {
+  require_host(queries, "queries");
+  check_finite(queries, "queries");
+  if (storage == dtype::f32 || storage == dtype::f16) {
+    if (queries.type == dtype::f32 && m != metric::cosine) return host_matrix::copy_of(queries);
+    return to_float(queries, m == metric::cosine, nt, "queries");
+  }
+  // Integer storage: queries must hold exactly representable integers.
+  if (queries.type == storage) return host_matrix::copy_of(queries);
+  const double lo = storage == dtype::u8 ? 0 : -128, hi = storage == dtype::u8 ? 255 : 127;
+  host_matrix out(storage, queries.rows, queries.cols);
+  uint8_t* o = static_cast<uint8_t*>(out.data());
+  for (int64_t i = 0; i < queries.rows; ++i)
+    for (int64_t j = 0; j < queries.cols; ++j) {
+      double x = value_at(queries, i, j);
+      CAGRA_EXPECTS(x == std::floor(x) && x >= lo && x <= hi,
+                    "query row %lld holds %g, which a %s index cannot compare exactly (values must "
+                    "be integers in [%g, %g])", (long long)i, x, to_string(storage), lo, hi);
+      int v = static_cast<int>(x);
+      o[i * queries.cols + j] = static_cast<uint8_t>(storage == dtype::u8 ? v : static_cast<int8_t>(v));
+    }
+  return out;
+}
+
+}  // namespace cagra::core

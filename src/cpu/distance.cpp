@@ -1,0 +1,141 @@
+// SIMD distance kernels, compiled for AVX-512 / AVX2 / baseline x86-64 and dispatched at load time
+// (GCC target_clones). The loops are written so the compiler vectorizes them: float reductions
+// via `omp simd reduction`, integer ones as plain int32 sums (exact; chunks keep them in range).
+#include "cpu/distance.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#define CAGRA_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CAGRA_MULTIVERSION
+#endif
+
+namespace cagra::cpu {
+
+float half_to_float(half h) {
+  uint32_t sign = (h.bits & 0x8000u) << 16, exp = (h.bits >> 10) & 0x1Fu, man = h.bits & 0x3FFu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: renormalize
+      int e = -1;
+      do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
+      bits = sign | ((127 - 15 - e) << 23) | ((man & 0x3FFu) << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7F800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+half float_to_half(float f) {  // round to nearest even
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
+  uint32_t man = x & 0x7FFFFFu;
+  if (((x >> 23) & 0xFF) == 0xFF) return {static_cast<uint16_t>(sign | 0x7C00u | (man ? 0x200u : 0))};
+  if (exp >= 31) return {static_cast<uint16_t>(sign | 0x7C00u)};
+  if (exp <= 0) {
+    if (exp < -10) return {static_cast<uint16_t>(sign)};
+    man |= 0x800000u;
+    uint32_t shift = static_cast<uint32_t>(14 - exp);
+    uint32_t h = man >> shift, rem = man & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+    return {static_cast<uint16_t>(sign | h)};
+  }
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (man >> 13);
+  uint32_t rem = man & 0x1FFFu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into the exponent: fine
+  return {static_cast<uint16_t>(h)};
+}
+
+CAGRA_MULTIVERSION float l2_f32(const float* q, const float* x, size_t dim) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (size_t i = 0; i < dim; ++i) {
+    float d = q[i] - x[i];
+    s += d * d;
+  }
+  return s;
+}
+
+CAGRA_MULTIVERSION float dot_f32(const float* q, const float* x, size_t dim) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (size_t i = 0; i < dim; ++i) s += q[i] * x[i];
+  return s;
+}
+
+// Half rows are rare on the CPU (f16 storage is a GPU feature); a scalar conversion is enough.
+float l2_f16(const float* q, const half* x, size_t dim) {
+  float s = 0;
+  for (size_t i = 0; i < dim; ++i) {
+    float d = q[i] - half_to_float(x[i]);
+    s += d * d;
+  }
+  return s;
+}
+
+float dot_f16(const float* q, const half* x, size_t dim) {
+  float s = 0;
+  for (size_t i = 0; i < dim; ++i) s += q[i] * half_to_float(x[i]);
+  return s;
+}
+
+// Integer kernels: an int32 sum of up to 32768 squared byte differences stays below 2^31.
+constexpr size_t kIntChunk = 32768;
+
+template <typename T>
+static inline int32_t l2_int_chunk(const T* q, const T* x, size_t n) {
+  int32_t s = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int32_t d = static_cast<int32_t>(q[i]) - static_cast<int32_t>(x[i]);
+    s += d * d;
+  }
+  return s;
+}
+
+template <typename T>
+static inline int32_t dot_int_chunk(const T* q, const T* x, size_t n) {
+  int32_t s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<int32_t>(q[i]) * static_cast<int32_t>(x[i]);
+  return s;
+}
+
+CAGRA_MULTIVERSION float l2_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+  if (dim <= kIntChunk) return static_cast<float>(l2_int_chunk(q, x, dim));
+  int64_t s = 0;
+  for (size_t i = 0; i < dim; i += kIntChunk) s += l2_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
+  return static_cast<float>(s);
+}
+
+CAGRA_MULTIVERSION float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+  if (dim <= kIntChunk) return static_cast<float>(dot_int_chunk(q, x, dim));
+  int64_t s = 0;
+  for (size_t i = 0; i < dim; i += kIntChunk) s += dot_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
+  return static_cast<float>(s);
+}
+
+CAGRA_MULTIVERSION float l2_i8(const int8_t* q, const int8_t* x, size_t dim) {
+  if (dim <= kIntChunk) return static_cast<float>(l2_int_chunk(q, x, dim));
+  int64_t s = 0;
+  for (size_t i = 0; i < dim; i += kIntChunk) s += l2_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
+  return static_cast<float>(s);
+}
+
+CAGRA_MULTIVERSION float dot_i8(const int8_t* q, const int8_t* x, size_t dim) {
+  if (dim <= kIntChunk) return static_cast<float>(dot_int_chunk(q, x, dim));
+  int64_t s = 0;
+  for (size_t i = 0; i < dim; i += kIntChunk) s += dot_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
+  return static_cast<float>(s);
+}
+
+}  // namespace cagra::cpu

@@ -1,0 +1,303 @@
+// NN-descent (Dong, Charikar, Li 2011) for the intermediate kNN graph, deterministic.
+//
+// Each iteration runs in strictly separate phases, so no list is read while another thread
+// writes it (the faiss#5413 trap) and the result does not depend on the thread count:
+//   sample  — per node, up to S = rate*k "new" entries (which become old) and S old ones;
+//   reverse — reverse new/old lists built in id order, trimmed to S by a seeded hash;
+//   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared;
+//             a pair proposes each endpoint to the other when it beats that list's worst entry;
+//   update  — proposals are grouped by target (thread t owns targets with id % T == t), sorted
+//             by (distance, id) and merged into the sorted lists; equal (distance, id) pairs are
+//             the same neighbor, so the merge also removes duplicates.
+// It stops after max_iterations or when fewer than threshold * n * k entries changed.
+#include <algorithm>
+#include <cmath>
+
+#include <omp.h>
+
+#include "cpu/backend.hpp"
+#include "cpu/distance.hpp"
+
+namespace cagra::cpu {
+namespace {
+
+uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+struct proposal {
+  uint32_t target, id;
+  float dist;
+};
+
+struct neighbor {
+  float dist;
+  uint32_t id;
+  bool operator<(const neighbor& o) const { return dist < o.dist || (dist == o.dist && id < o.id); }
+  bool operator==(const neighbor& o) const { return dist == o.dist && id == o.id; }
+};
+
+template <typename T>
+class nn_descent_run {
+ public:
+  nn_descent_run(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
+                 uint64_t seed, int nt)
+      : n_(data.rows()), k_(k), s_(std::max<uint32_t>(1, uint32_t(std::lround(p.sample_rate * k)))),
+        seed_(seed), nt_(nt), x_(static_cast<const T*>(data.data())),
+        dim_(static_cast<size_t>(data.cols())), dist_{m, dim_},
+        list_(static_cast<size_t>(n_) * k), is_new_(static_cast<size_t>(n_) * k, 1) {}
+
+  double distance(uint32_t a, uint32_t b) const { return dist_(row(a), row(b)); }
+
+  void init() {
+#pragma omp parallel num_threads(nt_)
+    {
+      std::vector<int64_t> mark(static_cast<size_t>(n_), -1);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n_; ++i) {
+        neighbor* l = list_.data() + i * k_;
+        mark[static_cast<size_t>(i)] = i;
+        uint64_t state = mix64(seed_ ^ mix64(static_cast<uint64_t>(i)));
+        for (uint32_t j = 0; j < k_;) {
+          state = mix64(state);
+          uint32_t c = static_cast<uint32_t>((state >> 32) * static_cast<uint64_t>(n_) >> 32);
+          if (mark[c] == i) continue;
+          mark[c] = i;
+          l[j++] = {dist_(row(static_cast<uint32_t>(i)), row(c)), c};
+        }
+        std::sort(l, l + k_);
+      }
+    }
+  }
+
+  /** One iteration; returns the number of list entries that changed. */
+  int64_t iterate(uint32_t it) {
+    sample();
+    reverse(it);
+    int64_t changed = 0;
+    const int64_t chunk = 1024;
+    for (int64_t c0 = 0; c0 < n_; c0 += chunk) {
+      join(c0, std::min(n_, c0 + chunk));
+      changed += update();
+    }
+    return changed;
+  }
+
+  knn_graph result() const {
+    knn_graph g;
+    g.rows = n_;
+    g.k = k_;
+    g.ids.resize(list_.size());
+    g.distances.resize(list_.size());
+    for (size_t i = 0; i < list_.size(); ++i) {
+      g.ids[i] = list_[i].id;
+      g.distances[i] = list_[i].dist;
+    }
+    return g;
+  }
+
+ private:
+  const T* row(uint32_t i) const { return x_ + static_cast<size_t>(i) * dim_; }
+
+  void sample() {
+    fwd_new_.assign(static_cast<size_t>(n_) * s_, kInvalidId);
+    fwd_old_.assign(static_cast<size_t>(n_) * s_, kInvalidId);
+#pragma omp parallel for num_threads(nt_) schedule(static)
+    for (int64_t i = 0; i < n_; ++i) {
+      uint32_t nn = 0, no = 0;
+      for (uint32_t j = 0; j < k_; ++j) {
+        size_t e = static_cast<size_t>(i) * k_ + j;
+        if (is_new_[e] && nn < s_) {
+          fwd_new_[static_cast<size_t>(i) * s_ + nn++] = list_[e].id;
+          is_new_[e] = 0;
+        } else if (!is_new_[e] && no < s_) {
+          fwd_old_[static_cast<size_t>(i) * s_ + no++] = list_[e].id;
+        }
+      }
+    }
+  }
+
+  /** Reverse lists (CSR), each trimmed to s_ entries by a seeded hash of (iteration, edge). */
+  void reverse_one(const std::vector<uint32_t>& fwd, uint32_t it, uint64_t salt,
+                   std::vector<uint32_t>& out) {
+    std::vector<uint32_t> count(static_cast<size_t>(n_) + 1, 0);
+    for (uint32_t v : fwd)
+      if (v != kInvalidId) ++count[v + 1];
+    for (int64_t i = 0; i < n_; ++i) count[i + 1] += count[i];
+    std::vector<uint32_t> all(count[n_]), fill(count.begin(), count.end() - 1);
+    for (int64_t i = 0; i < n_; ++i)
+      for (uint32_t j = 0; j < s_; ++j) {
+        uint32_t v = fwd[static_cast<size_t>(i) * s_ + j];
+        if (v != kInvalidId) all[fill[v]++] = static_cast<uint32_t>(i);
+      }
+    out.assign(static_cast<size_t>(n_) * s_, kInvalidId);
+#pragma omp parallel for num_threads(nt_) schedule(static)
+    for (int64_t v = 0; v < n_; ++v) {
+      uint32_t* b = all.data() + count[v];
+      uint32_t len = count[v + 1] - count[v];
+      if (len > s_) {
+        auto key = [&](uint32_t u) { return mix64(seed_ ^ salt ^ (uint64_t(it) << 48) ^ (uint64_t(u) << 24) ^ uint64_t(v)); };
+        std::nth_element(b, b + s_, b + len, [&](uint32_t a, uint32_t c) {
+          uint64_t ka = key(a), kc = key(c);
+          return ka < kc || (ka == kc && a < c);
+        });
+        len = s_;
+      }
+      std::copy(b, b + len, out.data() + v * s_);
+    }
+  }
+
+  void reverse(uint32_t it) {
+    reverse_one(fwd_new_, it, 0x1111, rev_new_);
+    reverse_one(fwd_old_, it, 0x2222, rev_old_);
+  }
+
+  /** Candidate sets of node i: NEW = fwd_new ∪ rev_new, OLD = (fwd_old ∪ rev_old) \ NEW. */
+  void candidates(int64_t i, std::vector<uint32_t>& nw, std::vector<uint32_t>& old) const {
+    nw.clear();
+    old.clear();
+    auto add = [](std::vector<uint32_t>& v, const uint32_t* src, uint32_t len) {
+      for (uint32_t j = 0; j < len; ++j)
+        if (src[j] != kInvalidId) v.push_back(src[j]);
+    };
+    add(nw, fwd_new_.data() + i * s_, s_);
+    add(nw, rev_new_.data() + i * s_, s_);
+    std::sort(nw.begin(), nw.end());
+    nw.erase(std::unique(nw.begin(), nw.end()), nw.end());
+    add(old, fwd_old_.data() + i * s_, s_);
+    add(old, rev_old_.data() + i * s_, s_);
+    std::sort(old.begin(), old.end());
+    old.erase(std::unique(old.begin(), old.end()), old.end());
+    old.erase(std::remove_if(old.begin(), old.end(),
+                             [&](uint32_t u) { return std::binary_search(nw.begin(), nw.end(), u); }),
+              old.end());
+  }
+
+  void join(int64_t c0, int64_t c1) {
+    props_.resize(static_cast<size_t>(nt_));
+#pragma omp parallel num_threads(nt_)
+    {
+      auto& out = props_[static_cast<size_t>(omp_get_thread_num())];
+      out.clear();
+      std::vector<uint32_t> nw, old;
+      auto propose = [&](uint32_t a, uint32_t b, float d) {
+        if (d < worst(a)) out.push_back({a, b, d});
+        if (d < worst(b)) out.push_back({b, a, d});
+      };
+#pragma omp for schedule(dynamic, 16)
+      for (int64_t i = c0; i < c1; ++i) {
+        candidates(i, nw, old);
+        for (size_t a = 0; a < nw.size(); ++a) {
+          const T* ra = row(nw[a]);
+          for (size_t b = a + 1; b < nw.size(); ++b) propose(nw[a], nw[b], dist_(ra, row(nw[b])));
+          for (uint32_t u : old) propose(nw[a], u, dist_(ra, row(u)));
+        }
+      }
+    }
+  }
+
+  float worst(uint32_t v) const { return list_[static_cast<size_t>(v) * k_ + k_ - 1].dist; }
+
+  /** Applies this chunk's proposals; thread t owns the targets with id % nt == t. */
+  int64_t update() {
+    int64_t changed = 0;
+#pragma omp parallel num_threads(nt_) reduction(+ : changed)
+    {
+      const uint32_t t = static_cast<uint32_t>(omp_get_thread_num()), nt = static_cast<uint32_t>(nt_);
+      std::vector<proposal> mine;
+      for (const auto& buf : props_)
+        for (const proposal& p : buf)
+          if (p.target % nt == t) mine.push_back(p);
+      std::sort(mine.begin(), mine.end(), [](const proposal& a, const proposal& b) {
+        return a.target < b.target || (a.target == b.target && neighbor{a.dist, a.id} < neighbor{b.dist, b.id});
+      });
+      std::vector<neighbor> merged;
+      std::vector<uint8_t> merged_new;
+      for (size_t s = 0, e; s < mine.size(); s = e) {
+        const uint32_t v = mine[s].target;
+        for (e = s; e < mine.size() && mine[e].target == v; ++e) {}
+        changed += merge_into(v, mine.data() + s, mine.data() + e, merged, merged_new);
+      }
+    }
+    return changed;
+  }
+
+  /** Merges sorted proposals [p, pe) into v's sorted list; returns the number of new entries. */
+  int64_t merge_into(uint32_t v, const proposal* p, const proposal* pe, std::vector<neighbor>& merged,
+                     std::vector<uint8_t>& merged_new) {
+    neighbor* l = list_.data() + static_cast<size_t>(v) * k_;
+    uint8_t* fl = is_new_.data() + static_cast<size_t>(v) * k_;
+    merged.clear();
+    merged_new.clear();
+    uint32_t i = 0;
+    int64_t added = 0;
+    while (merged.size() < k_ && (i < k_ || p < pe)) {
+      bool take_list = p == pe || (i < k_ && !(neighbor{p->dist, p->id} < l[i]));
+      neighbor cand = take_list ? l[i] : neighbor{p->dist, p->id};
+      if (!merged.empty() && merged.back() == cand) {  // duplicate of what was just taken
+        take_list ? ++i : (++p, 0);
+        continue;
+      }
+      if (take_list) {
+        if (p != pe && neighbor{p->dist, p->id} == l[i]) ++p;  // proposal already in the list
+        merged.push_back(l[i]);
+        merged_new.push_back(fl[i]);
+        ++i;
+      } else {
+        merged.push_back(cand);
+        merged_new.push_back(1);
+        ++added;
+        ++p;
+      }
+    }
+    if (added == 0) return 0;
+    std::copy(merged.begin(), merged.end(), l);
+    std::copy(merged_new.begin(), merged_new.end(), fl);
+    return added;
+  }
+
+  const int64_t n_;
+  const uint32_t k_, s_;
+  const uint64_t seed_;
+  const int nt_;
+  const T* x_;
+  const size_t dim_;
+  const cpu::distance<T> dist_;
+  std::vector<neighbor> list_;
+  std::vector<uint8_t> is_new_;
+  std::vector<uint32_t> fwd_new_, fwd_old_, rev_new_, rev_old_;
+  std::vector<std::vector<proposal>> props_;
+};
+
+}  // namespace
+
+knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
+                     uint64_t seed, int nt, const progress_fn& progress, uint32_t* iterations_run) {
+  CAGRA_EXPECTS(k >= 1 && static_cast<int64_t>(k) < data.rows(),
+                "NN-descent needs 1 <= k < rows (k = %u, rows = %lld)", k, (long long)data.rows());
+  nt = thread_count(nt);
+  return dispatch_storage(data.type(), [&](auto tag) -> knn_graph {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, half>) {
+      CAGRA_FAIL("NN-descent runs on f32/u8/i8 vectors (f16 storage is converted by build)");
+    } else {
+      nn_descent_run<T> run(data, m, k, p, seed, nt);
+      run.init();
+      const double stop = double(p.termination_threshold) * double(data.rows()) * k;
+      uint32_t it = 0;
+      while (it < p.max_iterations) {
+        int64_t changed = run.iterate(it++);
+        if (progress) progress("NN-descent", double(it) / p.max_iterations);
+        if (double(changed) < stop) break;
+      }
+      if (iterations_run) *iterations_run = it;
+      if (progress) progress("NN-descent", 1.0);
+      return run.result();
+    }
+  });
+}
+
+}  // namespace cagra::cpu

@@ -1,0 +1,207 @@
+// CAGRA search on the CPU (paper §IV-A), one query per thread at a time.
+//
+// Buffer = internal top-M list (sorted) + candidate list (p x d). Step 0 fills the candidates
+// with random nodes (seeded by the query's content, several samplings per slot at large N, so recall does
+// not collapse at N >= 100K); then repeat: 1) merge the sorted candidates into the top-M;
+// 2) take the first p top-M entries that were not parents yet (parent flag = MSB of the id);
+// 3) their neighbors not seen before (visited hash; optionally forgettable: cleared every
+// `reset_interval` iterations and re-seeded with the top-M ids) get a distance and become the
+// next candidates. Stop when no new parent is left (converged) or at max_iterations.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include <omp.h>
+
+#include "cpu/backend.hpp"
+#include "cpu/distance.hpp"
+#include "cpu/visited_hash.hpp"
+
+namespace cagra::cpu {
+namespace {
+
+constexpr uint32_t kParentFlag = 0x80000000u;
+constexpr float kFar = std::numeric_limits<float>::infinity();
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hash_bytes(const void* p, size_t n) {  // FNV-1a over 8-byte words, then mixed
+  const unsigned char* c = static_cast<const unsigned char*>(p);
+  uint64_t h = 0xCBF29CE484222325ull;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, c + i, 8);
+    h = (h ^ w) * 0x100000001B3ull;
+  }
+  for (; i < n; ++i) h = (h ^ c[i]) * 0x100000001B3ull;
+  return mix64(h);
+}
+
+struct entry {
+  float dist;
+  uint32_t id;  // MSB = has been a parent
+};
+inline bool nearer(const entry& a, const entry& b) {
+  return a.dist < b.dist || (a.dist == b.dist && (a.id & ~kParentFlag) < (b.id & ~kParentFlag));
+}
+
+uint32_t ceil_log2(uint64_t x) {
+  uint32_t b = 0;
+  while ((uint64_t{1} << b) < x) ++b;
+  return b;
+}
+
+template <typename T>
+class searcher {
+ public:
+  searcher(const index& idx, const search_plan& plan, uint64_t seed)
+      : plan_(plan), seed_(seed), n_(idx.size()), degree_(idx.graph_degree()),
+        dim_(idx.dim()), x_(static_cast<const T*>(idx.vectors().data())),
+        graph_(idx.graph().data), dist_{idx.metric(), dim_} {
+    top_.resize(plan.itopk);
+    cand_.reserve(std::max<size_t>(size_t{plan.width} * degree_, size_t{plan.width} * degree_ * plan.samplings));
+    merged_.resize(plan.itopk);
+    hash_.resize(plan.hash_bits);
+  }
+
+  void run(const query_t<T>* q, uint32_t k, uint32_t* ids, float* dists) {
+    hash_.clear();
+    std::fill(top_.begin(), top_.end(), entry{kFar, kInvalidId});
+    random_init(q);
+    for (uint32_t iter = 0;; ++iter) {
+      merge_candidates();
+      if (iter >= plan_.max_iterations) break;
+      uint32_t parents[64], n_par = 0, width = std::min<uint32_t>(plan_.width, 64);
+      for (entry& e : top_) {
+        if (n_par == width) break;
+        if (e.id == kInvalidId || (e.id & kParentFlag)) continue;
+        parents[n_par++] = e.id;
+        e.id |= kParentFlag;
+      }
+      if (n_par == 0 && iter >= plan_.min_iterations) break;
+      if ((plan_.reset_interval && iter > 0 && iter % plan_.reset_interval == 0) || hash_.nearly_full())
+        forget();
+      expand(q, parents, n_par);
+    }
+    for (uint32_t i = 0; i < k; ++i) {
+      const entry& e = top_[i];
+      ids[i] = e.id == kInvalidId ? kInvalidId : e.id & ~kParentFlag;
+      if (dists) dists[i] = e.dist;
+    }
+  }
+
+ private:
+  const T* row(uint32_t id) const { return x_ + static_cast<size_t>(id) * dim_; }
+  static void prefetch_row(const void* p, size_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (size_t off = 0; off < std::min<size_t>(bytes, 512); off += 64) __builtin_prefetch(c + off);
+  }
+
+  // Step 0: p*d*samplings random nodes (distinct via the hash). The seed mixes the query's own
+  // bytes, so a query gets the same answer whatever batch or position it comes in.
+  void random_init(const query_t<T>* q) {
+    cand_.clear();
+    uint64_t state = mix64(seed_ ^ hash_bytes(q, dim_ * sizeof(query_t<T>)));
+    const uint32_t count = plan_.width * degree_ * plan_.samplings;
+    for (uint32_t i = 0; i < count; ++i) {
+      state = mix64(state);
+      uint32_t id = static_cast<uint32_t>((state >> 32) * static_cast<uint64_t>(n_) >> 32);
+      if (hash_.insert(id)) cand_.push_back({0, id});
+    }
+    for (entry& e : cand_) prefetch_row(row(e.id), dim_ * sizeof(T));
+    for (entry& e : cand_) e.dist = dist_(q, row(e.id));
+  }
+
+  // Step 1: sorted candidates merged into the sorted top-M.
+  void merge_candidates() {
+    const float worst = top_.back().dist;
+    cand_.erase(std::remove_if(cand_.begin(), cand_.end(), [&](const entry& e) { return !(e.dist < worst) && worst != kFar; }),
+                cand_.end());
+    if (cand_.empty()) return;
+    std::sort(cand_.begin(), cand_.end(), nearer);
+    size_t i = 0, j = 0;
+    for (size_t o = 0; o < merged_.size(); ++o)
+      merged_[o] = (j >= cand_.size() || (i < top_.size() && !nearer(cand_[j], top_[i]))) ? top_[i++] : cand_[j++];
+    top_.swap(merged_);
+    cand_.clear();
+  }
+
+  // Step 3: neighbors of the parents that were not visited yet become candidates.
+  void expand(const query_t<T>* q, const uint32_t* parents, uint32_t n_par) {
+    cand_.clear();
+    for (uint32_t p = 0; p < n_par; ++p) {
+      const uint32_t* nbr = graph_ + static_cast<size_t>(parents[p] & ~kParentFlag) * degree_;
+      for (uint32_t j = 0; j < degree_; ++j)
+        if (hash_.insert(nbr[j])) {
+          cand_.push_back({0, nbr[j]});
+          prefetch_row(row(nbr[j]), dim_ * sizeof(T));
+        }
+    }
+    for (entry& e : cand_) e.dist = dist_(q, row(e.id));
+  }
+
+  // Forgettable hash: forget every visited node except the current top-M.
+  void forget() {
+    hash_.clear();
+    for (const entry& e : top_)
+      if (e.id != kInvalidId) hash_.insert(e.id & ~kParentFlag);
+  }
+
+  const search_plan plan_;
+  const uint64_t seed_;
+  const int64_t n_;
+  const uint32_t degree_;
+  const size_t dim_;
+  const T* x_;
+  const uint32_t* graph_;
+  const distance<T> dist_;
+  std::vector<entry> top_, cand_, merged_;
+  visited_hash hash_;
+};
+
+}  // namespace
+
+search_plan make_search_plan(const search_params& p, uint32_t k, int64_t rows, uint32_t degree) {
+  search_plan s{};
+  s.itopk = std::max(p.itopk_size, k);  // like hnswlib's ef: never fewer than k
+  s.width = p.search_width;
+  const uint32_t log_n = ceil_log2(static_cast<uint64_t>(std::max<int64_t>(rows, 2)));
+  // Converging needs about itopk/width iterations; the budget must not shrink with the width.
+  s.max_iterations = p.max_iterations ? p.max_iterations : s.itopk + 16 + log_n;
+  s.min_iterations = std::min(p.min_iterations, s.max_iterations);
+  s.samplings = p.num_random_samplings
+                    ? p.num_random_samplings
+                    : 1 + (rows > 100000 ? ceil_log2(static_cast<uint64_t>(rows / 100000)) : 0);
+  s.reset_interval = p.hash_reset_interval;
+  const uint64_t expected = uint64_t{s.itopk} * degree + uint64_t{s.width} * degree * s.samplings;
+  s.hash_bits = p.hash_bits ? p.hash_bits : std::clamp<uint32_t>(ceil_log2(4 * expected), 8, 20);
+  return s;
+}
+
+void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
+            uint32_t* ids, float* distances, int nt) {
+  const search_plan plan = make_search_plan(params, k, idx.size(), idx.graph_degree());
+  const int64_t nq = queries.rows();
+  nt = nq == 1 ? 1 : thread_count(nt);
+  dispatch_storage(idx.storage_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const query_t<T>* q = static_cast<const query_t<T>*>(queries.data());
+    const size_t dim = idx.dim();
+#pragma omp parallel num_threads(nt)
+    {
+      searcher<T> s(idx, plan, params.seed);
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t i = 0; i < nq; ++i)
+        s.run(q + i * dim, k, ids + i * k, distances ? distances + i * k : nullptr);
+    }
+  });
+}
+
+}  // namespace cagra::cpu

@@ -1,0 +1,56 @@
+// Visited set of one search: open addressing with linear probing over 2^bits slots.
+//
+// Each slot holds (generation << 32 | id); a slot whose generation is not the current one is
+// empty, so clearing the table (per query, or the forgettable reset of paper §IV-B3) is O(1):
+// bump the generation. The table is only memset when the 32-bit generation wraps.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace cagra::cpu {
+
+class visited_hash {
+ public:
+  void resize(uint32_t bits) {
+    if (bits == bits_) return;
+    bits_ = bits;
+    slots_.assign(size_t{1} << bits, 0);
+    gen_ = 0;
+    clear();
+  }
+  /** Forgets every id (O(1)). */
+  void clear() {
+    if (++gen_ == 0) {
+      std::fill(slots_.begin(), slots_.end(), 0);
+      gen_ = 1;
+    }
+    count_ = 0;
+  }
+  /** Inserts `id`; returns true if it was not there yet. */
+  bool insert(uint32_t id) {
+    const uint64_t tag = uint64_t{gen_} << 32;
+    const size_t mask = slots_.size() - 1;
+    size_t h = (id * 0x9E3779B1u) >> (32 - bits_);
+    for (;;) {
+      uint64_t s = slots_[h];
+      if ((s & ~uint64_t{0xFFFFFFFFu}) != tag) {
+        slots_[h] = tag | id;
+        ++count_;
+        return true;
+      }
+      if (static_cast<uint32_t>(s) == id) return false;
+      h = (h + 1) & mask;
+    }
+  }
+  /** More than half full: probing gets slow and a full table would loop forever. */
+  bool nearly_full() const { return 2 * size_t{count_} >= slots_.size(); }
+  uint32_t bits() const { return bits_; }
+
+ private:
+  std::vector<uint64_t> slots_;
+  uint32_t bits_ = 0, gen_ = 0, count_ = 0;
+};
+
+}  // namespace cagra::cpu

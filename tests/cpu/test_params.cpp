@@ -1,0 +1,171 @@
+// Bad input through the C++ API: each case must throw cagra::error with a message that says what
+// is wrong (never crash, never return a silently wrong answer).
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "test_data.hpp"
+
+namespace cagra::test {
+namespace {
+
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const cagra::error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no cagra::error thrown";
+  return "";
+}
+
+host_matrix random_f32(int64_t rows, int64_t cols, uint32_t seed = 1) {
+  host_matrix m(dtype::f32, rows, cols);
+  uint32_t s = seed;
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    s = s * 1664525u + 1013904223u;
+    m.as<float>().data[i] = float(s >> 8) / float(1 << 24);
+  }
+  return m;
+}
+
+index_params params(uint32_t d, uint32_t k) {
+  index_params p;
+  p.graph_degree = d;
+  p.intermediate_graph_degree = k;
+  return p;
+}
+
+class ParamsErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = random_f32(300, 8);
+    idx_ = std::make_unique<cagra::index>(build({}, params(8, 16), base_));
+    q_ = random_f32(5, 8, 9);
+    ids_.assign(5 * 10, 0);
+  }
+  void search_k(uint32_t k, search_params p = {}) {
+    ids_.assign(5 * size_t(k), 0);
+    search({}, p, *idx_, q_, k, {ids_.data(), 5, k}, {});
+  }
+  host_matrix base_, q_;
+  std::unique_ptr<cagra::index> idx_;
+  std::vector<uint32_t> ids_;
+};
+
+TEST_F(ParamsErrors, KZero) { EXPECT_NE(error_of([&] { search_k(0); }).find("k must be >= 1"), std::string::npos); }
+
+TEST_F(ParamsErrors, KAboveIndexSize) {
+  EXPECT_NE(error_of([&] { search_k(301); }).find("exceeds the index size"), std::string::npos);
+}
+
+TEST_F(ParamsErrors, QueryDimensionMismatch) {
+  host_matrix q = random_f32(5, 9);
+  EXPECT_NE(error_of([&] { search({}, {}, *idx_, q, 10, {ids_.data(), 5, 10}, {}); }).find("dimension 9"),
+            std::string::npos);
+}
+
+TEST_F(ParamsErrors, OutputShapeMismatch) {
+  EXPECT_NE(error_of([&] { search({}, {}, *idx_, q_, 10, {ids_.data(), 4, 10}, {}); }).find("neighbors must be"),
+            std::string::npos);
+}
+
+TEST_F(ParamsErrors, AllViolationsInOneMessage) {
+  search_params p;
+  p.itopk_size = 0;
+  p.search_width = 0;
+  p.team_size = 3;
+  p.hash_bits = 2;
+  std::string msg = error_of([&] { search_k(10, p); });
+  for (const char* part : {"itopk_size", "search_width", "team_size", "hash_bits"})
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " missing from: " << msg;
+}
+
+TEST_F(ParamsErrors, NanInQueries) {
+  q_.as<float>().data[3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(error_of([&] { search_k(10); }).find("NaN"), std::string::npos);
+}
+
+TEST(BuildErrors, FewerRowsThanDegree) {
+  host_matrix base = random_f32(20, 4);
+  std::string msg = error_of([&] { build({}, params(16, 32), base); });
+  EXPECT_NE(msg.find("20 rows"), std::string::npos) << msg;
+}
+
+TEST(BuildErrors, DegreeAboveIntermediateAndZero) {
+  host_matrix base = random_f32(100, 4);
+  EXPECT_NE(error_of([&] { build({}, params(32, 16), base); }).find("must be >= graph_degree"), std::string::npos);
+  EXPECT_NE(error_of([&] { build({}, params(0, 16), base); }).find("graph_degree must be >= 1"), std::string::npos);
+}
+
+TEST(BuildErrors, NanAndInfInData) {
+  host_matrix base = random_f32(100, 4);
+  base.as<float>().data[77] = std::numeric_limits<float>::infinity();
+  EXPECT_NE(error_of([&] { build({}, params(4, 8), base); }).find("row 19"), std::string::npos);
+  base.as<float>().data[77] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(error_of([&] { build({}, params(4, 8), base); }).find("NaN"), std::string::npos);
+}
+
+TEST(BuildErrors, EmptyDataset) {
+  host_matrix empty(dtype::f32, 0, 8);
+  EXPECT_NE(error_of([&] { build({}, params(4, 8), empty); }).find("empty"), std::string::npos);
+}
+
+TEST(BuildErrors, CosineWithZeroRow) {
+  host_matrix base = random_f32(100, 4);
+  for (int j = 0; j < 4; ++j) base.as<float>().data[4 * 10 + j] = 0;
+  index_params p = params(4, 8);
+  p.metric = metric::cosine;
+  EXPECT_NE(error_of([&] { build({}, p, base); }).find("row 10 is all zeros"), std::string::npos);
+}
+
+TEST(BuildErrors, UnsupportedElementType) {
+  host_matrix ids(dtype::u32, 100, 4);
+  EXPECT_NE(error_of([&] { build({}, params(4, 8), ids); }).find("u32"), std::string::npos);
+}
+
+TEST(BuildErrors, BadKnnSettings) {
+  host_matrix base = random_f32(100, 4);
+  index_params p = params(4, 8);
+  p.knn.sample_rate = 0;
+  p.knn.max_iterations = 0;
+  std::string msg = error_of([&] { build({}, p, base); });
+  EXPECT_NE(msg.find("sample_rate"), std::string::npos);
+  EXPECT_NE(msg.find("max_iterations"), std::string::npos);
+}
+
+TEST(SearchErrors, NonIntegerQueriesForByteIndex) {
+  host_matrix base(dtype::u8, 100, 4);
+  for (int i = 0; i < 400; ++i) static_cast<uint8_t*>(base.data())[i] = uint8_t(i * 37);
+  cagra::index idx = build({}, params(4, 8), base);
+  host_matrix q(dtype::f32, 1, 4);
+  for (int j = 0; j < 4; ++j) q.as<float>().data[j] = 0.5f;
+  std::vector<uint32_t> ids(5);
+  EXPECT_NE(error_of([&] { search({}, {}, idx, q, 5, {ids.data(), 1, 5}, {}); }).find("integers"),
+            std::string::npos);
+  q.as<float>().data[0] = 300;
+  EXPECT_THROW(search({}, {}, idx, q, 5, {ids.data(), 1, 5}, {}), cagra::error);
+  for (int j = 0; j < 4; ++j) q.as<float>().data[j] = 3;  // exact integers are fine
+  EXPECT_NO_THROW(search({}, {}, idx, q, 5, {ids.data(), 1, 5}, {}));
+}
+
+TEST(SearchErrors, CudaBackendWhenNotAvailable) {
+  if (cuda_available()) GTEST_SKIP() << "this build has a usable CUDA backend";
+  host_matrix base = random_f32(100, 4);
+  resources res;
+  res.target = backend::cuda;
+  EXPECT_NE(error_of([&] { build(res, params(4, 8), base); }).find("CUDA"), std::string::npos);
+}
+
+TEST(Parsing, MetricsAndBackends) {
+  EXPECT_EQ(parse_metric("ip"), metric::inner_product);
+  EXPECT_EQ(parse_metric("cosine"), metric::cosine);
+  EXPECT_THROW(parse_metric("hamming"), cagra::error);
+  EXPECT_EQ(parse_backend("cpu"), backend::cpu);
+  EXPECT_THROW(parse_backend("tpu"), cagra::error);
+}
+
+}  // namespace
+}  // namespace cagra::test
