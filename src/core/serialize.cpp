@@ -1,0 +1,404 @@
+// cagra::save / cagra::load: the versioned binary index file described in docs/file_format.md.
+//
+// Every header field is encoded explicitly as fixed-width little-endian (no struct dumps, so the
+// layout does not depend on the compiler's padding), and a trailing 64-bit checksum covers the
+// header and both payloads so that a flipped byte anywhere is reported instead of producing a
+// silently wrong index. `load` checks every header field against the real file size before it
+// allocates anything, so a garbled or hostile file can never make it allocate terabytes or read
+// out of bounds. `save` writes a temporary file in the destination folder and renames it over the
+// target, so an existing index is only ever replaced by a complete one.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+
+// The payloads are written straight from (and read straight into) memory; that is only the
+// documented little-endian layout on a little-endian host.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "cagra's index file I/O supports little-endian hosts only"
+#endif
+
+namespace cagra {
+namespace {
+
+constexpr char kMagic[8] = {'C', 'A', 'G', 'R', 'A', 'I', 'D', 'X'};
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kEndianTag = 0x01020304u;
+constexpr uint32_t kHeaderSize = 64;
+constexpr uint64_t kChecksumSize = 8;
+constexpr uint32_t kMaxDim = 65536;
+// Large chunks keep syscall overhead negligible for multi-GB files without a big extra buffer.
+constexpr size_t kChunk = size_t{16} << 20;
+
+// Streaming XXH64 (seed 0), the standard 64-bit xxHash: four independent multiply-rotate lanes
+// over 32-byte stripes, >10 GB/s, so hashing is a small part of a load. Being the standard
+// function, a user's own reader can check files with any xxHash library (docs/file_format.md).
+class checksum {
+ public:
+  void update(const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    total_ += n;
+    if (buf_n_ > 0) {  // complete the stripe left over from the previous call
+      size_t take = std::min(n, 32 - buf_n_);
+      std::memcpy(buf_ + buf_n_, p, take);
+      buf_n_ += take;
+      p += take;
+      n -= take;
+      if (buf_n_ < 32) return;
+      stripe(buf_);
+      buf_n_ = 0;
+    }
+    uint64_t v0 = v_[0], v1 = v_[1], v2 = v_[2], v3 = v_[3];
+    for (; n >= 32; p += 32, n -= 32) {
+      v0 = round(v0, word(p));
+      v1 = round(v1, word(p + 8));
+      v2 = round(v2, word(p + 16));
+      v3 = round(v3, word(p + 24));
+    }
+    v_[0] = v0, v_[1] = v1, v_[2] = v2, v_[3] = v3;
+    std::memcpy(buf_, p, n);
+    buf_n_ = n;
+  }
+  uint64_t finish() const {
+    uint64_t h;
+    if (total_ >= 32) {
+      h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
+      for (uint64_t v : v_) h = (h ^ round(0, v)) * kP1 + kP4;
+    } else {
+      h = kP5;  // seed 0
+    }
+    h += total_;
+    const uint8_t* p = buf_;
+    size_t n = buf_n_;
+    for (; n >= 8; p += 8, n -= 8) h = rotl(h ^ round(0, word(p)), 27) * kP1 + kP4;
+    if (n >= 4) {
+      uint32_t w;
+      std::memcpy(&w, p, 4);
+      h = rotl(h ^ (uint64_t(w) * kP1), 23) * kP2 + kP3;
+      p += 4;
+      n -= 4;
+    }
+    for (; n > 0; ++p, --n) h = rotl(h ^ (*p * kP5), 11) * kP1;
+    h ^= h >> 33;
+    h *= kP2;
+    h ^= h >> 29;
+    h *= kP3;
+    return h ^ (h >> 32);
+  }
+
+ private:
+  static constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full,
+                            kP3 = 0x165667B19E3779F9ull, kP4 = 0x85EBCA77C2B2AE63ull,
+                            kP5 = 0x27D4EB2F165667C5ull;
+  static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+  static uint64_t round(uint64_t acc, uint64_t in) { return rotl(acc + in * kP2, 31) * kP1; }
+  static uint64_t word(const uint8_t* p) {  // little-endian host (checked above)
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    return w;
+  }
+  void stripe(const uint8_t* p) {
+    for (int i = 0; i < 4; ++i) v_[i] = round(v_[i], word(p + 8 * i));
+  }
+  uint64_t v_[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
+  uint64_t total_ = 0;
+  uint8_t buf_[32] = {};
+  size_t buf_n_ = 0;
+};
+
+void put_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+void put_u64(uint8_t* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+uint32_t get_u32(const uint8_t* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+uint64_t get_u64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+bool is_storage_dtype(uint32_t t) {
+  return t == uint32_t(dtype::f32) || t == uint32_t(dtype::f16) || t == uint32_t(dtype::u8) ||
+         t == uint32_t(dtype::i8);
+}
+
+// The decoded header (offsets in docs/file_format.md).
+struct header {
+  uint32_t version = kFormatVersion, endian = kEndianTag, header_size = kHeaderSize;
+  uint32_t type = 0, metric = 0, degree = 0, dim = 0, flags = 0;
+  uint64_t rows = 0, vector_bytes = 0, graph_bytes = 0;
+
+  void encode(uint8_t* b) const {
+    std::memset(b, 0, kHeaderSize);
+    std::memcpy(b, kMagic, 8);
+    put_u32(b + 8, version);
+    put_u32(b + 12, endian);
+    put_u32(b + 16, header_size);
+    put_u32(b + 20, type);
+    put_u32(b + 24, metric);
+    put_u32(b + 28, degree);
+    put_u64(b + 32, rows);
+    put_u32(b + 40, dim);
+    put_u32(b + 44, flags);
+    put_u64(b + 48, vector_bytes);
+    put_u64(b + 56, graph_bytes);
+  }
+  void decode(const uint8_t* b) {
+    version = get_u32(b + 8);
+    endian = get_u32(b + 12);
+    header_size = get_u32(b + 16);
+    type = get_u32(b + 20);
+    metric = get_u32(b + 24);
+    degree = get_u32(b + 28);
+    rows = get_u64(b + 32);
+    dim = get_u32(b + 40);
+    flags = get_u32(b + 44);
+    vector_bytes = get_u64(b + 48);
+    graph_bytes = get_u64(b + 56);
+  }
+};
+
+// Closes a file descriptor and (unless released) removes the temporary file it belongs to.
+struct temp_file {
+  int fd = -1;
+  std::string path;
+  bool keep = false;
+  ~temp_file() {
+    if (fd >= 0) ::close(fd);
+    if (!keep && !path.empty()) ::unlink(path.c_str());
+  }
+};
+
+void write_all(int fd, const void* data, size_t n, checksum* sum, const std::string& path) {
+  if (sum) sum->update(data, n);
+  const auto* p = static_cast<const uint8_t*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, std::min(n, kChunk));
+    if (w < 0 && errno == EINTR) continue;
+    CAGRA_EXPECTS(w > 0, "cagra::save: writing '%s' failed: %s", path.c_str(),
+                  w < 0 ? std::strerror(errno) : "no progress");
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void read_all(int fd, void* data, size_t n, checksum* sum, const std::string& path) {
+  auto* p = static_cast<uint8_t*>(data);
+  const size_t total = n;
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, std::min(n, kChunk));
+    if (r < 0 && errno == EINTR) continue;
+    CAGRA_EXPECTS(r >= 0, "cagra::load: reading '%s' failed: %s", path.c_str(),
+                  std::strerror(errno));
+    // The size was checked with fstat, so a short read means the file shrank under us.
+    CAGRA_EXPECTS(r > 0, "cagra::load: '%s' ended early (changed while being read?)",
+                  path.c_str());
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  if (sum) sum->update(data, total);
+}
+
+// Closes the file descriptor it holds (load's input file) on every exit path.
+struct fd_closer {
+  int fd;
+  ~fd_closer() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The folder of `path` ("." when it has none), for the directory fsync after the rename.
+std::string parent_dir(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+}  // namespace
+
+void save(const index& idx, const std::string& path) {
+  CAGRA_EXPECTS(!path.empty(), "cagra::save: empty file name");
+  CAGRA_EXPECTS(idx.size() > 0, "cagra::save('%s'): the index is empty", path.c_str());
+  CAGRA_EXPECTS(is_storage_dtype(uint32_t(idx.storage_dtype())),
+                "cagra::save('%s'): vectors of dtype %s cannot be stored (f32, f16, u8, i8 only)",
+                path.c_str(), to_string(idx.storage_dtype()));
+  CAGRA_EXPECTS(idx.dim() >= 1 && idx.dim() <= kMaxDim,
+                "cagra::save('%s'): dim %u outside [1, %u]", path.c_str(), idx.dim(), kMaxDim);
+  CAGRA_EXPECTS(idx.graph_degree() >= 1 && int64_t(idx.graph_degree()) < idx.size(),
+                "cagra::save('%s'): graph degree %u outside [1, rows - 1 = %lld]", path.c_str(),
+                idx.graph_degree(), (long long)idx.size() - 1);
+
+  header h;
+  h.type = uint32_t(idx.storage_dtype());
+  h.metric = uint32_t(idx.metric());
+  h.degree = idx.graph_degree();
+  h.rows = uint64_t(idx.size());
+  h.dim = idx.dim();
+  h.vector_bytes = idx.vectors().size_bytes();
+  h.graph_bytes = h.rows * h.degree * sizeof(uint32_t);
+  uint8_t head[kHeaderSize];
+  h.encode(head);
+
+  // A per-process counter keeps concurrent saves to the same path from one process apart;
+  // O_EXCL makes sure we never write into somebody else's temporary file.
+  static std::atomic<uint64_t> counter{0};
+  temp_file tmp;
+  tmp.path = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (tmp.fd < 0) {
+    int e = errno;
+    tmp.path.clear();  // not ours: nothing to remove
+    CAGRA_FAIL("cagra::save: cannot create '%s' (next to '%s'): %s", (path + ".tmp.*").c_str(),
+               path.c_str(), std::strerror(e));
+  }
+
+  checksum sum;
+  write_all(tmp.fd, head, kHeaderSize, &sum, path);
+  write_all(tmp.fd, idx.vectors().data(), h.vector_bytes, &sum, path);
+  write_all(tmp.fd, idx.graph().data, h.graph_bytes, &sum, path);
+  uint8_t tail[kChecksumSize];
+  put_u64(tail, sum.finish());
+  write_all(tmp.fd, tail, kChecksumSize, nullptr, path);
+
+  // The data must be on disk before the rename publishes it, or a crash could leave a complete
+  // name pointing at incomplete contents.
+  CAGRA_EXPECTS(::fsync(tmp.fd) == 0, "cagra::save: flushing '%s' failed: %s", path.c_str(),
+                std::strerror(errno));
+  int fd = tmp.fd;
+  tmp.fd = -1;
+  CAGRA_EXPECTS(::close(fd) == 0, "cagra::save: closing '%s' failed: %s", path.c_str(),
+                std::strerror(errno));
+  CAGRA_EXPECTS(std::rename(tmp.path.c_str(), path.c_str()) == 0,
+                "cagra::save: cannot replace '%s': %s", path.c_str(), std::strerror(errno));
+  tmp.keep = true;
+
+  // Best effort: persist the rename itself. Failing here loses nothing already written.
+  int dir = ::open(parent_dir(path).c_str(), O_RDONLY | O_CLOEXEC);
+  if (dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+}
+
+index load(const std::string& path) {
+  const char* f = path.c_str();
+  int fd = ::open(f, O_RDONLY | O_CLOEXEC);
+  CAGRA_EXPECTS(fd >= 0, "cagra::load: cannot open '%s': %s", f, std::strerror(errno));
+  fd_closer closer{fd};
+  struct stat st {};
+  CAGRA_EXPECTS(::fstat(fd, &st) == 0, "cagra::load: cannot stat '%s': %s", f,
+                std::strerror(errno));
+  CAGRA_EXPECTS(S_ISREG(st.st_mode), "cagra::load: '%s' is not a regular file", f);
+  const uint64_t file_size = uint64_t(st.st_size);
+  CAGRA_EXPECTS(file_size > 0, "cagra::load: '%s' is empty", f);
+
+  // Fields are checked in file order, so the first problem is the one reported.
+  uint8_t head[kHeaderSize] = {};
+  const size_t head_n = size_t(std::min<uint64_t>(file_size, kHeaderSize));
+  read_all(fd, head, head_n, nullptr, path);
+  CAGRA_EXPECTS(head_n >= 8 && std::memcmp(head, kMagic, 8) == 0,
+                "cagra::load: '%s' is not a CAGRA index file (bad magic; expected \"CAGRAIDX\")",
+                f);
+  CAGRA_EXPECTS(head_n >= 12, "cagra::load: '%s': truncated header (%llu of %u bytes)", f,
+                (unsigned long long)file_size, kHeaderSize);
+  header h;
+  h.decode(head);  // fields past the end of a short file read as 0 and are never used
+  CAGRA_EXPECTS(h.version <= kFormatVersion,
+                "cagra::load: '%s' was written by a newer version of the library (format "
+                "version %u; this library reads version %u)",
+                f, h.version, kFormatVersion);
+  CAGRA_EXPECTS(h.version == kFormatVersion, "cagra::load: '%s': invalid format version %u", f,
+                h.version);
+  CAGRA_EXPECTS(head_n == kHeaderSize, "cagra::load: '%s': truncated header (%llu of %u bytes)",
+                f, (unsigned long long)file_size, kHeaderSize);
+  CAGRA_EXPECTS(h.endian == kEndianTag,
+                "cagra::load: '%s': endianness tag is 0x%08x, expected 0x%08x (file written in "
+                "a different byte order or corrupted)",
+                f, h.endian, kEndianTag);
+  CAGRA_EXPECTS(h.header_size == kHeaderSize,
+                "cagra::load: '%s': header_size field is %u, expected %u for format version %u",
+                f, h.header_size, kHeaderSize, kFormatVersion);
+  CAGRA_EXPECTS(is_storage_dtype(h.type),
+                "cagra::load: '%s': dtype field %u is not a storage type (0=f32, 1=f16, 2=u8, "
+                "3=i8)", f, h.type);
+  CAGRA_EXPECTS(h.metric <= uint32_t(metric::cosine),
+                "cagra::load: '%s': metric field %u out of range (0=l2, 1=ip, 2=cosine)", f,
+                h.metric);
+  CAGRA_EXPECTS(h.rows >= 1 && h.rows <= uint64_t(kMaxRows),
+                "cagra::load: '%s': rows field %llu outside [1, 2^31-1]", f,
+                (unsigned long long)h.rows);
+  CAGRA_EXPECTS(h.dim >= 1 && h.dim <= kMaxDim, "cagra::load: '%s': dim field %u outside [1, %u]",
+                f, h.dim, kMaxDim);
+  CAGRA_EXPECTS(h.degree >= 1 && uint64_t(h.degree) < h.rows,
+                "cagra::load: '%s': graph_degree field %u outside [1, rows - 1 = %llu]", f,
+                h.degree, (unsigned long long)(h.rows - 1));
+  CAGRA_EXPECTS(h.flags == 0, "cagra::load: '%s': reserved flags field is 0x%08x, expected 0", f,
+                h.flags);
+
+  // rows < 2^31, dim <= 2^16, element <= 4 bytes and degree < rows: neither product overflows.
+  const uint64_t want_vec = h.rows * h.dim * dtype_size(dtype(h.type));
+  const uint64_t want_graph = h.rows * h.degree * sizeof(uint32_t);
+  CAGRA_EXPECTS(h.vector_bytes == want_vec,
+                "cagra::load: '%s': vector_bytes field %llu, expected rows x dim x %zu = %llu", f,
+                (unsigned long long)h.vector_bytes, dtype_size(dtype(h.type)),
+                (unsigned long long)want_vec);
+  CAGRA_EXPECTS(h.graph_bytes == want_graph,
+                "cagra::load: '%s': graph_bytes field %llu, expected rows x degree x 4 = %llu", f,
+                (unsigned long long)h.graph_bytes, (unsigned long long)want_graph);
+  // want_vec < 2^49 and want_graph < 2^64 - 2^63: compare piecewise so the sum cannot overflow.
+  const uint64_t body = file_size - kHeaderSize;  // >= 0: the full header was read
+  const bool fits = want_graph <= body && want_vec <= body - want_graph &&
+                    kChecksumSize <= body - want_graph - want_vec;
+  CAGRA_EXPECTS(fits,
+                "cagra::load: '%s': truncated payload (file has %llu bytes; the header "
+                "describes %llu + %llu + %llu + %llu)",
+                f, (unsigned long long)file_size, (unsigned long long)kHeaderSize,
+                (unsigned long long)want_vec, (unsigned long long)want_graph,
+                (unsigned long long)kChecksumSize);
+  const uint64_t extra = body - want_graph - want_vec - kChecksumSize;
+  CAGRA_EXPECTS(extra == 0, "cagra::load: '%s': %llu unexpected trailing bytes after the checksum",
+                f, (unsigned long long)extra);
+
+  // Sizes now match the real file, so these allocations are bounded by what is on disk.
+  checksum sum;
+  sum.update(head, kHeaderSize);
+  host_matrix vectors(dtype(h.type), int64_t(h.rows), int64_t(h.dim));
+  read_all(fd, vectors.data(), want_vec, &sum, path);
+  std::vector<uint32_t> graph(size_t(h.rows) * h.degree);
+  read_all(fd, graph.data(), want_graph, &sum, path);
+  uint8_t tail[kChecksumSize];
+  read_all(fd, tail, kChecksumSize, nullptr, path);
+  const uint64_t stored = get_u64(tail), computed = sum.finish();
+  CAGRA_EXPECTS(stored == computed,
+                "cagra::load: '%s' is corrupted: checksum mismatch (stored 0x%016llx, computed "
+                "0x%016llx)",
+                f, (unsigned long long)stored, (unsigned long long)computed);
+
+  // Report the first bad id with its position (the index constructor would only say "bad id").
+  const uint32_t n = uint32_t(h.rows);
+  auto bad = std::find_if(graph.begin(), graph.end(), [n](uint32_t id) { return id >= n; });
+  if (bad != graph.end()) {
+    size_t pos = size_t(bad - graph.begin());
+    CAGRA_FAIL("cagra::load: '%s': graph row %zu, slot %zu holds id %u, not below rows = %u", f,
+               pos / h.degree, pos % h.degree, *bad, n);
+  }
+  return index(metric(h.metric), std::move(vectors), std::move(graph), h.degree);
+}
+
+}  // namespace cagra
