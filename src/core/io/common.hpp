@@ -1,0 +1,125 @@
+// Internal pieces shared by the dataset readers/writers (src/core/io/*.cpp): format detection
+// from the file name, a checked file reader, an atomic (temp + rename) file writer, overflow-safe
+// size arithmetic, and the per-format entry points that io.cpp dispatches to.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <cagra/io.hpp>
+#include <cagra/types.hpp>
+
+// The binary formats are little-endian and the bulk of every file is copied straight into
+// memory, so a big-endian host would need byte swapping everywhere; refuse to build there.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "cagra I/O assumes a little-endian host");
+
+namespace cagra::io::detail {
+
+enum class format { fvecs, ivecs, bvecs, fbin, u8bin, i8bin, ibin, npy, idx, hdf5 };
+
+/** What a user path names: the file, its format and (HDF5 only) the dataset after ':'. */
+struct path_spec {
+  std::string file;     ///< the path without any ":dataset" suffix
+  std::string dataset;  ///< HDF5 dataset name, empty when not given
+  format fmt = format::fbin;
+};
+
+/** Picks the format from the file name (case-insensitive); throws for unknown extensions. */
+path_spec parse_path(const std::string& path);
+/** ".fvecs", ".npy", "IDX", ... for messages. */
+const char* format_name(format f);
+/** The extensions every reader accepts, for "unknown extension" messages. */
+const char* supported_extensions();
+
+/** a * b, throwing "<path>: <what> overflows" when it does not fit in 64 bits. */
+uint64_t mul_checked(uint64_t a, uint64_t b, const std::string& path, const char* what);
+
+/** A host_matrix whose allocation failure becomes a cagra::error naming the file. */
+host_matrix alloc_matrix(const std::string& path, dtype t, int64_t rows, int64_t cols);
+
+/** Read-only regular file with its size known up front. Every read is exact: a short read is
+ *  reported as "truncated <what>" with the path, never as partially filled memory. */
+class input_file {
+ public:
+  /** Throws for a missing path, a directory, a non-regular file, an unreadable or empty file. */
+  explicit input_file(const std::string& path);
+  ~input_file();
+  input_file(const input_file&) = delete;
+  input_file& operator=(const input_file&) = delete;
+
+  const std::string& path() const { return path_; }
+  uint64_t size() const { return size_; }
+  uint64_t offset() const { return offset_; }
+  uint64_t remaining() const { return size_ - offset_; }
+
+  void read(void* dst, uint64_t n, const char* what);
+  void seek(uint64_t offset);
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t offset_ = 0;
+};
+
+/** Writes a file under a temporary name in the target's folder and renames it over the target
+ *  on commit(). Destroying it uncommitted (an exception) removes the temporary file, so an
+ *  existing target is only ever replaced by a complete file. Writes are buffered. */
+class output_file {
+ public:
+  explicit output_file(const std::string& target);
+  ~output_file();
+  output_file(const output_file&) = delete;
+  output_file& operator=(const output_file&) = delete;
+
+  void write(const void* data, size_t n);
+  void commit();
+
+ private:
+  void flush();
+  void write_raw(const void* data, size_t n);
+  [[noreturn]] void fail(const char* what, int err);
+
+  std::string target_;
+  std::string temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+  std::vector<uint8_t> buffer_;
+};
+
+/** Checks what every writer needs before any file is touched: host memory, data present,
+ *  rows and cols > 0. */
+void check_writable(const std::string& path, const dataset_view& m, const char* what);
+/** Throws unless every value of a u32 matrix is < 2^31 (so it can be stored as int32). */
+void check_u32_fits_i32(const std::string& path, const dataset_view& m);
+/** i32 ids as u32, rejecting negative values (message names the row and column). */
+host_matrix ids_from_i32(const std::string& path, const host_matrix& m);
+
+// ---- per-format entry points (one .cpp per family) -------------------------------------------
+
+/** .fvecs/.ivecs/.bvecs; `t` is the format's element type. */
+host_matrix read_vecs(const std::string& path, dtype t);
+void write_vecs(const std::string& path, dtype t, const dataset_view& m);
+
+/** .fbin/.u8bin/.i8bin/.ibin. For `t` == i32 (.ibin) the file may carry rows*cols f32 distances
+ *  after the ids; they are returned through `distances` when it is not null. */
+host_matrix read_bin(const std::string& path, dtype t, host_matrix* distances);
+/** Header + `m` (+ `distances`, when not null, right after). */
+void write_bin(const std::string& path, const dataset_view& m, const dataset_view* distances);
+
+/** .npy. With `as_ids` the integer dtypes (i4/u4/i8/u8) are returned as range-checked u32 and
+ *  every other dtype is an error; without it i8/u8 (64-bit) are errors. */
+host_matrix read_npy(const std::string& path, bool as_ids);
+void write_npy(const std::string& path, const dataset_view& m);
+
+/** IDX / IDX.gz (MNIST family): u8, i8 or f32 rows = dim0, cols = product of the other dims. */
+host_matrix read_idx(const std::string& path);
+
+/** One dataset of an HDF5 file. `as_ids`: integer datasets returned as range-checked u32.
+ *  When `optional` and the dataset is missing an empty matrix is returned. */
+host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool as_ids,
+                      bool optional);
+
+}  // namespace cagra::io::detail
