@@ -331,11 +331,11 @@ void check_u32_fits_i32(const std::string& path, const dataset_view& m) {
   const auto* v = static_cast<const uint32_t*>(m.data);
   const uint64_t n = static_cast<uint64_t>(m.rows) * static_cast<uint64_t>(m.cols);
   for (uint64_t i = 0; i < n; ++i) {
-    if (v[i] > 0x7FFFFFFFu) {
+    // kInvalidId (a missing neighbor) is stored as -1, the faiss / ann-benchmarks convention.
+    if (v[i] > 0x7FFFFFFFu && v[i] != kInvalidId) {
       CAGRA_FAIL("%s: id %u at row %llu, column %llu does not fit in int32, which the format "
-                 "stores%s", path.c_str(), v[i], (unsigned long long)(i / m.cols),
-                 (unsigned long long)(i % m.cols),
-                 v[i] == kInvalidId ? " (it is kInvalidId: a missing neighbor)" : "");
+                 "stores", path.c_str(), v[i], (unsigned long long)(i / m.cols),
+                 (unsigned long long)(i % m.cols));
     }
   }
 }
@@ -348,7 +348,7 @@ host_matrix ids_from_i32(const std::string& path, const host_matrix& m) {
   auto* dst = static_cast<uint32_t*>(out.data());
   const uint64_t n = static_cast<uint64_t>(m.rows()) * static_cast<uint64_t>(m.cols());
   for (uint64_t i = 0; i < n; ++i) {
-    if (in[i] < 0) {
+    if (in[i] < -1) {  // -1 = no neighbor (read back as kInvalidId)
       CAGRA_FAIL("%s: negative neighbor id %d at row %llu, column %llu", path.c_str(), in[i],
                  (unsigned long long)(i / m.cols()), (unsigned long long)(i % m.cols()));
     }
