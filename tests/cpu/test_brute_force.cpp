@@ -67,7 +67,9 @@ TEST(BruteForce, ExcludeSelfAndThreadIndependence) {
   for (int64_t i = 0; i < a.rows; ++i)
     for (uint32_t j = 0; j < a.k; ++j) {
       EXPECT_NE(a.ids[i * a.k + j], uint32_t(i));
-      if (j) EXPECT_LE(a.distances[i * a.k + j - 1], a.distances[i * a.k + j]);
+      if (j) {
+        EXPECT_LE(a.distances[i * a.k + j - 1], a.distances[i * a.k + j]);
+      }
     }
 }
 

@@ -22,7 +22,9 @@ void expect_valid_knn(const knn_graph& g) {
     for (uint32_t j = 0; j < g.k; ++j) {
       ASSERT_LT(row[j], g.rows);
       ASSERT_NE(row[j], uint32_t(i)) << "self loop in row " << i;
-      if (j) ASSERT_LE(g.distances[i * g.k + j - 1], g.distances[i * g.k + j]) << "row " << i << " unsorted";
+      if (j) {
+        ASSERT_LE(g.distances[i * g.k + j - 1], g.distances[i * g.k + j]) << "row " << i << " unsorted";
+      }
     }
     std::sort(row.begin(), row.end());
     ASSERT_EQ(std::unique(row.begin(), row.end()), row.end()) << "duplicate in row " << i;

@@ -1,0 +1,297 @@
+// Tests of the `cagra` command-line tool, run as a separate process (CAGRA_CLI_PATH) exactly as a
+// user or script runs it. The error cases check the tool's contract: a non-zero status (2 for
+// usage mistakes), exactly one "error: " line on stderr, and input files left byte for byte as
+// they were. The pipeline test runs build -> search -> eval -> info -> bench -> gt on the real
+// bigann10k set, so it also checks that the pieces agree on file formats.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "test_data.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cagra::test {
+namespace {
+
+struct cli_result {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+cli_result run_cli(const std::vector<std::string>& args) {
+  if (std::string(CAGRA_CLI_PATH).empty()) {
+    ADD_FAILURE() << "the cagra tool was not built (CAGRA_BUILD_CLI=OFF)";
+    return {};
+  }
+  static int counter = 0;
+  const std::string tag = std::to_string(counter++);
+  const std::string out = temp_path("cli_out_" + tag), err = temp_path("cli_err_" + tag);
+  std::string cmd = shell_quote(CAGRA_CLI_PATH);
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
+  cli_result r;
+  int rc = std::system(cmd.c_str());
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::string cmd_text(const std::vector<std::string>& args) {
+  std::string s = "cagra";
+  for (const auto& a : args) s += " " + a;
+  return s;
+}
+
+// The failure contract: non-zero status (or exactly `status`), one "error: " line on stderr.
+void expect_error(const std::vector<std::string>& args, int status = 0) {
+  SCOPED_TRACE(cmd_text(args));
+  cli_result r = run_cli(args);
+  if (status != 0) {
+    EXPECT_EQ(r.status, status) << r.err;
+  } else {
+    EXPECT_NE(r.status, 0);
+    EXPECT_LT(r.status, 128) << "killed by a signal: " << r.err;
+  }
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.back(), '\n');
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+std::string copy_to_temp(const std::string& src, const std::string& name) {
+  std::string dst = temp_path(name);
+  fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
+  return dst;
+}
+
+// A small, valid index made without `build` (ring graph), so the error cases do not depend on
+// the build algorithms: 20 random 8-d vectors, degree 4.
+std::string small_index() {
+  static std::string path;
+  if (!path.empty()) return path;
+  host_matrix v(dtype::f32, 20, 8);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < v.rows() * v.cols(); ++i) v.as<float>().data[i] = u(rng);
+  std::vector<uint32_t> graph;
+  for (uint32_t i = 0; i < 20; ++i)
+    for (uint32_t j = 1; j <= 4; ++j) graph.push_back((i + j) % 20);
+  index idx(metric::l2, std::move(v), std::move(graph), 4);
+  path = temp_path("small.cagra");
+  save(idx, path);
+  return path;
+}
+
+std::string small_queries(int64_t dim, const std::string& name) {
+  host_matrix q(dtype::f32, 5, dim);
+  for (int64_t i = 0; i < q.rows() * q.cols(); ++i) q.as<float>().data[i] = 0.5f;
+  std::string path = temp_path(name);
+  io::write_matrix(path, q.view());
+  return path;
+}
+
+std::string bigann(const std::string& file) { return shared_data_dir() + "/bigann10k/" + file; }
+
+TEST(CliUsage, HelpAndVersion) {
+  cli_result r = run_cli({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("build"), std::string::npos);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  r = run_cli({"--version"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find(version()), std::string::npos) << r.out;
+  for (const char* cmd : {"build", "search", "eval", "bench", "info", "gt"}) {
+    r = run_cli({cmd, "--help"});
+    EXPECT_EQ(r.status, 0) << cmd;
+    EXPECT_NE(r.out.find(std::string("usage: cagra ") + cmd), std::string::npos) << r.out;
+  }
+}
+
+TEST(CliUsage, UsageMistakesExitWithStatus2) {
+  const std::string gt = bigann("groundtruth.ibin");
+  const auto before = read_bytes(gt);
+  expect_error({}, 2);
+  expect_error({"frobnicate"}, 2);
+  expect_error({"eval", gt, gt, "-k", "10", "--bogus"}, 2);
+  expect_error({"eval", gt, "-k", "10"}, 2);                   // missing argument
+  expect_error({"eval", gt, gt}, 2);                           // missing -k
+  expect_error({"eval", gt, gt, "-k"}, 2);                     // -k without a value
+  expect_error({"eval", gt, gt, gt, "-k", "10"}, 2);           // one argument too many
+  for (const char* k : {"0", "abc", "-3", "1.5", "99999999999999999999"})
+    expect_error({"eval", gt, gt, "-k", k}, 2);
+  expect_error({"build", bigann("base.u8bin")}, 2);            // missing -o
+  expect_error({"build", bigann("base.u8bin"), "-o", temp_path("x.cagra"), "--metric", "l3"}, 2);
+  expect_error({"bench", gt, gt, gt, "--itopk", "16,,32"}, 2);
+  EXPECT_EQ(read_bytes(gt), before);
+  EXPECT_FALSE(fs::exists(temp_path("x.cagra")));
+}
+
+TEST(CliErrors, MissingInputFile) {
+  const std::string out = temp_path("missing_out.cagra");
+  expect_error({"build", temp_path("does_not_exist.u8bin"), "-o", out}, 1);
+  expect_error({"search", temp_path("nope.cagra"), bigann("query.u8bin"), "-k", "10", "-o",
+                temp_path("missing.ibin")}, 1);
+  expect_error({"info", temp_path("nope.cagra")}, 1);
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(temp_path("missing.ibin")));
+}
+
+TEST(CliErrors, KLargerThanIndexAndDimMismatch) {
+  const std::string idx = small_index(), q8 = small_queries(8, "q8.fbin");
+  const std::string q7 = small_queries(7, "q7.fbin"), out = temp_path("small_out.ibin");
+  const auto idx_bytes = read_bytes(idx), q_bytes = read_bytes(q7);
+  expect_error({"search", idx, q8, "-k", "50", "--itopk", "64", "-o", out});
+  expect_error({"search", idx, q7, "-k", "3", "-o", out});
+  expect_error({"search", idx, q8, "-k", "10", "--itopk", "5", "-o", out}, 2);  // itopk < k
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(read_bytes(idx), idx_bytes);
+  EXPECT_EQ(read_bytes(q7), q_bytes);
+}
+
+TEST(CliErrors, CorruptedIndex) {
+  const std::string q8 = small_queries(8, "q8c.fbin"), out = temp_path("corrupt_out.ibin");
+  auto good = read_bytes(small_index());
+  const std::string garbage = temp_path("garbage.cagra"), truncated = temp_path("trunc.cagra");
+  write_bytes(garbage, std::vector<uint8_t>(300, 0xA5));
+  write_bytes(truncated, std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2));
+  for (const auto& bad : {garbage, truncated}) {
+    const auto before = read_bytes(bad);
+    expect_error({"search", bad, q8, "-k", "3", "-o", out}, 1);
+    expect_error({"info", bad}, 1);
+    expect_error({"bench", bad, q8, bigann("groundtruth.ibin"), "-k", "3"}, 1);
+    EXPECT_EQ(read_bytes(bad), before);
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CliErrors, OutputThatIsAnInputIsRefused) {
+  const std::string base = copy_to_temp(bigann("base.u8bin"), "same_base.u8bin");
+  const std::string gt = copy_to_temp(bigann("groundtruth.ibin"), "same_gt.ibin");
+  const auto base_bytes = read_bytes(base), gt_bytes = read_bytes(gt);
+  const std::string base_alias = fs::path(base).parent_path().string() + "/./same_base.u8bin";
+  expect_error({"build", base, "-o", base, "--force"}, 1);
+  expect_error({"build", base, "-o", base_alias, "--force"}, 1);
+  expect_error({"gt", gt, base, "-k", "5", "-o", gt, "--force"}, 1);
+  expect_error({"bench", small_index(), small_queries(8, "qj.fbin"), gt, "--json", gt}, 1);
+  EXPECT_EQ(read_bytes(base), base_bytes);
+  EXPECT_EQ(read_bytes(gt), gt_bytes);
+}
+
+TEST(CliErrors, ExistingOutputNeedsForce) {
+  const std::string keep = temp_path("keep.ibin"), keep_idx = temp_path("keep.cagra");
+  write_bytes(keep, {'k', 'e', 'e', 'p'});
+  write_bytes(keep_idx, {'k', 'e', 'e', 'p'});
+  const std::string idx = small_index(), q8 = small_queries(8, "q8f.fbin");
+  expect_error({"search", idx, q8, "-k", "3", "-o", keep}, 1);
+  expect_error({"build", bigann("base.u8bin"), "-o", keep_idx}, 1);
+  expect_error({"gt", bigann("base.u8bin"), bigann("query.u8bin"), "-k", "5", "-o", keep}, 1);
+  EXPECT_EQ(read_bytes(keep), (std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
+  EXPECT_EQ(read_bytes(keep_idx), (std::vector<uint8_t>{'k', 'e', 'e', 'p'}));
+}
+
+TEST(CliErrors, EvalShapeMismatch) {
+  const std::string gt = bigann("groundtruth.ibin");
+  const std::string q8 = small_queries(8, "q8e.fbin");
+  expect_error({"eval", gt, gt, "-k", "101"}, 1);  // only 100 columns
+  expect_error({"bench", small_index(), q8, gt, "-k", "3"}, 1);  // 5 queries, 100 truth rows
+}
+
+// ---- the happy path on real data -------------------------------------------------------------
+
+double parse_recall(const std::string& out, uint32_t k) {
+  const std::string prefix = "recall@" + std::to_string(k) + "=";
+  EXPECT_EQ(out.rfind(prefix, 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  EXPECT_EQ(out.size(), prefix.size() + 7) << "4 decimals expected: " << out;
+  return std::atof(out.c_str() + prefix.size());
+}
+
+TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
+  const std::string base = bigann("base.u8bin"), query = bigann("query.u8bin");
+  const std::string truth = bigann("groundtruth.ibin");
+  const std::string idx = temp_path("bigann.cagra"), nn = temp_path("bigann_nn.ibin");
+
+  cli_result r = run_cli({"build", base, "-o", idx, "--graph-degree", "32",
+                          "--intermediate-degree", "64"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("optimize"), std::string::npos) << r.out;
+
+  r = run_cli({"search", idx, query, "-k", "10", "--itopk", "64", "-o", nn});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("QPS"), std::string::npos) << r.out;
+
+  r = run_cli({"eval", nn, truth, "-k", "10"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GE(parse_recall(r.out, 10), 0.95) << r.out;
+
+  r = run_cli({"info", idx});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"9900", "128", "u8", "l2", "32", "2-hop", "strong components",
+                        "invalid edges      0", "self loops         0", "duplicate edges    0"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+
+  const std::string json = temp_path("bench.jsonl");
+  r = run_cli({"bench", idx, query, truth, "-k", "10", "--itopk", "8,16,64", "--search-width",
+               "1,2", "--json", json, "--dataset", "bigann10k"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream f(json);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(f, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << "itopk 8 < k is skipped: 2 itopk x 2 widths";
+  const std::string run_id = lines[0].substr(0, lines[0].find(','));
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.front(), '{');
+    EXPECT_EQ(l.back(), '}');
+    EXPECT_EQ(l.substr(0, l.find(',')), run_id) << "one run_id per sweep";
+    for (const char* field :
+         {"\"run_id\":\"", "\"system\":\"cagra-cpu\"", "\"device\":\"", "\"commit\":\"",
+          "\"dataset\":\"bigann10k\"", "\"n\":9900", "\"dim\":128", "\"batch\":0", "\"k\":10",
+          "\"params\":{\"itopk\":", "\"search_width\":", "\"max_iterations\":0", "\"threads\":",
+          "\"recall\":", "\"qps\":", "\"latency_ms\":", "\"build_s\":null"})
+      EXPECT_NE(l.find(field), std::string::npos) << field << " in " << l;
+  }
+
+  r = run_cli({"bench", idx, query, truth, "--itopk", "32", "--batch", "1", "--json", json,
+               "--build-s", "1.5"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("latency ms"), std::string::npos) << r.out;
+  lines.clear();
+  std::ifstream f2(json);
+  for (std::string line; std::getline(f2, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 5u) << "--json appends";
+  EXPECT_NE(lines[4].find("\"batch\":1"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[4].find("\"threads\":1}"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[4].find("\"build_s\":1.5}"), std::string::npos) << lines[4];
+
+  const std::string gt = temp_path("bigann_gt.ibin");
+  r = run_cli({"gt", base, query, "-k", "10", "-o", gt});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_cli({"eval", gt, truth, "-k", "10"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "recall@10=1.0000\n");
+}
+
+}  // namespace
+}  // namespace cagra::test

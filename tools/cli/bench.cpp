@@ -1,0 +1,188 @@
+// `cagra bench`: the recall/QPS trade-off of an index, measured by sweeping itopk x search_width
+// over one query set with known ground truth. Each point takes the best of --repeat timed passes
+// (the first pass also warms caches and the backend), prints a table row and appends one JSON
+// line, flushed at once so an interrupted sweep keeps the points it finished. --batch 1 runs one
+// query per call on one thread: the online (latency) case of the paper's Fig. 12, as opposed to
+// the default throughput case of one call with every query.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "bench_json.hpp"
+#include "cli.hpp"
+
+namespace cagra::cli {
+
+namespace {
+
+const std::vector<uint32_t> kDefaultItopk = {16, 32, 64, 96, 128, 192, 256, 384, 512};
+
+struct pass_result {
+  double seconds = 0;
+  int64_t calls = 0;
+};
+
+// One timed pass over all queries, `batch` rows per search call (0 = all in one call).
+pass_result run_pass(const resources& res, const search_params& sp, const index& idx,
+                     const host_matrix& queries, uint32_t k, int64_t batch,
+                     std::vector<uint32_t>& ids, std::vector<float>& dist) {
+  const int64_t nq = queries.rows();
+  const int64_t step = batch > 0 ? batch : nq;
+  const auto* base = static_cast<const uint8_t*>(queries.data());
+  const size_t row_bytes = queries.view().row_bytes();
+  pass_result r;
+  const double t0 = now_seconds();
+  for (int64_t i = 0; i < nq; i += step) {
+    const int64_t rows = std::min(step, nq - i);
+    dataset_view q(base + static_cast<size_t>(i) * row_bytes, queries.type(), rows,
+                   queries.cols());
+    search(res, sp, idx, q, k, {ids.data() + i * k, rows, k}, {dist.data() + i * k, rows, k});
+    ++r.calls;
+  }
+  r.seconds = now_seconds() - t0;
+  return r;
+}
+
+int run_bench(const args& a) {
+  const std::string index_path = a.positional(0);
+  const std::string queries_path = a.positional(1);
+  const std::string truth_path = a.positional(2);
+  const auto k = static_cast<uint32_t>(a.uint("-k", 10, 1));
+  const std::vector<uint32_t> itopks = a.uint_list("--itopk", kDefaultItopk, 1, UINT32_MAX);
+  const std::vector<uint32_t> widths = a.uint_list("--search-width", {1}, 1, UINT32_MAX);
+  const auto max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", 0));
+  const auto batch = static_cast<int64_t>(a.uint("--batch", 0, 0, kMaxRows));
+  const auto repeat = static_cast<int>(a.uint("--repeat", 1, 1, 1000));
+  const double build_s = a.real("--build-s", -1, 0, 1e12);
+  const std::string json_path = a.str("--json");
+  resources res = make_resources(a);
+  // Latency mode: one query per call on one thread, as an online server would run it.
+  if (batch == 1) res.num_threads = 1;
+
+  for (const auto& p : {index_path, queries_path, truth_path}) check_input(p);
+  // The JSON file is appended to, never replaced, so an existing one is fine; an input is not.
+  if (!json_path.empty()) check_output(json_path, {index_path, queries_path, truth_path}, true);
+
+  index idx = load(index_path);
+  host_matrix queries = io::read_matrix(queries_path);
+  check_queries(idx, queries, queries_path);
+  io::neighbors_file truth = io::read_neighbors(truth_path);
+  const int64_t nq = queries.rows();
+  if (truth.ids.rows() != nq) {
+    throw cagra::error("ground truth '" + truth_path + "' has " +
+                       std::to_string(truth.ids.rows()) + " rows but there are " +
+                       std::to_string(nq) + " queries");
+  }
+  if (truth.ids.cols() < k) {
+    throw cagra::error("ground truth '" + truth_path + "' has " +
+                       std::to_string(truth.ids.cols()) + " neighbors per row, fewer than -k " +
+                       std::to_string(k));
+  }
+  if (static_cast<int64_t>(k) > idx.size()) {
+    throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +
+                       std::to_string(idx.size()) + " vectors)");
+  }
+  std::vector<uint32_t> sweep_itopk;
+  for (uint32_t m : itopks)
+    if (m >= k) sweep_itopk.push_back(m);
+  if (sweep_itopk.empty()) throw usage_error("--itopk: every value is smaller than -k");
+
+  std::ofstream json;
+  if (!json_path.empty()) {
+    json.open(json_path, std::ios::app);
+    if (!json) throw cagra::error("cannot open '" + json_path + "' for appending");
+  }
+  bench_record rec;
+  rec.run_id = make_run_id();
+  rec.system = std::string("cagra-") + backend_name(res);
+  rec.threads = effective_threads(res.num_threads);
+  rec.device = rec.system == "cagra-cuda"
+                   ? "CUDA device " + std::to_string(res.device)
+                   : cpu_model() + " (" + std::to_string(rec.threads) +
+                         (rec.threads == 1 ? " thread)" : " threads)");
+  rec.commit = commit_id();
+  rec.dataset = a.has("--dataset") ? a.str("--dataset")
+                                   : std::filesystem::path(queries_path).filename().string();
+  rec.metric = to_string(idx.metric());
+  rec.n = idx.size();
+  rec.dim = idx.dim();
+  rec.nq = nq;
+  rec.batch = batch;
+  rec.k = k;
+  rec.max_iterations = max_iterations;
+  rec.build_s = build_s;
+
+  std::printf("index     %s: %lld x %u %s, degree %u, metric %s\n", index_path.c_str(),
+              static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
+              idx.graph_degree(), to_string(idx.metric()));
+  std::printf("queries   %lld, k %u, batch %s, %s, %s, best of %d\n", static_cast<long long>(nq),
+              k, batch == 0 ? "all" : std::to_string(batch).c_str(), rec.system.c_str(),
+              rec.device.c_str(), repeat);
+  std::printf("\n%6s %6s %10s %12s", "itopk", "width", ("recall@" + std::to_string(k)).c_str(),
+              "QPS");
+  if (batch > 0) std::printf(" %12s", batch == 1 ? "latency ms" : "ms/batch");
+  std::printf("\n");
+  std::fflush(stdout);
+
+  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  std::vector<float> dist(static_cast<size_t>(nq) * k);
+  for (uint32_t width : widths) {
+    for (uint32_t itopk : sweep_itopk) {
+      search_params sp;
+      sp.itopk_size = itopk;
+      sp.search_width = width;
+      sp.max_iterations = max_iterations;
+      pass_result best;
+      for (int r = 0; r < repeat; ++r) {
+        pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist);
+        if (r == 0 || p.seconds < best.seconds) best = p;
+      }
+      rec.itopk = itopk;
+      rec.search_width = width;
+      rec.recall = recall({ids.data(), nq, k}, truth.ids.as<const uint32_t>(), k);
+      rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
+      rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
+      std::printf("%6u %6u %10.4f %12.0f", itopk, width, rec.recall, rec.qps);
+      if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
+      std::printf("\n");
+      std::fflush(stdout);
+      if (json.is_open()) {
+        json << to_json(rec) << '\n';
+        json.flush();
+        if (!json) throw cagra::error("cannot write to '" + json_path + "'");
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+const command_spec& bench_command() {
+  static const command_spec spec{
+      "bench",
+      "sweep search parameters: recall@k and QPS table, JSON lines",
+      "INDEX QUERIES GROUNDTRUTH [options]",
+      "Searches every query of QUERIES with each itopk x search-width pair (itopk < k skipped),\n"
+      "measures recall@k against GROUNDTRUTH and QPS (best of --repeat passes), prints a table\n"
+      "and appends one JSON object per point to --json FILE (fields: docs/cli.md).",
+      {
+          {"-k", nullptr, "K", "neighbors per query (default 10)"},
+          {"--itopk", nullptr, "LIST", "itopk values (default 16,32,64,96,128,192,256,384,512)"},
+          {"--search-width", nullptr, "LIST", "search widths (default 1)"},
+          {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
+          {"--batch", nullptr, "B", "queries per search call: 0 = all (default); 1 = one query "
+                                    "per call on one thread (latency)"},
+          {"--repeat", nullptr, "R", "timed passes per point, the best is kept (default 1)"},
+          {"--threads", nullptr, "T", "CPU threads (default: all; 1 with --batch 1)"},
+          {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
+          {"--json", nullptr, "FILE", "append one JSON line per point to FILE"},
+          {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},
+          {"--build-s", nullptr, "S", "build time to record in the JSON (default null)"},
+      },
+      {"INDEX", "QUERIES", "GROUNDTRUTH"},
+      run_bench};
+  return spec;
+}
+
+}  // namespace cagra::cli

@@ -1,0 +1,138 @@
+// JSON lines for `cagra bench`, written by hand (no JSON library for one flat record) with
+// RFC 8259 string escaping and null for non-finite numbers, so every line parses with any JSON
+// reader. Also the run's provenance: a timestamp run id, the CPU model and the git commit, which
+// bench/results/ needs to compare numbers across machines and versions.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "bench_json.hpp"
+
+namespace cagra::cli {
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(double v, const char* fmt = "%.6g") {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// The source tree, for `git rev-parse`: CMake compiles with absolute paths, so this file's own
+// path names it (CAGRA_SOURCE_DIR wins when the build defines it).
+std::string source_dir() {
+#ifdef CAGRA_SOURCE_DIR
+  return CAGRA_SOURCE_DIR;
+#else
+  std::string file = __FILE__;
+  const std::string tail = "tools/cli/bench_json.cpp";
+  if (file.size() > tail.size() && file.compare(file.size() - tail.size(), tail.size(), tail) == 0
+      && file[0] == '/') {
+    return file.substr(0, file.size() - tail.size());
+  }
+  return ".";
+#endif
+}
+
+}  // namespace
+
+std::string to_json(const bench_record& r) {
+  std::ostringstream o;
+  o << "{\"run_id\":" << quote(r.run_id) << ",\"system\":" << quote(r.system)
+    << ",\"device\":" << quote(r.device) << ",\"commit\":" << quote(r.commit)
+    << ",\"dataset\":" << quote(r.dataset) << ",\"metric\":" << quote(r.metric)
+    << ",\"n\":" << r.n << ",\"dim\":" << r.dim << ",\"nq\":" << r.nq << ",\"batch\":" << r.batch
+    << ",\"k\":" << r.k << ",\"params\":{\"itopk\":" << r.itopk
+    << ",\"search_width\":" << r.search_width << ",\"max_iterations\":" << r.max_iterations
+    << ",\"threads\":" << r.threads << "},\"recall\":" << number(r.recall, "%.6f")
+    << ",\"qps\":" << number(r.qps, "%.2f") << ",\"latency_ms\":" << number(r.latency_ms)
+    << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : number(r.build_s)) << "}";
+  return o.str();
+}
+
+std::string make_run_id() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &utc);
+  return std::string(buf) + "-" + std::to_string(::getpid());
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::string m = trim(line.substr(colon + 1));
+    // Drop trademark noise and collapse spaces: "Intel(R) Xeon(R) CPU  X" -> "Intel Xeon X".
+    for (const char* junk : {"(R)", "(r)", "(TM)", "(tm)", " CPU", " Processor"}) {
+      for (size_t p; (p = m.find(junk)) != std::string::npos;) m.erase(p, std::strlen(junk));
+    }
+    std::string out;
+    for (char c : m)
+      if (!(c == ' ' && (out.empty() || out.back() == ' '))) out += c;
+    out = trim(out);
+    if (!out.empty()) return out;
+  }
+  return "unknown CPU";
+}
+
+std::string commit_id() {
+  if (const char* env = std::getenv("CAGRA_COMMIT"); env != nullptr && *env != '\0') return env;
+  std::string dir = source_dir();
+  std::string quoted = "'";
+  for (char c : dir) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  std::string cmd = "git -C " + quoted + " rev-parse --short HEAD 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return "unknown";
+  char buf[128] = {0};
+  std::string out;
+  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  int rc = ::pclose(p);
+  out = trim(out);
+  if (rc != 0 || out.empty() || out.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return "unknown";
+  }
+  return out;
+}
+
+}  // namespace cagra::cli

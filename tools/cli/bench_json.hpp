@@ -1,0 +1,42 @@
+// The JSON-lines record that `cagra bench` appends per sweep point, and the facts about the run
+// that go into it (run id, device, commit). Kept apart from the sweep so the record's fields are
+// in one place: plotting scripts and bench/results/ depend on their names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cagra::cli {
+
+struct bench_record {
+  std::string run_id;   // shared by all points of one sweep
+  std::string system;   // "cagra-cpu" or "cagra-cuda"
+  std::string device;   // "Intel Xeon ... (2 threads)"
+  std::string commit;
+  std::string dataset;
+  std::string metric;
+  int64_t n = 0;        // index size
+  int64_t dim = 0;
+  int64_t nq = 0;       // queries searched
+  int64_t batch = 0;    // 0 = all queries in one call
+  uint32_t k = 0;
+  uint32_t itopk = 0;
+  uint32_t search_width = 0;
+  uint32_t max_iterations = 0;
+  int threads = 0;
+  double recall = 0;
+  double qps = 0;
+  double latency_ms = 0;  // mean wall time of one search call (one batch)
+  double build_s = -1;    // < 0: unknown (written as null)
+};
+
+/** One JSON object on one line (no trailing newline), strings escaped per RFC 8259. */
+std::string to_json(const bench_record& r);
+/** A timestamp-based id ("20261121T052312Z-4821"): sortable, unique per process. */
+std::string make_run_id();
+/** The CPU model from /proc/cpuinfo, tidied ("Intel Xeon Platinum 8480+"), or "unknown CPU". */
+std::string cpu_model();
+/** $CAGRA_COMMIT, else `git rev-parse --short HEAD` in the source tree, else "unknown". */
+std::string commit_id();
+
+}  // namespace cagra::cli

@@ -1,0 +1,126 @@
+// Shared pieces of the `cagra` command-line tool: the option parser, the subcommand table entry,
+// and small helpers (output-path safety, progress display, timing, resources) that several
+// subcommands need. Everything here is internal to the tool; the library knows nothing of it.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+#include <cagra/io.hpp>
+
+namespace cagra::cli {
+
+/** A mistake on the command line (unknown option, malformed value, ...): exit status 2. */
+class usage_error : public std::runtime_error {
+ public:
+  explicit usage_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+/** One option of a subcommand. `value` names the argument in the help text; nullptr = flag. */
+struct option_spec {
+  const char* name;   // "--itopk" or "-k"
+  const char* alias;  // "-o" for "--output", or nullptr
+  const char* value;  // "M", "FILE", ... or nullptr for a flag
+  const char* help;
+  bool required = false;
+};
+
+class args;
+
+/** A subcommand: its name, help text, options and entry point. */
+struct command_spec {
+  const char* name;
+  const char* summary;      // one line for `cagra --help`
+  const char* usage;        // positional part: "DATASET -o INDEX"
+  const char* description;  // paragraph(s) under the usage line
+  std::vector<option_spec> options;
+  std::vector<const char*> positionals;  // names of the required positional arguments
+  int (*run)(const args&);
+};
+
+/** Parsed command line of one subcommand, with strict typed getters (usage_error on bad input). */
+class args {
+ public:
+  args(const command_spec& spec, int argc, char** argv, int first);
+
+  const command_spec& spec() const { return *spec_; }
+  bool help() const { return help_; }
+  const std::string& positional(size_t i) const { return positional_.at(i); }
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+
+  std::string str(const std::string& name, const std::string& fallback = "") const;
+  /** Unsigned integer in [lo, hi]; `fallback` when the option is absent. */
+  uint64_t uint(const std::string& name, uint64_t fallback, uint64_t lo = 0,
+                uint64_t hi = UINT32_MAX) const;
+  double real(const std::string& name, double fallback, double lo, double hi) const;
+  /** Comma-separated unsigned integers in [lo, hi] ("16,32,64"). */
+  std::vector<uint32_t> uint_list(const std::string& name, std::vector<uint32_t> fallback,
+                                  uint64_t lo, uint64_t hi) const;
+
+ private:
+  const command_spec* spec_;
+  bool help_ = false;
+  std::vector<std::string> positional_;
+  std::map<std::string, std::string> values_;  // key: the option's canonical name
+};
+
+/** Prints the help text of one subcommand. */
+void print_command_help(const command_spec& spec, FILE* out);
+
+// ---- subcommands (one file each) ------------------------------------------------------------
+const command_spec& build_command();
+const command_spec& search_command();
+const command_spec& eval_command();
+const command_spec& bench_command();
+const command_spec& info_command();
+const command_spec& gt_command();
+
+// ---- helpers (util.cpp) ---------------------------------------------------------------------
+/** Refuses an output path that names one of the inputs, that exists without `force`, or whose
+ *  folder does not exist. Called before any heavy work, so a mistake costs nothing. */
+void check_output(const std::string& output, const std::vector<std::string>& inputs, bool force);
+/** Throws cagra::error unless `path` names an existing regular file (HDF5 ":name" allowed). */
+void check_input(const std::string& path);
+/** Lower-cased extension check ("x.IBIN" has ".ibin"). */
+bool has_extension(const std::string& path, const std::string& ext);
+
+/** Resources from the common options (--backend, --threads); no progress callback. */
+resources make_resources(const args& a);
+/** Parsers of the enum options that turn a library error into a usage error. */
+metric metric_option(const args& a, metric fallback);
+/** The thread count a run actually uses (resolves 0 = all). */
+int effective_threads(int requested);
+/** "cuda" when the resources pick the CUDA backend, else "cpu". */
+const char* backend_name(const resources& res);
+
+/** Shows the progress of long library calls on stderr: one line rewritten with \r on a
+ *  terminal, else a line every ~10% per stage (logs stay short). Thread-safe. */
+class progress_display {
+ public:
+  explicit progress_display(const char* what);
+  ~progress_display();
+  /** The callback to store in resources::progress. */
+  std::function<void(const char*, double)> callback();
+  /** Ends the display (erases the terminal line). */
+  void finish();
+
+ private:
+  struct state;
+  std::shared_ptr<state> state_;
+};
+
+/** Seconds on a monotonic clock. */
+double now_seconds();
+/** "12.3 MiB". */
+std::string human_bytes(uint64_t bytes);
+/** Checks that the queries fit the index (same dim), with a message that names the file. */
+void check_queries(const index& idx, const host_matrix& queries, const std::string& queries_path);
+
+}  // namespace cagra::cli

@@ -1,0 +1,78 @@
+// `cagra gt`: exact ground truth by brute force, written as .ibin with distances, so that data
+// sets that ship without neighbors (Fashion-MNIST in the demo, a user's own vectors) can be
+// evaluated with `cagra eval` / `cagra bench`. It costs nq * n distances, so it is meant for
+// query sets of thousands, not millions.
+#include "cli.hpp"
+
+namespace cagra::cli {
+
+namespace {
+
+int run_gt(const args& a) {
+  const std::string base_path = a.positional(0);
+  const std::string queries_path = a.positional(1);
+  const std::string out = a.str("--output");
+  const auto k = static_cast<uint32_t>(a.uint("-k", 100, 1));
+  const metric m = metric_option(a, metric::l2);
+  resources res = make_resources(a);
+
+  check_input(base_path);
+  check_input(queries_path);
+  if (!has_extension(out, ".ibin")) {
+    throw usage_error("output '" + out + "' must end in .ibin (ids, then distances)");
+  }
+  check_output(out, {base_path, queries_path}, a.has("--force"));
+
+  host_matrix base = io::read_matrix(base_path);
+  host_matrix queries = io::read_matrix(queries_path);
+  if (base.cols() != queries.cols()) {
+    throw cagra::error("queries '" + queries_path + "' have dim " +
+                       std::to_string(queries.cols()) + " but base '" + base_path +
+                       "' has dim " + std::to_string(base.cols()));
+  }
+  if (static_cast<int64_t>(k) > base.rows()) {
+    throw cagra::error("-k " + std::to_string(k) + " is larger than the base set (" +
+                       std::to_string(base.rows()) + " vectors)");
+  }
+
+  progress_display progress("gt");
+  res.progress = progress.callback();
+  const double t0 = now_seconds();
+  knn_graph gt = brute_force_knn(res, m, base, queries, k);
+  const double seconds = now_seconds() - t0;
+  progress.finish();
+
+  io::write_neighbors(out, gt.view(),
+                      matrix_view<const float>{gt.distances.data(), gt.rows,
+                                               static_cast<int64_t>(gt.k)});
+  std::printf("ground truth  %lld queries x %u neighbors over %lld vectors, metric %s\n",
+              static_cast<long long>(gt.rows), gt.k, static_cast<long long>(base.rows()),
+              to_string(m));
+  std::printf("time          %.3f s\n", seconds);
+  std::printf("saved         %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+const command_spec& gt_command() {
+  static const command_spec spec{
+      "gt",
+      "exact ground truth by brute force",
+      "BASE QUERIES -k K -o GT [options]",
+      "Computes the exact K nearest neighbors in BASE of every row of QUERIES and writes them as\n"
+      ".ibin with distances (ids, then distances), the format 'cagra eval' and 'cagra bench' read.",
+      {
+          {"-k", nullptr, "K", "neighbors per query (required)", true},
+          {"--output", "-o", "GT", "where to write the ground truth, .ibin (required)", true},
+          {"--metric", nullptr, "M", "l2 (default), ip or cosine"},
+          {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
+          {"--threads", nullptr, "T", "CPU threads (default: all)"},
+          {"--force", nullptr, nullptr, "replace GT if it exists"},
+      },
+      {"BASE", "QUERIES"},
+      run_gt};
+  return spec;
+}
+
+}  // namespace cagra::cli

@@ -1,0 +1,91 @@
+// `cagra search`: loads an index, answers every query of a file in one batch and writes the
+// neighbors (ids, then distances) as .ibin, the big-ann-benchmarks format that `cagra eval` and
+// other tools read. Inputs and the output path are checked before the index is loaded, and the
+// search is timed on its own (no file I/O) so the printed QPS means what it says.
+#include <algorithm>
+
+#include "cli.hpp"
+
+namespace cagra::cli {
+
+namespace {
+
+int run_search(const args& a) {
+  const std::string index_path = a.positional(0);
+  const std::string queries_path = a.positional(1);
+  const std::string out = a.str("--output");
+  const auto k = static_cast<uint32_t>(a.uint("-k", 10, 1));
+  search_params sp;
+  sp.itopk_size = static_cast<uint32_t>(a.uint("--itopk", std::max<uint32_t>(64, k), 1));
+  sp.search_width = static_cast<uint32_t>(a.uint("--search-width", 1, 1));
+  sp.max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", 0));
+  sp.seed = a.uint("--seed", 0, 0, UINT64_MAX);
+  if (sp.itopk_size < k) {
+    throw usage_error("--itopk " + std::to_string(sp.itopk_size) + " is smaller than -k " +
+                      std::to_string(k) + " (the search keeps only itopk candidates)");
+  }
+  resources res = make_resources(a);
+
+  check_input(index_path);
+  check_input(queries_path);
+  if (!has_extension(out, ".ibin")) {
+    throw usage_error("output '" + out + "' must end in .ibin (ids, then distances)");
+  }
+  check_output(out, {index_path, queries_path}, a.has("--force"));
+
+  index idx = load(index_path);
+  host_matrix queries = io::read_matrix(queries_path);
+  check_queries(idx, queries, queries_path);
+  if (static_cast<int64_t>(k) > idx.size()) {
+    throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +
+                       std::to_string(idx.size()) + " vectors)");
+  }
+
+  const int64_t nq = queries.rows();
+  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  std::vector<float> dist(static_cast<size_t>(nq) * k);
+  const double t0 = now_seconds();
+  search(res, sp, idx, queries.view(), k, {ids.data(), nq, k}, {dist.data(), nq, k});
+  const double seconds = now_seconds() - t0;
+
+  std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), idx.dim(),
+              to_string(queries.type()));
+  std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d\n", k,
+              sp.itopk_size, sp.search_width, backend_name(res),
+              effective_threads(res.num_threads));
+  std::printf("time      %.4f s, %.0f QPS\n", seconds, seconds > 0 ? nq / seconds : 0.0);
+  std::fflush(stdout);
+
+  io::write_neighbors(out, matrix_view<const uint32_t>{ids.data(), nq, k},
+                      matrix_view<const float>{dist.data(), nq, k});
+  std::printf("saved     %s\n", out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+const command_spec& search_command() {
+  static const command_spec spec{
+      "search",
+      "search an index for the k nearest neighbors of each query",
+      "INDEX QUERIES -k K -o NEIGHBORS [options]",
+      "Searches INDEX (written by 'cagra build') for the K approximate nearest neighbors of every\n"
+      "row of QUERIES, all queries in one batch, and writes NEIGHBORS as .ibin: uint32 rows,\n"
+      "uint32 K, the ids, then the distances. Prints the query count, wall time and QPS.",
+      {
+          {"-k", nullptr, "K", "neighbors per query (required)", true},
+          {"--output", "-o", "NEIGHBORS", "where to write the neighbors, .ibin (required)", true},
+          {"--itopk", nullptr, "M", "internal top-M list length, >= K (default max(64, K))"},
+          {"--search-width", nullptr, "P", "parents expanded per iteration (default 1)"},
+          {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
+          {"--seed", nullptr, "S", "seed of the random initial nodes (default 0)"},
+          {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
+          {"--threads", nullptr, "T", "CPU threads (default: all)"},
+          {"--force", nullptr, nullptr, "replace NEIGHBORS if it exists"},
+      },
+      {"INDEX", "QUERIES"},
+      run_search};
+  return spec;
+}
+
+}  // namespace cagra::cli

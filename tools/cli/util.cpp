@@ -1,0 +1,203 @@
+// Helpers shared by the subcommands of the `cagra` tool: the output-path checks that keep the tool
+// from destroying user data (an output that names an input, or an existing file without
+// --force, is refused before any work starts), the progress display for long builds, and the
+// resources built from the common --backend/--threads options.
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <mutex>
+
+#include "cli.hpp"
+
+namespace fs = std::filesystem;
+
+namespace cagra::cli {
+
+bool has_extension(const std::string& path, const std::string& ext) {
+  if (path.size() < ext.size()) return false;
+  std::string tail = path.substr(path.size() - ext.size());
+  std::transform(tail.begin(), tail.end(), tail.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return tail == ext;
+}
+
+namespace {
+
+// HDF5 inputs may carry a dataset name ("file.hdf5:test"); the file is the part before it.
+std::string file_part(const std::string& path) {
+  std::error_code ec;
+  if (fs::exists(path, ec)) return path;
+  size_t colon = path.rfind(':');
+  if (colon == std::string::npos) return path;
+  std::string before = path.substr(0, colon);
+  return has_extension(before, ".hdf5") || has_extension(before, ".h5") ? before : path;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) {
+    bool eq = fs::equivalent(a, b, ec);
+    if (!ec) return eq;
+  }
+  fs::path ca = fs::weakly_canonical(fs::absolute(a, ec), ec);
+  fs::path cb = fs::weakly_canonical(fs::absolute(b, ec), ec);
+  return ca == cb;
+}
+
+}  // namespace
+
+void check_input(const std::string& path) {
+  std::error_code ec;
+  std::string file = file_part(path);
+  if (!fs::exists(file, ec)) throw cagra::error("cannot read '" + path + "': no such file");
+  if (fs::is_directory(file, ec)) throw cagra::error("cannot read '" + path + "': a folder");
+}
+
+void check_output(const std::string& output, const std::vector<std::string>& inputs, bool force) {
+  for (const auto& in : inputs) {
+    if (same_file(output, file_part(in))) {
+      throw cagra::error("output '" + output + "' is also an input; choose another output name");
+    }
+  }
+  std::error_code ec;
+  if (fs::is_directory(output, ec)) {
+    throw cagra::error("output '" + output + "' is a folder; give a file name");
+  }
+  if (fs::exists(output, ec) && !force) {
+    throw cagra::error("output '" + output + "' exists; add --force to replace it");
+  }
+  fs::path parent = fs::absolute(output, ec).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    throw cagra::error("cannot write '" + output + "': folder '" + parent.string() +
+                       "' does not exist");
+  }
+}
+
+resources make_resources(const args& a) {
+  resources res;
+  try {
+    res.target = parse_backend(a.str("--backend", "auto"));
+  } catch (const cagra::error&) {
+    throw usage_error("--backend: expected auto, cpu or cuda, got '" + a.str("--backend") + "'");
+  }
+  res.num_threads = static_cast<int>(a.uint("--threads", 0, 0, 65536));
+  if (res.target == backend::cuda && !cuda_available()) {
+    throw cagra::error("--backend cuda: this build has no CUDA backend or no GPU is visible");
+  }
+  return res;
+}
+
+metric metric_option(const args& a, metric fallback) {
+  if (!a.has("--metric")) return fallback;
+  try {
+    return parse_metric(a.str("--metric"));
+  } catch (const cagra::error&) {
+    throw usage_error("--metric: expected l2, ip or cosine, got '" + a.str("--metric") + "'");
+  }
+}
+
+int effective_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
+
+const char* backend_name(const resources& res) {
+  bool cuda = res.target == backend::cuda || (res.target == backend::automatic && cuda_available());
+  return cuda ? "cuda" : "cpu";
+}
+
+void check_queries(const index& idx, const host_matrix& queries, const std::string& path) {
+  if (queries.cols() != static_cast<int64_t>(idx.dim())) {
+    throw cagra::error("queries '" + path + "' have dim " + std::to_string(queries.cols()) +
+                       " but the index has dim " + std::to_string(idx.dim()));
+  }
+  if (queries.rows() == 0) throw cagra::error("queries '" + path + "' hold no rows");
+}
+
+double now_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+// ---- progress -------------------------------------------------------------------------------
+
+struct progress_display::state {
+  std::mutex mu;
+  std::string what;
+  std::string stage;
+  bool tty = false;
+  bool line_open = false;  // a \r line is on screen and must be erased before other output
+  bool finished = false;
+  int last_step = -1;      // last percent (tty) or decile (log) shown for `stage`
+  size_t last_width = 0;
+  double start = 0;
+};
+
+progress_display::progress_display(const char* what) : state_(std::make_shared<state>()) {
+  state_->what = what;
+  state_->tty = ::isatty(STDERR_FILENO) == 1;
+  state_->start = now_seconds();
+}
+
+progress_display::~progress_display() { finish(); }
+
+std::function<void(const char*, double)> progress_display::callback() {
+  std::shared_ptr<state> s = state_;
+  return [s](const char* stage, double fraction) {
+    std::lock_guard<std::mutex> lock(s->mu);
+    if (s->finished) return;
+    fraction = std::min(1.0, std::max(0.0, fraction));
+    if (stage == nullptr) stage = "";
+    if (s->stage != stage) {
+      s->stage = stage;
+      s->last_step = -1;
+    }
+    // A terminal gets every percent on one rewritten line; a log file gets ~10 lines per stage.
+    const int step = s->tty ? static_cast<int>(fraction * 100) : static_cast<int>(fraction * 10);
+    if (step <= s->last_step) return;
+    s->last_step = step;
+    char line[256];
+    // "build: optimize 40%", but "analyze 40%" when the stage repeats the label.
+    const bool same = s->what == stage;
+    int n = std::snprintf(line, sizeof line, "%s%s%s %3d%% (%.1f s)", s->what.c_str(),
+                          same ? "" : ": ", same ? "" : stage, static_cast<int>(fraction * 100),
+                          now_seconds() - s->start);
+    size_t width = n > 0 ? std::min(static_cast<size_t>(n), sizeof line - 1) : 0;
+    if (s->tty) {
+      // Pad with spaces so a shorter line fully covers the previous one.
+      std::fprintf(stderr, "\r%s%*s", line, static_cast<int>(s->last_width > width
+                                                                ? s->last_width - width : 0), "");
+      s->last_width = width;
+      s->line_open = true;
+    } else {
+      std::fprintf(stderr, "%s\n", line);
+    }
+    std::fflush(stderr);
+  };
+}
+
+void progress_display::finish() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->finished) return;
+  state_->finished = true;
+  if (state_->line_open) {
+    std::fprintf(stderr, "\r%*s\r", static_cast<int>(state_->last_width), "");
+    std::fflush(stderr);
+  }
+}
+
+}  // namespace cagra::cli
