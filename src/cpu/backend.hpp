@@ -29,6 +29,15 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
                                int num_threads, const progress_fn& progress);
 
+/** Which optimization steps run (for the paper's ablation, Q-A1): without `reorder` the kNN list
+ *  is cut to `degree` in distance order; without `reverse` the pruned graph is returned as is. */
+struct optimize_steps {
+  bool reorder = true;
+  bool reverse = true;
+};
+std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
+                               optimize_steps steps, int num_threads, const progress_fn& progress);
+
 /** CAGRA search (paper §IV-A) of every query row, multi-threaded over queries. `params` are
  *  already validated; ids/distances are [queries.rows(), k] (distances may be null). */
 void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,

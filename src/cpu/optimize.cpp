@@ -124,6 +124,11 @@ void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t de
 
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder, int nt,
                                const progress_fn& progress) {
+  return optimize(knn, degree, reorder, optimize_steps{}, nt, progress);
+}
+
+std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
+                               optimize_steps steps, int nt, const progress_fn& progress) {
   const int64_t n = knn.rows;
   CAGRA_EXPECTS(degree >= 1 && degree <= knn.k, "graph degree %u must be in [1, kNN degree %u]",
                 degree, knn.k);
@@ -131,7 +136,15 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
                 "distance-based reordering needs the kNN graph's distances");
   nt = thread_count(nt);
   check_knn(knn);
-  std::vector<uint32_t> pruned = reorder_and_prune(knn, degree, reorder, nt, progress);
+  std::vector<uint32_t> pruned;
+  if (steps.reorder) {
+    pruned = reorder_and_prune(knn, degree, reorder, nt, progress);
+  } else {
+    pruned.resize(static_cast<size_t>(n) * degree);
+    for (int64_t x = 0; x < n; ++x)
+      std::copy_n(knn.ids.data() + x * knn.k, degree, pruned.data() + x * degree);
+  }
+  if (!steps.reverse) return pruned;
   if (progress) progress("optimize: reverse edges", 0.0);
   std::vector<uint32_t> rev, rev_count;
   reverse_graph(pruned, n, degree, rev, rev_count);
