@@ -76,8 +76,11 @@ struct matrix_view {
   T* row(int64_t i) const { return data + i * cols; }
   int64_t size() const { return rows * cols; }
   bool empty() const { return data == nullptr || rows == 0; }
-  /** A view of the same memory with const elements. */
-  operator matrix_view<const T>() const { return {data, rows, cols, space}; }
+  /** A view of the same memory with const elements (only for non-const T). */
+  template <typename U = T, typename = std::enable_if_t<!std::is_const_v<U>>>
+  operator matrix_view<const U>() const {
+    return {data, rows, cols, space};
+  }
 };
 
 /** Non-owning view of a matrix whose element type is known at run time. Every API call that

@@ -9,6 +9,9 @@
 #include "core/convert.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
+#ifdef CAGRA_HAVE_CUDA
+#include "cuda/backend.hpp"
+#endif
 
 namespace cagra {
 namespace {
@@ -27,6 +30,21 @@ backend resolve_backend(const resources& res) {
 #endif
   }
   return backend::cpu;
+}
+
+/** Search: the CUDA backend when asked for (it needs a visible GPU); the CPU otherwise. Until
+ *  the multi-CTA kernel exists, `automatic` stays on the CPU. */
+backend resolve_search_backend(const resources& res) {
+#ifdef CAGRA_HAVE_CUDA
+  if (res.target == backend::cuda) {
+    CAGRA_EXPECTS(cuda::device_count() > 0,
+                  "the CUDA backend was asked for but no CUDA device is visible");
+    return backend::cuda;
+  }
+  return backend::cpu;
+#else
+  return resolve_backend(res);
+#endif
 }
 
 /** Exact or approximate kNN graph over `data` (already in its storage/compute type). */
@@ -135,9 +153,17 @@ void search(const resources& res, const search_params& params, const index& idx,
   CAGRA_EXPECTS(distances.data == nullptr || (distances.rows == queries.rows && distances.cols == k),
                 "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])",
                 (long long)queries.rows, k, (long long)distances.rows, (long long)distances.cols);
-  resolve_backend(res);
+  const backend target = resolve_search_backend(res);
   host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(),
                                     cpu::thread_count(res.num_threads));
+#ifdef CAGRA_HAVE_CUDA
+  if (target == backend::cuda) {
+    const cpu::search_plan plan = cpu::make_search_plan(params, k, idx.size(), idx.graph_degree());
+    cuda::search(idx, q, k, params, plan, neighbors.data, distances.data, res.device);
+    return;
+  }
+#endif
+  (void)target;
   cpu::search(idx, q, k, params, neighbors.data, distances.data, res.num_threads);
 }
 
@@ -177,6 +203,12 @@ double recall(matrix_view<const uint32_t> found, matrix_view<const uint32_t> tru
   return double(hits) / (double(found.rows) * k);
 }
 
-bool cuda_available() { return false; }
+bool cuda_available() {
+#ifdef CAGRA_HAVE_CUDA
+  return cuda::device_count() > 0;
+#else
+  return false;
+#endif
+}
 
 }  // namespace cagra

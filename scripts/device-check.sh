@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The one script for the lent GPU machine: configure with the CUDA backend (sm_90), build with
+# all cores, run the `cuda` tests, compute-sanitizer memcheck and racecheck on one small GPU test,
+# then the `cpu` tests; every log goes to $OUT and a short summary is printed last (the tool
+# returns only the tail of the output). Exit status: 0 when every step passed.
+#
+# Data: the machine has no ../shared; carry an ignored data/ folder holding data/shared/bigann10k
+# (and data/fashion/*.gz for Fashion-MNIST), e.g.
+#   mkdir -p data/shared data/fashion && cp -r ../shared/data/bigann10k data/shared/ &&
+#   cp /usr/share/datasets/fashion-mnist/*.gz data/fashion/
+#
+# Environment: OUT (default /tmp/out), BUILD_DIR (default build-device), JOBS (default nproc),
+# CUDA_ARCH (default 90), SKIP_CPU=1 skips the cpu tests, CAGRA_DATA_DIR / CAGRA_FASHION_DIR
+# override the data folders.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+OUT=${OUT:-/tmp/out}
+BUILD_DIR=${BUILD_DIR:-build-device}
+JOBS=${JOBS:-$(nproc)}
+CUDA_ARCH=${CUDA_ARCH:-90}
+mkdir -p "$OUT"
+if [ -z "${CAGRA_FASHION_DIR:-}" ] && [ -f data/fashion/train-images-idx3-ubyte.gz ]; then
+  export CAGRA_FASHION_DIR="$PWD/data/fashion"
+fi
+SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+
+summary=()
+failed=0
+# step NAME LOG COMMAND...: runs COMMAND with its output in $OUT/LOG, records ok/FAILED and the time.
+step() {
+  local name=$1 log=$2 t0=$SECONDS rc
+  shift 2
+  "$@" >>"$OUT/$log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || failed=1
+  summary+=("$(printf '%-24s %-14s %4ds  (%s)' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAILED rc=$rc")" $((SECONDS - t0)) "$log")")
+  return $rc
+}
+
+{
+  nvidia-smi -L || true
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv || true
+  nvcc --version | tail -2
+  cmake --version | head -1
+  echo "cores: $(nproc)"
+} >"$OUT/device.txt" 2>&1
+
+step configure build.log cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" -DCAGRA_BUILD_BENCH=OFF &&
+  step build build.log cmake --build "$BUILD_DIR" -j "$JOBS"
+built=$?
+
+BIN="$BUILD_DIR/tests/cagra_cuda_tests"
+if [ $built -eq 0 ]; then
+  # Sequential and verbose: the tests print recall and QPS lines that the summary collects.
+  step "ctest -L cuda" ctest-cuda.log ctest --test-dir "$BUILD_DIR" -L cuda -V --timeout 300
+  step "memcheck" memcheck.log timeout 300 "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BIN" --gtest_filter=CudaSearch.SanitizerCase
+  step "racecheck" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
+    "$BIN" --gtest_filter=CudaSearch.SanitizerCase
+  if [ "${SKIP_CPU:-0}" != 1 ]; then
+    step "ctest -L cpu" ctest-cpu.log ctest --test-dir "$BUILD_DIR" -L cpu -j "$JOBS" --timeout 300 \
+      --output-on-failure
+  fi
+fi
+
+{
+  echo "== device-check summary =="
+  head -1 "$OUT/device.txt"
+  printf '%s\n' "${summary[@]}"
+  for log in ctest-cuda.log ctest-cpu.log; do
+    [ -f "$OUT/$log" ] || continue
+    grep -h -E "tests passed|tests failed" "$OUT/$log" | sed "s/^/$log: /"
+    sed -n '/The following tests FAILED/,$p' "$OUT/$log" | grep -E "^\s+[0-9]+ - " | sed "s/^/$log: /"
+  done
+  for log in memcheck.log racecheck.log; do
+    [ -f "$OUT/$log" ] && grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT/$log" | sed "s/^/$log: /"
+  done
+  [ -f "$OUT/ctest-cuda.log" ] && grep -h -E "\[ (cuda|bench) +\]" "$OUT/ctest-cuda.log" | sed 's/^[0-9]*: //'
+  echo "result: $([ $failed -eq 0 ] && echo PASS || echo FAIL)"
+} | tee "$OUT/summary.txt"
+exit $failed

@@ -1,0 +1,44 @@
+// Device discovery for the rest of the library: how many GPUs, and a one-line description of
+// one (name, SMs, memory) for benchmark logs. device_count() never throws: "no driver" and "no
+// device" both mean 0, so a CPU-only machine with a CUDA build still works.
+#include <cuda_runtime_api.h>
+
+#include "cuda/backend.hpp"
+#include "cuda/check.hpp"
+
+namespace cagra::cuda {
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+device_info cuda_info(int device) {
+  const int n = device_count();
+  CAGRA_EXPECTS(device >= 0 && device < n, "CUDA device %d does not exist (%d visible)", device, n);
+  cudaDeviceProp p{};
+  CAGRA_CUDA_TRY(cudaGetDeviceProperties(&p, device));
+  device_info info;
+  info.name = p.name;
+  info.sm_count = p.multiProcessorCount;
+  info.cc_major = p.major;
+  info.cc_minor = p.minor;
+  info.global_mem_bytes = p.totalGlobalMem;
+  info.l2_bytes = static_cast<size_t>(p.l2CacheSize);
+  info.smem_per_block_optin = static_cast<size_t>(p.sharedMemPerBlockOptin);
+  CAGRA_CUDA_TRY(cudaDriverGetVersion(&info.driver_version));
+  CAGRA_CUDA_TRY(cudaRuntimeGetVersion(&info.runtime_version));
+  return info;
+}
+
+std::string describe(const device_info& d) {
+  return d.name + " (sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ", " +
+         std::to_string(d.sm_count) + " SMs, " + std::to_string(d.global_mem_bytes >> 20) + " MiB, driver " +
+         std::to_string(d.driver_version) + ", runtime " + std::to_string(d.runtime_version) + ")";
+}
+
+}  // namespace cagra::cuda

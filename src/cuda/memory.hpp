@@ -1,0 +1,87 @@
+// RAII owners of device resources: the only place in the library that calls cudaMalloc /
+// cudaFree / cudaStreamCreate. Owners are move-only; a moved-from owner holds nothing.
+//  - device_buffer<T>: n elements of device memory (uninitialized); reserve() only grows.
+//  - cuda_stream: a non-blocking stream.
+//  - device_guard: makes a device current for a scope and restores the previous one.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/check.hpp"
+
+namespace cagra::cuda {
+
+template <typename T>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(size_t n) { reserve(n); }
+  ~device_buffer() { release(); }
+  device_buffer(device_buffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      n_ = std::exchange(o.n_, 0);
+    }
+    return *this;
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+
+  /** Makes room for at least n elements; old contents are dropped when it reallocates. */
+  void reserve(size_t n) {
+    if (n <= n_) return;
+    release();
+    void* p = nullptr;
+    CAGRA_CUDA_TRY(cudaMalloc(&p, n * sizeof(T)));
+    ptr_ = static_cast<T*>(p);
+    n_ = n;
+  }
+  T* data() const { return ptr_; }
+  size_t size() const { return n_; }
+  size_t bytes() const { return n_ * sizeof(T); }
+
+ private:
+  void release() noexcept {
+    if (ptr_) CAGRA_CUDA_TRY_NO_THROW(cudaFree(ptr_));
+    ptr_ = nullptr;
+    n_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t n_ = 0;
+};
+
+class cuda_stream {
+ public:
+  cuda_stream() { CAGRA_CUDA_TRY(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+  ~cuda_stream() {
+    if (s_) CAGRA_CUDA_TRY_NO_THROW(cudaStreamDestroy(s_));
+  }
+  cuda_stream(const cuda_stream&) = delete;
+  cuda_stream& operator=(const cuda_stream&) = delete;
+  cudaStream_t get() const { return s_; }
+  void sync() const { CAGRA_CUDA_TRY(cudaStreamSynchronize(s_)); }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+class device_guard {
+ public:
+  explicit device_guard(int device) {
+    CAGRA_CUDA_TRY(cudaGetDevice(&prev_));
+    if (prev_ != device) CAGRA_CUDA_TRY(cudaSetDevice(device));
+  }
+  ~device_guard() { CAGRA_CUDA_TRY_NO_THROW(cudaSetDevice(prev_)); }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+}  // namespace cagra::cuda

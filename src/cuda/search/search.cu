@@ -1,0 +1,185 @@
+// cagra::cuda::search: turns the resolved search plan into a launch configuration of the
+// single-CTA kernel (team size, CTA size, visited-hash size, shared-memory layout), moves the
+// queries in and the results out through the index's cached workspace, and chunks the grid
+// by 65535 queries. The multi-CTA kernel (itopk > 512 or small batches) is not written yet:
+// asking for it is an error, never a silent fallback.
+#include <algorithm>
+#include <cstring>
+
+#include <cuda_fp16.h>
+
+#include "cuda/backend.hpp"
+#include "cuda/check.hpp"
+#include "cuda/search/single_cta.hpp"
+#include "cuda/state.hpp"
+
+namespace cagra::cuda {
+namespace {
+
+uint32_t next_pow2(uint32_t x) {
+  uint32_t p = 1;
+  while (p < x) p <<= 1;
+  return p;
+}
+uint32_t ceil_log2(uint64_t x) {
+  uint32_t b = 0;
+  while ((uint64_t{1} << b) < x) ++b;
+  return b;
+}
+uint32_t align16(uint32_t x) { return (x + 15u) & ~15u; }
+
+dtype query_dtype_for(dtype storage) {
+  return storage == dtype::u8 || storage == dtype::i8 ? storage : dtype::f32;
+}
+
+/** The launch configuration of one search call. */
+struct launch_plan {
+  single_cta_args args{};
+  uint32_t team = 0, block = 0;
+  size_t smem = 0;
+};
+
+/** Team size (paper §IV-B1): about four 16-byte loads per lane (row chunks / 4, rounded to a
+ *  power of two), clamped to [4, 32]. Measured on bigann10k, H200 (docs/cuda.md): one load per
+ *  lane (team = chunks) spends more instructions on shuffles than on the row; for 128-d f32,
+ *  team 8 ran 1.7x faster than team 32, for f16 team 8 1.5x faster than 16, for u8 team 4
+ *  slightly faster than 8. That data sits in L2; rows from DRAM may prefer larger teams. */
+uint32_t auto_team_size(uint32_t dim, size_t elem) {
+  const uint32_t chunks = static_cast<uint32_t>((size_t{dim} * elem + 15) / 16);
+  return std::clamp<uint32_t>(next_pow2(chunks) / 4, 4, 32);
+}
+
+launch_plan make_launch_plan(const index_state& st, uint32_t k, const search_params& params,
+                             const cpu::search_plan& plan, metric m) {
+  launch_plan lp;
+  single_cta_args& a = lp.args;
+  const size_t elem = dtype_size(st.type);
+  const uint32_t vec = static_cast<uint32_t>(16 / elem);  // elements per 16-byte chunk
+  a.n_rows = static_cast<uint64_t>(st.rows);
+  a.seed = params.seed;
+  a.dim = st.dim;
+  a.row_stride = st.row_stride;
+  a.n_chunks = st.row_stride / 16;
+  a.degree = st.degree;
+  a.k = k;
+  a.itopk = plan.itopk;
+  a.itopk_p2 = next_pow2(plan.itopk);
+  a.width = plan.width;
+  a.n_cand = plan.width * st.degree;
+  a.cand_p2 = next_pow2(a.n_cand);
+  a.n_init = a.n_cand * std::max(1u, plan.samplings);
+  a.init_p2 = next_pow2(a.n_init);
+  a.max_iterations = plan.max_iterations;
+  a.min_iterations = plan.min_iterations;
+  a.reset_interval = plan.reset_interval;
+  a.metric = static_cast<uint32_t>(m);
+
+  // Visited hash in shared memory. Auto: about 8 slots per entry of top-M + candidates (a few
+  // iterations between resets, paper: 2^8..2^13 slots, <= 4 KB per query at itopk 64); else the
+  // plan's size capped at 2^13. Never below what keeps linear probing finite: a reset happens
+  // at half fill, so 2^bits >= 2 * candidates and > top-M + candidates (and > initial nodes).
+  const uint32_t wanted = params.hash_bits == 0
+                              ? std::clamp<uint32_t>(ceil_log2(8ull * (a.itopk + a.n_cand)), 8, 13)
+                              : std::min<uint32_t>(plan.hash_bits, 13);
+  const uint32_t needed = ceil_log2(std::max<uint64_t>(
+      {2ull * a.n_cand, uint64_t{a.itopk} + a.n_cand + 1, uint64_t{a.n_init} + 1, 256}));
+  a.hash_bits = std::max(wanted, needed);
+
+  lp.team = params.team_size ? params.team_size : auto_team_size(st.dim, elem);
+  // CTA size: about two candidates per team per iteration, 64..256 threads; the CTA-wide merge
+  // of long lists wants at least 128.
+  const uint32_t list = a.itopk_p2 + std::max(a.cand_p2, a.init_p2);
+  uint32_t block = 64;
+  while (block < kMaxBlock && 2 * block < a.n_cand * lp.team) block *= 2;
+  if (list > kWarpMergeMax) block = std::max(block, 128u);
+  lp.block = std::max(block, lp.team);
+
+  // The query: bytes as they are (dp4a), float rows as float (one float per element).
+  const uint32_t q_smem = elem == 1 ? a.n_chunks * 16 : a.n_chunks * vec * 4;
+  const uint32_t q_bytes = st.dim * static_cast<uint32_t>(dtype_size(query_dtype_for(st.type)));
+  a.smem_query = 0;
+  a.smem_dist = align16(q_smem);
+  a.smem_ids = a.smem_dist + align16(list * 4);
+  a.smem_hash = a.smem_ids + align16(list * 4);
+  lp.smem = a.smem_hash + std::max<size_t>(size_t{4} << a.hash_bits, align16(q_bytes));
+  return lp;
+}
+
+template <typename F>
+void dispatch_device_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::f32: return f(float{});
+    case dtype::f16: return f(__half{});
+    case dtype::u8: return f(uint8_t{});
+    case dtype::i8: return f(int8_t{});
+    default: CAGRA_FAIL("the CUDA backend cannot search vectors of type %s", to_string(t));
+  }
+}
+
+}  // namespace
+
+void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
+            const cpu::search_plan& plan, uint32_t* ids, float* distances, int device) {
+  const int n_dev = device_count();
+  CAGRA_EXPECTS(n_dev > 0, "no CUDA device is visible (use the CPU backend)");
+  CAGRA_EXPECTS(device >= 0 && device < n_dev, "CUDA device %d does not exist (%d visible)", device, n_dev);
+  CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
+  CAGRA_EXPECTS(ids != nullptr, "ids must not be null");
+  const dtype qtype = query_dtype_for(idx.storage_dtype());
+  CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
+                "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype), idx.dim(),
+                to_string(idx.storage_dtype()), to_string(queries.type()), (long long)queries.cols());
+  CAGRA_EXPECTS(params.algo != search_algo::multi_cta,
+                "the multi-CTA search kernel is not implemented yet (use algo = automatic or single_cta)");
+  CAGRA_EXPECTS(plan.itopk <= kSingleCtaMaxItopk,
+                "itopk_size %u needs the multi-CTA search kernel (single-CTA handles itopk <= %u), "
+                "which is not implemented yet", plan.itopk, kSingleCtaMaxItopk);
+  CAGRA_EXPECTS(k >= 1 && k <= plan.itopk, "k = %u must be in [1, itopk = %u]", k, plan.itopk);
+  CAGRA_EXPECTS(plan.width >= 1 && plan.width <= 64, "search_width %u must be in [1, 64]", plan.width);
+  CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= 16384,
+                "the CUDA search of byte vectors handles dim <= 16384 (exact int32 sums), got %u", idx.dim());
+  const int64_t nq = queries.rows();
+  if (nq == 0) return;
+
+  device_guard guard(device);
+  std::shared_ptr<index_state> st = device_index(idx, device);
+  const launch_plan lp = make_launch_plan(*st, k, params, plan, idx.metric());
+  int smem_limit = 0;
+  CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
+                "the single-CTA search needs %zu bytes of shared memory per query (itopk %u, "
+                "search_width x graph_degree = %u, hash 2^%u), more than the device's %d",
+                lp.smem, plan.itopk, lp.args.n_cand, lp.args.hash_bits, smem_limit);
+
+  std::lock_guard<std::mutex> lock(st->workspace_mutex);
+  const cudaStream_t stream = st->stream.get();
+  const size_t q_bytes = queries.size_bytes();
+  const size_t n_out = size_t(nq) * k;
+  st->queries.reserve(q_bytes);
+  st->ids.reserve(n_out);
+  if (distances) st->distances.reserve(n_out);
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+
+  single_cta_args a = lp.args;
+  a.d_dataset = st->dataset.data();
+  a.d_graph = st->graph.data();
+  a.d_queries = st->queries.data();
+  a.d_ids = st->ids.data();
+  a.d_distances = distances ? st->distances.data() : nullptr;
+  constexpr int64_t kMaxGrid = 65535;  // chunked like cuVS's grid.y (and to bound one launch)
+  dispatch_device_type(st->type, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t first = 0; first < nq; first += kMaxGrid) {
+      a.query_offset = static_cast<uint64_t>(first);
+      const uint32_t grid = static_cast<uint32_t>(std::min(kMaxGrid, nq - first));
+      launch_single_cta<T>(a, lp.team, grid, lp.block, lp.smem, stream);
+    }
+  });
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(ids, st->ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  if (distances)
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(distances, st->distances.data(), n_out * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
+  st->stream.sync();
+}
+
+}  // namespace cagra::cuda

@@ -1,0 +1,287 @@
+// The single-CTA search kernel (paper §IV-C1): one CTA per query runs the whole search, steps
+// 0-3 of §IV-A, in one fused kernel; all per-query state lives in shared memory.
+//
+// Thread mapping: every thread stages the query; thread 0 draws the random initial nodes;
+// all threads expand the parents' graph rows (coalesced reads) through the visited hash
+// (visited_hash.cuh), appending only the new ids to a compact candidate list; teams of kTeam
+// lanes (team_distance.cuh) compute their distances, blockDim / kTeam at a time; the top-M
+// update (bitonic.cuh) runs on warp 0 when at most 32 candidates are new or top-M + candidates
+// <= 512 entries (the others wait at the next barrier), else on the whole CTA; warp 0 picks the
+// parents with ballots.
+//
+// Why it follows the CPU backend step by step (src/cpu/search.cpp): the random initial nodes
+// are the CPU's sequence (FNV-1a of the query bytes mixed with the seed, then a splitmix chain),
+// the merge drops candidates the CPU would drop, and keys are totally ordered. For byte vectors
+// (exact integer distances, as on the CPU) the GPU then returns the CPU's answer exactly, which
+// makes the agreement test sharp; for float vectors rounding may reorder near ties. Resetting the
+// visited hash (forgettable, or when half full) cannot change the answer: a forgotten node was
+// already worse than the M-th entry, which only gets better, so it is dropped again.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_fp16.h>
+
+#include "cuda/check.hpp"
+#include "cuda/primitives/bitonic.cuh"
+#include "cuda/primitives/team_distance.cuh"
+#include "cuda/primitives/visited_hash.cuh"
+#include "cuda/search/single_cta.hpp"
+
+namespace cagra::cuda {
+namespace dev {
+
+constexpr uint32_t kParentFlag = 0x80000000u;
+constexpr uint32_t kNoId = 0xFFFFFFFFu;  // cagra::kInvalidId
+constexpr uint32_t kMetricL2 = 0, kMetricCosine = 2;
+
+/** Query element type for storage T: float for float/half, the same type for bytes. */
+template <typename T> struct query_elem { using type = T; };
+template <> struct query_elem<__half> { using type = float; };
+
+__device__ __forceinline__ uint64_t mix64(uint64_t x) {  // = cpu::mix64 (splitmix64 finalizer)
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/** = cpu::hash_bytes: FNV-1a over 8-byte words, then the tail bytes, then mixed. p is 8-aligned. */
+__device__ inline uint64_t hash_bytes(const uint8_t* p, uint32_t n) {
+  uint64_t h = 0xCBF29CE484222325ull;
+  uint32_t i = 0;
+  for (; i + 8 <= n; i += 8) h = (h ^ *reinterpret_cast<const uint64_t*>(p + i)) * 0x100000001B3ull;
+  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+  return mix64(h);
+}
+
+/** Copies n bytes from global to shared memory (the whole CTA; 4-byte words when n allows). */
+__device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
+  if (n % 4 == 0) {  // src is then 4-aligned too (rows of n bytes in a cudaMalloc'd buffer)
+    for (uint32_t w = threadIdx.x; w < n / 4; w += blockDim.x)
+      reinterpret_cast<uint32_t*>(dst)[w] = reinterpret_cast<const uint32_t*>(src)[w];
+  } else {
+    for (uint32_t b = threadIdx.x; b < n; b += blockDim.x) dst[b] = src[b];
+  }
+}
+
+/** One thread: the CPU's random initial nodes (cpu::searcher::random_init) into drawn[0, n_init):
+ *  a splitmix chain seeded by the search seed and the query's bytes. */
+__device__ inline void draw_initial_nodes(const single_cta_args& a, const uint8_t* query, uint32_t q_bytes,
+                                          uint32_t* drawn) {
+  uint64_t state = mix64(a.seed ^ hash_bytes(query, q_bytes));
+  for (uint32_t i = 0; i < a.n_init; ++i) {
+    state = mix64(state);
+    drawn[i] = static_cast<uint32_t>(((state >> 32) * a.n_rows) >> 32);
+  }
+}
+
+/** The whole CTA: the query (rq, dim elements) into its distance layout q, zero padded to whole
+ *  chunks: float rows as float, swizzled (team_distance.cuh); byte rows as bytes, adding |q|^2
+ *  into *qq (which must be 0 before). */
+template <typename T, typename Q>
+__device__ void convert_query(const single_cta_args& a, const Q* rq, uint8_t* q, int* qq) {
+  constexpr uint32_t V = elem_traits<T>::V;
+  if constexpr (elem_traits<T>::is_byte) {
+    int sum = 0;
+    for (uint32_t e = threadIdx.x; e < a.n_chunks * V; e += blockDim.x) {
+      const T v = e < a.dim ? rq[e] : T{0};
+      reinterpret_cast<T*>(q)[e] = v;
+      sum += int{v} * int{v};
+    }
+    for (uint32_t off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, off);
+    if ((threadIdx.x & 31u) == 0) atomicAdd(qq, sum);
+  } else {
+    for (uint32_t e = threadIdx.x; e < a.n_chunks * V; e += blockDim.x)
+      reinterpret_cast<float*>(q)[query_index<T>(e)] = e < a.dim ? rq[e] : 0.0f;
+  }
+}
+
+/** Distances of ids[0, n) into dists, one team per candidate. q: the query in shared memory
+ *  (float4 swizzled for float rows, bytes for byte rows); qq: |q|^2 (byte rows, L2). */
+template <typename T, uint32_t kTeam>
+__device__ void compute_distances(const single_cta_args& a, const void* q, int qq, const uint32_t* ids,
+                                  float* dists, uint32_t n) {
+  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
+  for (uint32_t s = team; s < n; s += n_teams) {
+    const uint4* row = reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{ids[s]} * a.row_stride);
+    float d;
+    if constexpr (elem_traits<T>::is_byte) {
+      const uint4* q16 = static_cast<const uint4*>(q);
+      if (a.metric == kMetricL2) {
+        d = __int2float_rn(qq + team_sum_bytes<T, kTeam, false>(row, q16, a.n_chunks, lane));
+      } else {
+        const float dot = __int2float_rn(team_sum_bytes<T, kTeam, true>(row, q16, a.n_chunks, lane));
+        d = a.metric == kMetricCosine ? 1.0f - dot : -dot;
+      }
+    } else {
+      const float4* q4 = static_cast<const float4*>(q);
+      if (a.metric == kMetricL2) {
+        d = team_sum<T, kTeam, false>(row, q4, a.n_chunks, lane);
+      } else {
+        const float dot = team_sum<T, kTeam, true>(row, q4, a.n_chunks, lane);
+        d = a.metric == kMetricCosine ? 1.0f - dot : -dot;
+      }
+    }
+    if (lane == 0) dists[s] = d;
+  }
+}
+
+/** Step 2 on warp 0: marks the first `width` entries of the top list that were not parents yet
+ *  (in list order, like the CPU) and writes their ids to parents, their number to *n_parents. */
+__device__ __forceinline__ void pick_parents(const single_cta_args& a, uint32_t* top_i, uint32_t* parents,
+                                             uint32_t* n_parents) {
+  const uint32_t lane = threadIdx.x & 31u;
+  uint32_t n = 0;
+  for (uint32_t base = 0; base < a.itopk && n < a.width; base += 32) {
+    const uint32_t i = base + lane;
+    const uint32_t id = i < a.itopk ? top_i[i] : kNoId;
+    const bool ok = (id & kParentFlag) == 0;  // also excludes kNoId
+    const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, ok);
+    const uint32_t r = n + __popc(ballot & ((1u << lane) - 1u));
+    if (ok && r < a.width) {
+      parents[r] = id;
+      top_i[i] = id | kParentFlag;
+    }
+    n += __popc(ballot);
+  }
+  if (lane == 0) *n_parents = min(n, a.width);
+}
+
+template <typename T, uint32_t kTeam>
+__global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(const single_cta_args a) {
+  using Q = typename query_elem<T>::type;
+  const float far = __int_as_float(0x7F800000);  // +inf, the CPU's "no entry" distance
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* q = smem + a.smem_query;  // float rows: float4 swizzled; byte rows: the bytes
+  float* top_d = reinterpret_cast<float*>(smem + a.smem_dist);
+  uint32_t* top_i = reinterpret_cast<uint32_t*>(smem + a.smem_ids);
+  float* cand_d = top_d + a.itopk_p2;
+  uint32_t* cand_i = top_i + a.itopk_p2;
+  uint32_t* table = reinterpret_cast<uint32_t*>(smem + a.smem_hash);
+  uint8_t* raw = smem + a.smem_hash;  // the query's own bytes, until the hash is cleared
+  __shared__ uint32_t s_parents[64];
+  // s_n_valid[iter & 1]: candidates in cand_*[0, n) merged at iteration iter (appended in any
+  // order: the merge sorts). Two counters, so that zeroing the next one needs no extra barrier.
+  __shared__ uint32_t s_n_parents, s_n_valid[2], s_hash_count, s_reset;
+  __shared__ int s_qq;  // |q|^2 of a byte query
+  __shared__ uint32_t s_mask[kSingleCtaMaxItopk / 32];  // rank_merge_warp's output positions
+
+  const uint32_t tid = threadIdx.x, nt = blockDim.x;
+  const uint64_t qi = a.query_offset + blockIdx.x;
+  if (tid == 0) s_qq = 0;
+
+  // Step 0a: the query's bytes into shared memory.
+  const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
+  copy_bytes(raw, a.d_queries + qi * q_bytes, q_bytes);
+  __syncthreads();
+
+  // Step 0b: the random initial nodes (thread 0, the CPU's sequence, parked in cand_d as bits
+  // until they are filtered into cand_i); the query zero padded to whole chunks (float rows: as
+  // float, swizzled; byte rows: bytes, and |q|^2); an empty top-M list.
+  uint32_t* drawn = reinterpret_cast<uint32_t*>(cand_d);
+  if (tid == 0) {
+    draw_initial_nodes(a, raw, q_bytes, drawn);
+    s_hash_count = 0;
+    s_n_valid[0] = 0;
+  }
+  convert_query<T>(a, reinterpret_cast<const Q*>(raw), q, &s_qq);
+  for (uint32_t i = tid; i < a.itopk_p2; i += nt) {
+    top_d[i] = far;
+    top_i[i] = kNoId;
+  }
+  __syncthreads();
+
+  hash_clear(table, a.hash_bits, tid, nt);
+  __syncthreads();
+  for (uint32_t i = tid; i < a.n_init; i += nt) {
+    const uint32_t id = drawn[i];
+    if (hash_insert(table, a.hash_bits, id)) cand_i[atomicAdd(&s_n_valid[0], 1u)] = id;  // else drawn twice
+  }
+  __syncthreads();
+  compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[0]);
+  __syncthreads();
+
+  for (uint32_t iter = 0;; ++iter) {
+    // Step 1: top-M update; step 2: the first `width` entries that were not parents yet. Both on
+    // warp 0 when the lists are short (one CTA barrier per pair), the merge on the CTA otherwise.
+    const uint32_t n_valid = s_n_valid[iter & 1];
+    const bool pick = iter < a.max_iterations;
+    if (n_valid <= 32 || a.itopk_p2 + next_pow2(n_valid) <= kWarpMergeMax) {
+      if (tid < 32) {
+        merge_into_top(warp_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid, s_mask, far, kNoId);
+        __syncwarp();
+        if (pick) pick_parents(a, top_i, s_parents, &s_n_parents);
+      }
+    } else {
+      merge_into_top(block_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid, s_mask, far, kNoId);
+      __syncthreads();
+      if (tid < 32 && pick) pick_parents(a, top_i, s_parents, &s_n_parents);
+    }
+    if (pick && tid == 0) {
+      s_hash_count += n_valid;  // the ids inserted since the last count
+      s_n_valid[(iter + 1) & 1] = 0;  // last read at iteration iter - 1
+      s_reset = (a.reset_interval != 0 && iter > 0 && iter % a.reset_interval == 0) ||
+                2 * s_hash_count >= (1u << a.hash_bits);
+    }
+    __syncthreads();
+    if (!pick) break;
+    const uint32_t n_par = s_n_parents;
+    if (n_par == 0 && iter >= a.min_iterations) break;
+
+    // Forgettable hash: keep only the current top-M ids.
+    if (s_reset) {
+      hash_clear(table, a.hash_bits, tid, nt);
+      if (tid == 0) s_hash_count = 0;
+      __syncthreads();
+      for (uint32_t i = tid; i < a.itopk; i += nt) {
+        const uint32_t id = top_i[i];
+        if (id != kNoId && hash_insert(table, a.hash_bits, id & kIdMask)) atomicAdd(&s_hash_count, 1u);
+      }
+      __syncthreads();
+    }
+
+    // Step 3: the parents' neighbors not visited yet become the candidates; their distances.
+    const uint32_t n_new = n_par * a.degree;
+    for (uint32_t t = tid; t < n_new; t += nt) {
+      const uint32_t id = a.d_graph[uint64_t{s_parents[t / a.degree]} * a.degree + t % a.degree];
+      if (hash_insert(table, a.hash_bits, id)) cand_i[atomicAdd(&s_n_valid[(iter + 1) & 1], 1u)] = id;
+    }
+    __syncthreads();
+    compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[(iter + 1) & 1]);
+    __syncthreads();
+  }
+
+  for (uint32_t i = tid; i < a.k; i += nt) {
+    const uint32_t id = top_i[i];
+    a.d_ids[qi * a.k + i] = id == kNoId ? kNoId : id & kIdMask;
+    if (a.d_distances) a.d_distances[qi * a.k + i] = top_d[i];
+  }
+}
+
+}  // namespace dev
+
+template <typename T, uint32_t kTeam>
+void launch_single_cta_team(const single_cta_args& args, uint32_t grid, uint32_t block, size_t smem,
+                            cudaStream_t stream) {
+  auto kernel = dev::single_cta_search<T, kTeam>;
+  if (smem > 48 * 1024)
+    CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<grid, block, smem, stream>>>(args);
+  CAGRA_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void launch_single_cta(const single_cta_args& args, uint32_t team, uint32_t grid, uint32_t block,
+                       size_t smem, cudaStream_t stream) {
+  switch (team) {
+    case 2: return launch_single_cta_team<T, 2>(args, grid, block, smem, stream);
+    case 4: return launch_single_cta_team<T, 4>(args, grid, block, smem, stream);
+    case 8: return launch_single_cta_team<T, 8>(args, grid, block, smem, stream);
+    case 16: return launch_single_cta_team<T, 16>(args, grid, block, smem, stream);
+    case 32: return launch_single_cta_team<T, 32>(args, grid, block, smem, stream);
+    default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
+  }
+}
+
+}  // namespace cagra::cuda

@@ -1,0 +1,62 @@
+// Host-side view of the single-CTA search kernel: its argument block and the launcher, which
+// is explicitly instantiated once per storage type in src/cuda/search/inst_*.cu (one TU per
+// dtype, so the four compile in parallel; see single_cta.cuh for the kernel itself).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace cagra::cuda {
+
+/** Largest internal top-M list of the single-CTA kernel (larger needs the multi-CTA kernel). */
+constexpr uint32_t kSingleCtaMaxItopk = 512;
+/** top-M + candidates up to this many entries are merged by one warp, longer by the CTA. */
+constexpr uint32_t kWarpMergeMax = 512;
+/** Threads per CTA at most (the __launch_bounds__ of the kernel). */
+constexpr uint32_t kMaxBlock = 256;
+/** CTAs of kMaxBlock threads per SM promised to the compiler: 8 fills an SM (2048 threads) and
+ *  caps registers at 32 per thread. A tuning knob (-DCAGRA_SINGLE_CTA_MIN_BLOCKS=n). */
+#ifndef CAGRA_SINGLE_CTA_MIN_BLOCKS
+#define CAGRA_SINGLE_CTA_MIN_BLOCKS 8
+#endif
+constexpr uint32_t kMinBlocksPerSm = CAGRA_SINGLE_CTA_MIN_BLOCKS;
+
+/** Everything one launch needs, passed by value (POD). Shapes in the comments. */
+struct single_cta_args {
+  const uint8_t* d_dataset;   // [n_rows, row_stride] bytes: storage-type rows, zero padded to 16 B
+  const uint32_t* d_graph;    // [n_rows, degree]
+  const uint8_t* d_queries;   // [n_queries, dim] query-type elements (float for f32/f16, else T)
+  uint32_t* d_ids;            // [n_queries, k]
+  float* d_distances;         // [n_queries, k], or null
+  uint64_t n_rows;            // N
+  uint64_t seed;              // search_params::seed (mixed with each query's bytes)
+  uint64_t query_offset;      // first query of this launch (the grid is chunked by 65535)
+  uint32_t dim;               // elements per row
+  uint32_t row_stride;        // bytes between rows in d_dataset (multiple of 16)
+  uint32_t n_chunks;          // 16-byte chunks per row = row_stride / 16
+  uint32_t degree;            // d
+  uint32_t k;                 // results per query (<= itopk)
+  uint32_t itopk, itopk_p2;   // M and the next power of two
+  uint32_t width;             // p: parents per iteration (<= 64)
+  uint32_t n_cand, cand_p2;   // p * d candidates per iteration, next power of two
+  uint32_t n_init, init_p2;   // p * d * samplings random initial nodes, next power of two
+  uint32_t max_iterations, min_iterations;
+  uint32_t reset_interval;    // forgettable hash: clear every this many iterations (0 = only when half full)
+  uint32_t hash_bits;         // log2(slots) of the shared-memory visited hash
+  uint32_t metric;            // cagra::metric
+  // Dynamic shared memory layout: byte offsets from its start.
+  uint32_t smem_query;        // float [n_chunks * 16 / sizeof(T)], transposed by chunk
+  uint32_t smem_dist;         // float [itopk_p2 + max(cand_p2, init_p2)]: top-M, then candidates
+  uint32_t smem_ids;          // uint32 [itopk_p2 + max(cand_p2, init_p2)]
+  uint32_t smem_hash;         // uint32 [2^hash_bits] (first holds the raw query bytes)
+};
+
+/** Launches the kernel for storage type T (float, __half, uint8_t, int8_t) with `team` lanes
+ *  per distance on `grid` queries starting at args.query_offset. Checks the launch. */
+template <typename T>
+void launch_single_cta(const single_cta_args& args, uint32_t team, uint32_t grid, uint32_t block,
+                       size_t smem_bytes, cudaStream_t stream);
+
+}  // namespace cagra::cuda

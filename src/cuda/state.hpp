@@ -1,0 +1,43 @@
+// What the CUDA backend keeps on the device for one index (cached in idx.backend_cache()):
+// the vectors, rows padded to a multiple of 16 bytes so that a team can read them with 16-byte
+// loads, and the graph; plus a stream and a grow-only workspace (queries and results) reused
+// by every search call on this index, so the hot path does not allocate once warm.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include <cagra/index.hpp>
+
+#include "cuda/memory.hpp"
+
+namespace cagra::detail {
+/** Base of every backend's per-index cache (index.hpp only forward-declares it). */
+struct backend_state {
+  virtual ~backend_state() = default;
+};
+}  // namespace cagra::detail
+
+namespace cagra::cuda {
+
+struct index_state final : detail::backend_state {
+  int device = 0;
+  int64_t rows = 0;
+  uint32_t dim = 0, degree = 0;
+  dtype type = dtype::f32;
+  uint32_t row_stride = 0;             // bytes between rows on the device (multiple of 16)
+  device_buffer<uint8_t> dataset;      // [rows, row_stride] bytes, zero padded
+  device_buffer<uint32_t> graph;       // [rows, degree]
+  cuda_stream stream;
+
+  std::mutex workspace_mutex;          // one search at a time uses the workspace below
+  device_buffer<uint8_t> queries;      // [nq, dim] of the query type
+  device_buffer<uint32_t> ids;         // [nq, k]
+  device_buffer<float> distances;      // [nq, k]
+};
+
+/** The device copy of `idx` on `device`: the cached one, or a new one (copied once). */
+std::shared_ptr<index_state> device_index(const index& idx, int device);
+
+}  // namespace cagra::cuda

@@ -1,0 +1,339 @@
+// GPU search (single-CTA kernel) against the CPU oracle on the same index and parameters:
+// recall@10 within 1 point for every storage type and metric, no invalid or duplicate ids,
+// grid chunking (70,000 queries), team sizes, the forgettable hash, both merge paths (one warp
+// / whole CTA), several random samplings, odd dimensions, clear errors. Byte vectors give exact
+// float distances, and the kernel follows the CPU step by step, so there the answers must be
+// identical, not just as good. Needs a GPU: label `cuda` (scripts/device-check.sh runs it).
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "core/convert.hpp"
+#include "cpu/backend.hpp"
+#include "cuda/backend.hpp"
+#include "test_data.hpp"
+
+namespace cagra::test {
+namespace {
+
+struct result {
+  std::vector<uint32_t> ids;
+  std::vector<float> dist;
+  int64_t rows = 0;
+  uint32_t k = 0;
+  matrix_view<const uint32_t> view() const { return {ids.data(), rows, k}; }
+};
+
+result cpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p) {
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k), std::vector<float>(size_t(q.rows()) * k), q.rows(), k};
+  resources res;
+  res.target = backend::cpu;
+  search(res, p, idx, q, k, {r.ids.data(), q.rows(), k}, {r.dist.data(), q.rows(), k});
+  return r;
+}
+
+result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p) {
+  p.validate(k, idx.size(), idx.graph_degree());
+  const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
+  const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
+           q.rows(), k};
+  cuda::search(idx, qc, k, p, plan, r.ids.data(), r.dist.data(), 0);
+  return r;
+}
+
+/** Every id valid (< n), no duplicates in a row, distances ascending. */
+void expect_well_formed(const result& r, int64_t n, const char* what) {
+  for (int64_t q = 0; q < r.rows; ++q) {
+    std::vector<uint32_t> row(r.ids.begin() + q * r.k, r.ids.begin() + (q + 1) * r.k);
+    for (uint32_t j = 0; j < r.k; ++j) {
+      ASSERT_LT(row[j], uint64_t(n)) << what << ": query " << q << " slot " << j;
+      if (j) {
+        ASSERT_LE(r.dist[q * r.k + j - 1], r.dist[q * r.k + j]) << what << ": query " << q;
+      }
+    }
+    std::sort(row.begin(), row.end());
+    ASSERT_EQ(std::adjacent_find(row.begin(), row.end()), row.end()) << what << ": duplicate id, query " << q;
+  }
+}
+
+int64_t identical_rows(const result& a, const result& b) {
+  int64_t same = 0;
+  for (int64_t q = 0; q < a.rows; ++q)
+    same += std::equal(a.ids.begin() + q * a.k, a.ids.begin() + (q + 1) * a.k, b.ids.begin() + q * b.k);
+  return same;
+}
+
+/** Runs both backends, checks recall parity (GPU >= CPU - 1 point) and the GPU's output.
+ *  Returns the GPU result; with `exact` the ids and distances must equal the CPU's. */
+result compare(const char* what, const cagra::index& idx, const host_matrix& q,
+               matrix_view<const uint32_t> truth, const search_params& p, bool exact, uint32_t k = 10) {
+  const result c = cpu_run(idx, q, k, p);
+  const result g = gpu_run(idx, q, k, p);
+  const double rc = recall(c.view(), truth, k), rg = recall(g.view(), truth, k);
+  const int64_t same = identical_rows(c, g);
+  std::printf("[ cuda     ] %-44s recall@%u cpu %.4f gpu %.4f  identical rows %lld/%lld\n", what, k, rc, rg,
+              (long long)same, (long long)q.rows());
+  EXPECT_GE(rg, rc - 0.01) << what;
+  expect_well_formed(g, idx.size(), what);
+  if (exact) {
+    EXPECT_EQ(same, q.rows()) << what << ": byte vectors have exact distances, answers must match";
+    size_t differ = 0;
+    for (size_t i = 0; i < c.dist.size(); ++i) differ += c.dist[i] != g.dist[i];
+    EXPECT_EQ(differ, 0u) << what << ": distances differ from the CPU's";
+  }
+  return g;
+}
+
+index_params small_params(uint32_t d = 32) {
+  index_params p;
+  p.graph_degree = d;
+  p.intermediate_graph_degree = 2 * d;
+  return p;
+}
+
+search_params itopk(uint32_t m) {
+  search_params p;
+  p.itopk_size = m;
+  return p;
+}
+
+host_matrix scaled_f32(const host_matrix& u8, float scale) {
+  host_matrix out(dtype::f32, u8.rows(), u8.cols());
+  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
+    out.as<float>().data[i] = static_cast<const uint8_t*>(u8.data())[i] * scale;
+  return out;
+}
+
+host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
+  host_matrix out(m.type(), rows, m.cols());
+  const size_t rb = m.size_bytes() / m.rows();
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(static_cast<uint8_t*>(out.data()) + i * rb, m.row_bytes(i % m.rows()), rb);
+  return out;
+}
+
+class CudaSearch : public ::testing::Test {
+ protected:
+  // Failures here would only mark the tests skipped: SetUp() turns them into test failures.
+  static void SetUpTestSuite() {
+    if (cuda::device_count() == 0) return;
+    try {
+      set_ = new real_set(bigann10k());
+      u8_ = new cagra::index(build({}, small_params(), set_->base));
+    } catch (const std::exception& e) {
+      std::printf("set-up failed: %s\n", e.what());
+    }
+  }
+  void SetUp() override {
+    ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
+    ASSERT_NE(u8_, nullptr) << "bigann10k could not be loaded or indexed (see above)";
+  }
+  static void TearDownTestSuite() {
+    delete u8_;
+    u8_ = nullptr;
+    delete set_;
+    set_ = nullptr;
+  }
+  static matrix_view<const uint32_t> truth() { return set_->truth.as<uint32_t>(); }
+  static real_set* set_;
+  static cagra::index* u8_;
+};
+real_set* CudaSearch::set_ = nullptr;
+cagra::index* CudaSearch::u8_ = nullptr;
+
+TEST_F(CudaSearch, DeviceInfo) {
+  const cuda::device_info d = cuda::cuda_info(0);
+  std::printf("[ cuda     ] device 0: %s\n", cuda::describe(d).c_str());
+  EXPECT_GT(d.sm_count, 0);
+  EXPECT_THROW(cuda::cuda_info(cuda::device_count()), cagra::error);
+}
+
+TEST_F(CudaSearch, U8MatchesCpu) {
+  for (uint32_t m : {16u, 64u, 128u}) {
+    std::string what = "u8 l2 itopk " + std::to_string(m);
+    compare(what.c_str(), *u8_, set_->queries, truth(), itopk(m), true);
+  }
+  compare("u8 l2 itopk 64 k 64", *u8_, set_->queries, truth(), itopk(64), true, 64);
+}
+
+TEST_F(CudaSearch, FloatAndHalfStorage) {
+  const host_matrix base = scaled_f32(set_->base, 1.0f), q = scaled_f32(set_->queries, 1.0f);
+  cagra::index f32 = build({}, small_params(), base);
+  compare("f32 (u8 values) l2", f32, q, truth(), itopk(64), false);
+  index_params hp = small_params();
+  hp.storage = storage_type::f16;
+  cagra::index f16 = build({}, hp, set_->base);
+  ASSERT_EQ(f16.storage_dtype(), dtype::f16);
+  compare("f16 storage l2", f16, q, truth(), itopk(64), false);
+}
+
+TEST_F(CudaSearch, Metrics) {
+  const host_matrix base = scaled_f32(set_->base, 1.0f / 255), q = scaled_f32(set_->queries, 1.0f / 255);
+  for (metric m : {metric::l2, metric::inner_product, metric::cosine}) {
+    index_params ip = small_params();
+    ip.metric = m;
+    cagra::index idx = build({}, ip, base);
+    resources cpu;
+    cpu.target = backend::cpu;
+    knn_graph gt = brute_force_knn(cpu, m, base, q, 10);
+    std::string what = std::string("f32 ") + to_string(m) + " itopk 128";
+    compare(what.c_str(), idx, q, gt.view(), itopk(128), false);
+  }
+  index_params ip = small_params();
+  ip.metric = metric::inner_product;
+  cagra::index u8ip = build({}, ip, set_->base);
+  resources cpu;
+  cpu.target = backend::cpu;
+  knn_graph gt = brute_force_knn(cpu, metric::inner_product, set_->base, set_->queries, 10);
+  compare("u8 ip itopk 128", u8ip, set_->queries, gt.view(), itopk(128), true);
+}
+
+TEST_F(CudaSearch, Int8) {
+  host_matrix base(dtype::i8, set_->base.rows(), 128), q(dtype::i8, 100, 128);
+  for (int64_t i = 0; i < base.rows() * 128; ++i) base.as<int8_t>().data[i] = int8_t(set_->base.as<uint8_t>().data[i] / 2 - 64);
+  for (int64_t i = 0; i < 100 * 128; ++i) q.as<int8_t>().data[i] = int8_t(set_->queries.as<uint8_t>().data[i] / 2 - 64);
+  cagra::index idx = build({}, small_params(), base);
+  resources cpu;
+  cpu.target = backend::cpu;
+  knn_graph gt = brute_force_knn(cpu, metric::l2, base, q, 10);
+  compare("i8 l2 itopk 64", idx, q, gt.view(), itopk(64), true);
+}
+
+TEST_F(CudaSearch, LargeBatchIsChunked) {
+  // 70,000 queries > 65,535 CTAs per launch; the seed depends on the query's bytes only, so
+  // every copy of a query must get the same answer, wherever it falls in the batch.
+  const host_matrix q = repeat_rows(set_->queries, 70000);
+  const result one = gpu_run(*u8_, set_->queries, 10, itopk(64));
+  const result all = gpu_run(*u8_, q, 10, itopk(64));
+  int64_t mismatched = 0;
+  for (int64_t i = 0; i < q.rows(); ++i)
+    mismatched += !std::equal(all.ids.begin() + i * 10, all.ids.begin() + (i + 1) * 10, one.ids.begin() + (i % 100) * 10);
+  EXPECT_EQ(mismatched, 0);
+  expect_well_formed(all, u8_->size(), "70,000 queries");
+}
+
+TEST_F(CudaSearch, TeamSizesAgree) {
+  const result ref = gpu_run(*u8_, set_->queries, 10, itopk(64));
+  for (uint32_t t : {2u, 4u, 8u, 16u, 32u}) {
+    search_params p = itopk(64);
+    p.team_size = t;
+    EXPECT_EQ(identical_rows(ref, gpu_run(*u8_, set_->queries, 10, p)), 100) << "u8, team " << t;
+  }
+  const host_matrix base = scaled_f32(set_->base, 1.0f / 255), q = scaled_f32(set_->queries, 1.0f / 255);
+  cagra::index f32 = build({}, small_params(), base);
+  const double r_cpu = recall(cpu_run(f32, q, 10, itopk(64)).view(), truth(), 10);
+  for (uint32_t t : {4u, 8u, 16u, 32u}) {
+    search_params p = itopk(64);
+    p.team_size = t;
+    const double r = recall(gpu_run(f32, q, 10, p).view(), truth(), 10);
+    std::printf("[ cuda     ] f32 team %2u recall %.4f (cpu %.4f)\n", t, r, r_cpu);
+    EXPECT_GE(r, r_cpu - 0.01) << "f32, team " << t;
+  }
+}
+
+TEST_F(CudaSearch, ForgettableHash) {
+  for (uint32_t bits : {8u, 9u, 10u})
+    for (uint32_t interval : {1u, 2u, 3u, 4u}) {
+      search_params p = itopk(64);
+      p.hash_bits = bits;
+      p.hash_reset_interval = interval;
+      std::string what = "hash 2^" + std::to_string(bits) + " reset every " + std::to_string(interval);
+      compare(what.c_str(), *u8_, set_->queries, truth(), p, true);
+    }
+}
+
+TEST_F(CudaSearch, WidthSamplingsAndMergePaths) {
+  struct cfg { uint32_t itopk, width, samplings; };
+  // top-M + candidates <= 512 entries: one-warp merge; above: CTA-wide merge.
+  for (cfg c : {cfg{64, 1, 3}, cfg{128, 4, 1}, cfg{256, 8, 1}, cfg{256, 16, 1}, cfg{512, 1, 1}, cfg{512, 64, 2}}) {
+    search_params p = itopk(c.itopk);
+    p.search_width = c.width;
+    p.num_random_samplings = c.samplings;
+    char what[96];
+    std::snprintf(what, sizeof what, "itopk %u width %u samplings %u", c.itopk, c.width, c.samplings);
+    compare(what, *u8_, set_->queries, truth(), p, true);
+  }
+}
+
+TEST_F(CudaSearch, ErrorsAreClear) {
+  search_params p = itopk(600);
+  try {
+    gpu_run(*u8_, set_->queries, 10, p);
+    ADD_FAILURE() << "itopk 600 should throw";
+  } catch (const cagra::error& e) {
+    EXPECT_NE(std::string(e.what()).find("multi-CTA"), std::string::npos) << e.what();
+  }
+  p = itopk(64);
+  p.algo = search_algo::multi_cta;
+  EXPECT_THROW(gpu_run(*u8_, set_->queries, 10, p), cagra::error);
+  const host_matrix qf = scaled_f32(set_->queries, 1.0f);  // f32 rows for a u8 index
+  std::vector<uint32_t> ids(1000);
+  EXPECT_THROW(cuda::search(*u8_, qf, 10, itopk(64), cpu::make_search_plan(itopk(64), 10, u8_->size(), 32),
+                            ids.data(), nullptr, 0),
+               cagra::error);
+}
+
+TEST(CudaSearchSmall, OddDimensionsAndTinyIndexes) {
+  ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
+  // Rows that are not a multiple of 16 bytes (padded on the device), several types.
+  std::mt19937 gen(7);
+  for (uint32_t dim : {3u, 50u, 100u, 129u}) {
+    host_matrix base(dtype::u8, 3000, dim), q(dtype::u8, 50, dim);
+    for (int64_t i = 0; i < base.rows() * dim; ++i) base.as<uint8_t>().data[i] = uint8_t(gen() % 256);
+    for (int64_t i = 0; i < q.rows() * dim; ++i) q.as<uint8_t>().data[i] = uint8_t(gen() % 256);
+    resources cpu;
+    cpu.target = backend::cpu;
+    knn_graph gt = brute_force_knn(cpu, metric::l2, base, q, 10);
+    cagra::index idx = build({}, small_params(16), base);
+    std::string what = "random u8 dim " + std::to_string(dim);
+    compare(what.c_str(), idx, q, gt.view(), itopk(64), true);
+    index_params hp = small_params(16);
+    hp.storage = storage_type::f16;
+    cagra::index h = build({}, hp, base);
+    what = "random f16 dim " + std::to_string(dim);
+    compare(what.c_str(), h, q, gt.view(), itopk(64), false);
+  }
+  // k = n on a 9-node index: every node exactly once, like the CPU.
+  host_matrix tiny(dtype::f32, 9, 4);
+  for (int i = 0; i < 36; ++i) tiny.as<float>().data[i] = float(i % 7) + float(i / 4);
+  index_params ip = small_params(4);
+  ip.intermediate_graph_degree = 8;
+  cagra::index idx = build({}, ip, tiny);
+  const result r = gpu_run(idx, tiny, 9, itopk(64));
+  expect_well_formed(r, 9, "tiny");
+  for (int q = 0; q < 9; ++q) EXPECT_EQ(r.ids[q * 9], uint32_t(q));
+}
+
+TEST(CudaSearchSmall, FashionMnist784) {
+  ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
+  // 784-d bytes: 49 chunks per row, team 32 loops twice with a partial step; distances up to
+  // 784 * 255^2 > 2^24 are still exact (integer sums, one rounding to float as on the CPU).
+  real_set f = fashion(20000, 200);
+  cagra::index idx = build({}, small_params(), f.base);
+  compare("fashion-mnist 20k u8 784-d", idx, f.queries, f.truth.as<uint32_t>(), itopk(64), true);
+}
+
+TEST_F(CudaSearch, SanitizerCase) {
+  // Small and quick, every code path once: for compute-sanitizer (memcheck, racecheck).
+  const host_matrix q = head(set_->queries, 8);
+  search_params p = itopk(64);
+  p.hash_bits = 8;
+  p.hash_reset_interval = 2;
+  p.num_random_samplings = 2;
+  expect_well_formed(gpu_run(*u8_, q, 10, p), u8_->size(), "warp merge, resets, samplings");
+  p = itopk(512);
+  p.search_width = 4;
+  p.max_iterations = 20;
+  expect_well_formed(gpu_run(*u8_, q, 10, p), u8_->size(), "CTA merge");
+  index_params hp = small_params();
+  hp.storage = storage_type::f16;
+  cagra::index h = build({}, hp, head(set_->base, 2000));
+  expect_well_formed(gpu_run(h, q, 10, itopk(32)), h.size(), "f16");
+}
+
+}  // namespace
+}  // namespace cagra::test
