@@ -113,4 +113,11 @@ const char* version();
 /** Whether this build has the CUDA backend and can see a GPU. */
 bool cuda_available();
 
+/** The backend a `search` with `res` runs on (resolves backend::automatic); throws when
+ *  res.target is cuda but no GPU is usable. */
+backend search_backend(const resources& res);
+
+/** "NVIDIA H200 (sm_90, 132 SMs, ...)" for CUDA device `device`; throws without CUDA. */
+std::string cuda_device_name(int device = 0);
+
 }  // namespace cagra

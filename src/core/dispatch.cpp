@@ -203,6 +203,17 @@ double recall(matrix_view<const uint32_t> found, matrix_view<const uint32_t> tru
   return double(hits) / (double(found.rows) * k);
 }
 
+backend search_backend(const resources& res) { return resolve_search_backend(res); }
+
+std::string cuda_device_name(int device) {
+#ifdef CAGRA_HAVE_CUDA
+  return cuda::describe(cuda::cuda_info(device));
+#else
+  (void)device;
+  CAGRA_FAIL("this build has no CUDA backend");
+#endif
+}
+
 bool cuda_available() {
 #ifdef CAGRA_HAVE_CUDA
   return cuda::device_count() > 0;

@@ -97,7 +97,7 @@ int run_bench(const args& a) {
   rec.system = std::string("cagra-") + backend_name(res);
   rec.threads = effective_threads(res.num_threads);
   rec.device = rec.system == "cagra-cuda"
-                   ? "CUDA device " + std::to_string(res.device)
+                   ? cuda_device_name(res.device)
                    : cpu_model() + " (" + std::to_string(rec.threads) +
                          (rec.threads == 1 ? " thread)" : " threads)");
   rec.commit = commit_id();

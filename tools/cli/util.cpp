@@ -103,8 +103,7 @@ metric metric_option(const args& a, metric fallback) {
 int effective_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
 const char* backend_name(const resources& res) {
-  bool cuda = res.target == backend::cuda || (res.target == backend::automatic && cuda_available());
-  return cuda ? "cuda" : "cpu";
+  return search_backend(res) == backend::cuda ? "cuda" : "cpu";
 }
 
 void check_queries(const index& idx, const host_matrix& queries, const std::string& path) {

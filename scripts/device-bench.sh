@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Benchmarks on the lent GPU machine, after scripts/device-check.sh has built $BUILD_DIR with CUDA:
+# Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by the CUDA backend, by our CPU backend
+# on all host cores, and by hnswlib (M=16, efConstruction=200) on the same cores, in one run.
+# Batch 10K (all queries in one call) and batch 1 (one query per call). JSON lines and logs go
+# to $OUT; a QPS-at-recall table is printed last.
+#
+# Needs (carried in ignored folders): data/fashion/*.gz and third_party/include/hnswlib
+# (cp -r /usr/include/hnswlib third_party/include/).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-/tmp/out}
+BUILD_DIR=${BUILD_DIR:-build-device}
+JOBS=${JOBS:-$(nproc)}
+THREADS=${THREADS:-$(nproc)}
+F=${CAGRA_FASHION_DIR:-data/fashion}
+W=${WORK_DIR:-/tmp/cagra-bench}
+mkdir -p "$OUT" "$W"
+export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+J="$OUT/fashion-mnist-gpu.jsonl"
+
+cmake -S . -B "$BUILD_DIR" -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" \
+  >>"$OUT/bench-build.log" 2>&1 && cmake --build "$BUILD_DIR" -j "$JOBS" >>"$OUT/bench-build.log" 2>&1 ||
+  { echo "bench build failed (see bench-build.log)"; exit 1; }
+C="$BUILD_DIR/cagra"
+base="$F/train-images-idx3-ubyte.gz"
+queries="$F/t10k-images-idx3-ubyte.gz"
+{
+  "$C" gt "$base" "$queries" -k 100 -o "$W/gt.ibin" --force --threads "$THREADS"
+  "$C" build "$base" -o "$W/fashion.cagra" --graph-degree 32 --intermediate-degree 64 --force \
+    --threads "$THREADS"
+} >"$OUT/bench-prep.log" 2>&1 || { echo "prep failed"; tail "$OUT/bench-prep.log"; exit 1; }
+build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$OUT/bench-prep.log")
+common=(--dataset fashion-mnist --json "$J" -k 10 --build-s "$build_s")
+sweep=(--itopk 10,12,16,24,32,48,64,96,128,256,512)
+{
+  echo "== cuda, batch 10000"
+  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cuda --repeat 5 "${sweep[@]}" \
+    --search-width 1,2,4 "${common[@]}"
+  echo "== cuda, batch 1"
+  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cuda --batch 1 \
+    --itopk 10,16,32,64,128 "${common[@]}"
+  echo "== cpu ($THREADS threads), batch 10000"
+  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cpu --threads "$THREADS" \
+    --repeat 3 --itopk 10,12,16,24,32,48,64,128 "${common[@]}"
+  echo "== cpu, batch 1"
+  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cpu --batch 1 \
+    --itopk 10,16,32,64 "${common[@]}"
+  echo "== hnswlib ($THREADS threads)"
+  "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$W/gt.ibin" --threads "$THREADS" --batch 0,1 \
+    --ef 10,12,16,20,24,32,48,64,96,128 --dataset fashion-mnist --json "$J"
+} >"$OUT/bench.log" 2>&1
+rc=$?
+grep -E "^==|itopk|^ +[0-9]+ +[0-9]|ef |built|time " "$OUT/bench.log" | head -120
+echo "bench exit $rc; JSON lines: $(wc -l <"$J") in $J"
+exit $rc
