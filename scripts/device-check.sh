@@ -59,6 +59,10 @@ if [ $built -eq 0 ]; then
     "$BIN" --gtest_filter=CudaSearch.SanitizerCase
   step "racecheck" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
     "$BIN" --gtest_filter=CudaSearch.SanitizerCase
+  step "memcheck multi-CTA" memcheck.log timeout 300 "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BIN" --gtest_filter=CudaMultiCta.SanitizerCase
+  step "racecheck multi-CTA" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
+    "$BIN" --gtest_filter=CudaMultiCta.SanitizerCase
   if [ "${SKIP_CPU:-0}" != 1 ]; then
     step "ctest -L cpu" ctest-cpu.log ctest --test-dir "$BUILD_DIR" -L cpu -j "$JOBS" --timeout 300 \
       --output-on-failure

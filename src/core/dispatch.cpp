@@ -32,8 +32,8 @@ backend resolve_backend(const resources& res) {
   return backend::cpu;
 }
 
-/** Search: the CUDA backend when asked for (it needs a visible GPU); the CPU otherwise. Until
- *  the multi-CTA kernel exists, `automatic` stays on the CPU. */
+/** Search: the CUDA backend when asked for (it needs a visible GPU), or for `automatic` when a
+ *  GPU is visible (its single- and multi-CTA kernels take itopk up to 4096); the CPU otherwise. */
 backend resolve_search_backend(const resources& res) {
 #ifdef CAGRA_HAVE_CUDA
   if (res.target == backend::cuda) {
@@ -41,6 +41,7 @@ backend resolve_search_backend(const resources& res) {
                   "the CUDA backend was asked for but no CUDA device is visible");
     return backend::cuda;
   }
+  if (res.target == backend::automatic && cuda::device_count() > 0) return backend::cuda;
   return backend::cpu;
 #else
   return resolve_backend(res);
@@ -153,7 +154,12 @@ void search(const resources& res, const search_params& params, const index& idx,
   CAGRA_EXPECTS(distances.data == nullptr || (distances.rows == queries.rows && distances.cols == k),
                 "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])",
                 (long long)queries.rows, k, (long long)distances.rows, (long long)distances.cols);
-  const backend target = resolve_search_backend(res);
+  backend target = resolve_search_backend(res);
+#ifdef CAGRA_HAVE_CUDA
+  // `automatic` stays on the CPU for what the GPU kernels do not take (itopk > 4096, ...).
+  if (target == backend::cuda && res.target == backend::automatic && !cuda::can_search(idx, k, params))
+    target = backend::cpu;
+#endif
   host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(),
                                     cpu::thread_count(res.num_threads));
 #ifdef CAGRA_HAVE_CUDA

@@ -29,8 +29,25 @@ device_info cuda_info(int device = 0);
 /** One line: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 81559 MiB, driver 13000, runtime 13000)". */
 std::string describe(const device_info& d);
 
+/** Whether cuda::search takes this search (storage type, itopk = max(itopk_size, k) <= 4096, byte
+ *  vectors with dim <= 16384); where it does not, `backend::automatic` searches on the CPU. */
+bool can_search(const index& idx, uint32_t k, const search_params& params);
+
+/** The search kernel's choice rule (paper §IV-C3, "implementation choice"): `requested` unless it
+ *  is `automatic`; then multi-CTA when the batch is smaller than the number of SMs (one CTA per
+ *  query would leave SMs idle) or itopk (the resolved one, max(itopk_size, k)) is above 512 (the
+ *  single-CTA limit), single-CTA otherwise. Pure: `sm_count` is given. Returns single_cta or
+ *  multi_cta. */
+search_algo choose_algo_for(int sm_count, int64_t batch, uint32_t itopk,
+                            search_algo requested = search_algo::automatic);
+/** The same rule with the SM count of CUDA device `device` (what cuda::search uses). */
+search_algo choose_algo(int64_t batch, uint32_t itopk, int device,
+                        search_algo requested = search_algo::automatic);
+
 /** GPU search (paper §IV-B/C). `queries` are host rows of the index's query type
  *  (core::queries_for), [nq, dim]; ids/distances are host [nq, k] (distances may be null).
+ *  The kernel is choose_algo(nq, plan.itopk, device, params.algo): single-CTA (itopk <= 512,
+ *  the CPU's answer) or multi-CTA (itopk <= 4096, recall parity, not bit parity).
  *  The index's vectors and graph are copied to the device on first use and cached in
  *  idx.backend_cache(). */
 void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,

@@ -1,7 +1,8 @@
 // What the CUDA backend keeps on the device for one index (cached in idx.backend_cache()):
 // the vectors, rows padded to a multiple of 16 bytes so that a team can read them with 16-byte
 // loads, and the graph; plus a stream and a grow-only workspace (queries and results) reused
-// by every search call on this index, so the hot path does not allocate once warm.
+// by every search call on this index (and the multi-CTA search's device hash and per-CTA lists),
+// so the hot path does not allocate once warm.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,10 @@ struct index_state final : detail::backend_state {
   device_buffer<uint8_t> queries;      // [nq, dim] of the query type
   device_buffer<uint32_t> ids;         // [nq, k]
   device_buffer<float> distances;      // [nq, k]
+  // Multi-CTA search only (grow-only too), for the queries of one launch ("chunk"):
+  device_buffer<uint32_t> mcta_hash;   // [chunk, 1 << hash_bits]: per query the visited set
+  device_buffer<uint32_t> mcta_ids;    // [chunk, n_ctas, 32] each CTA's list
+  device_buffer<float> mcta_dists;     // [chunk, n_ctas, 32]
 };
 
 /** The device copy of `idx` on `device`: the cached one, or a new one (copied once). */

@@ -261,12 +261,15 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   for (std::string line; std::getline(f, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 4u) << "itopk 8 < k is skipped: 2 itopk x 2 widths";
   const std::string run_id = lines[0].substr(0, lines[0].find(','));
+  // The default backend searches on the GPU when this build has CUDA and sees a device.
+  const std::string system_field =
+      std::string("\"system\":\"cagra-") + (cuda_available() ? "cuda" : "cpu") + "\"";
   for (const auto& l : lines) {
     EXPECT_EQ(l.front(), '{');
     EXPECT_EQ(l.back(), '}');
     EXPECT_EQ(l.substr(0, l.find(',')), run_id) << "one run_id per sweep";
     for (const char* field :
-         {"\"run_id\":\"", "\"system\":\"cagra-cpu\"", "\"device\":\"", "\"commit\":\"",
+         {"\"run_id\":\"", system_field.c_str(), "\"device\":\"", "\"commit\":\"",
           "\"dataset\":\"bigann10k\"", "\"n\":9900", "\"dim\":128", "\"batch\":0", "\"k\":10",
           "\"params\":{\"itopk\":", "\"search_width\":", "\"max_iterations\":0", "\"threads\":",
           "\"recall\":", "\"qps\":", "\"latency_ms\":", "\"build_s\":null"})

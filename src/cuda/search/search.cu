@@ -1,8 +1,10 @@
-// cagra::cuda::search: turns the resolved search plan into a launch configuration of the
-// single-CTA kernel (team size, CTA size, visited-hash size, shared-memory layout), moves the
-// queries in and the results out through the index's cached workspace, and chunks the grid
-// by 65535 queries. The multi-CTA kernel (itopk > 512 or small batches) is not written yet:
-// asking for it is an error, never a silent fallback.
+// cagra::cuda::search: picks the kernel (choose_algo: single-CTA for large batches, multi-CTA
+// for batches below the SM count or itopk > 512, paper §IV-C3), turns the resolved search plan
+// into its launch configuration (team size, CTA size, hash size, shared-memory layout), moves
+// the queries in and the results out through the index's cached workspace, and chunks the work:
+// single-CTA grids by 65535 queries, multi-CTA launches by what the per-query device hash
+// allows in kMultiCtaWorkspace bytes. Asking for single-CTA with itopk > 512 is an error, never
+// a silent switch.
 #include <algorithm>
 #include <cstring>
 
@@ -10,6 +12,7 @@
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
+#include "cuda/search/multi_cta.hpp"
 #include "cuda/search/single_cta.hpp"
 #include "cuda/state.hpp"
 
@@ -105,6 +108,72 @@ launch_plan make_launch_plan(const index_state& st, uint32_t k, const search_par
   return lp;
 }
 
+/** Bytes of device workspace (hash + per-CTA lists) one multi-CTA launch may use: larger
+ *  batches are split into launches of as many queries as fit (at least one). */
+constexpr size_t kMultiCtaWorkspace = size_t{256} << 20;
+
+/** The launch configuration of one multi-CTA search call. */
+struct multi_launch_plan {
+  multi_cta_args args{};
+  uint32_t team = 0, block = 0, chunk = 0;
+  size_t smem = 0;
+};
+
+multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const search_params& params,
+                                      const cpu::search_plan& plan, metric m) {
+  multi_launch_plan lp;
+  multi_cta_args& a = lp.args;
+  const size_t elem = dtype_size(st.type);
+  const uint32_t vec = static_cast<uint32_t>(16 / elem);
+  const uint32_t samplings = std::max(1u, plan.samplings);
+  a.n_rows = static_cast<uint64_t>(st.rows);
+  a.seed = params.seed;
+  a.dim = st.dim;
+  a.row_stride = st.row_stride;
+  a.n_chunks = st.row_stride / 16;
+  a.degree = st.degree;
+  // CTAs: enough 32-entry lists to hold itopk entries and one CTA per parent of an iteration of
+  // the single-CTA search (cuVS's count; paper: "the number of CTAs x d nodes per iteration"),
+  // and lists for at least 2k entries: the lists partition what the CTAs discovered, and a CTA
+  // that found more than 32 of the top k loses the rest, so with lists for only k entries
+  // recall@k drops (bigann10k, itopk = k = 64, 2 CTAs: 0.879 against the CPU's 0.994; with 4:
+  // parity, docs/cuda.md). At most 4096 entries (the merge kernel's limit).
+  const auto lists_for = [](uint32_t entries) { return (entries + kMultiCtaList - 1) / kMultiCtaList; };
+  a.n_ctas = std::min(std::max({plan.width, lists_for(plan.itopk), lists_for(2 * k)}),
+                      lists_for(kMultiCtaMaxItopk));
+  a.n_init = st.degree * samplings;
+  a.cand_cap = std::max(st.degree, a.n_init);
+  a.max_iterations = plan.max_iterations;
+  a.min_iterations = plan.min_iterations;
+  a.metric = static_cast<uint32_t>(m);
+
+  // Device hash, standard (never reset during a search): at least twice the nodes the query is
+  // expected to visit, estimated as the CPU plan does (top-list entries x d, plus the initial
+  // nodes) over the CTAs' lists together, at most N; 2^10..2^24 slots of 4 bytes. An explicit
+  // hash_bits sets the size (a table that fills up skips nodes, see kMultiCtaMaxProbe).
+  const uint64_t expected =
+      std::min<uint64_t>(uint64_t(st.rows), uint64_t{a.n_ctas} * (kMultiCtaList + samplings) * st.degree);
+  a.hash_bits = params.hash_bits ? params.hash_bits : std::clamp<uint32_t>(ceil_log2(2 * expected), 10, 24);
+
+  lp.team = params.team_size ? params.team_size : auto_team_size(st.dim, elem);
+  // CTA size: one team per neighbor of the parent (d candidates per iteration), 64..256.
+  uint32_t block = 64;
+  while (block < kMultiCtaMaxBlock && block < st.degree * lp.team) block *= 2;
+  lp.block = block;
+
+  const uint32_t q_smem = elem == 1 ? a.n_chunks * 16 : a.n_chunks * vec * 4;
+  const uint32_t q_bytes = st.dim * static_cast<uint32_t>(dtype_size(query_dtype_for(st.type)));
+  a.smem_query = 0;
+  a.smem_raw = align16(q_smem);
+  a.smem_cand_d = a.smem_raw + align16(q_bytes);
+  a.smem_cand_i = a.smem_cand_d + align16(a.cand_cap * 4);
+  lp.smem = a.smem_cand_i + align16(a.cand_cap * 4);
+
+  const size_t per_query = (size_t{4} << a.hash_bits) + size_t{a.n_ctas} * kMultiCtaList * 8;
+  lp.chunk = static_cast<uint32_t>(std::clamp<size_t>(kMultiCtaWorkspace / per_query, 1, 65535));
+  return lp;
+}
+
 template <typename F>
 void dispatch_device_type(dtype t, F&& f) {
   switch (t) {
@@ -118,6 +187,25 @@ void dispatch_device_type(dtype t, F&& f) {
 
 }  // namespace
 
+bool can_search(const index& idx, uint32_t k, const search_params& params) {
+  const dtype t = idx.storage_dtype();
+  const bool type_ok = t == dtype::f32 || t == dtype::f16 || t == dtype::u8 || t == dtype::i8;
+  return type_ok && std::max(params.itopk_size, k) <= kMultiCtaMaxItopk &&
+         (dtype_size(t) != 1 || idx.dim() <= 16384);
+}
+
+search_algo choose_algo_for(int sm_count, int64_t batch, uint32_t itopk, search_algo requested) {
+  if (requested != search_algo::automatic) return requested;
+  return batch < int64_t{sm_count} || itopk > kSingleCtaMaxItopk ? search_algo::multi_cta : search_algo::single_cta;
+}
+
+search_algo choose_algo(int64_t batch, uint32_t itopk, int device, search_algo requested) {
+  if (requested != search_algo::automatic) return requested;
+  int sm_count = 0;
+  CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  return choose_algo_for(sm_count, batch, itopk, requested);
+}
+
 void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
             const cpu::search_plan& plan, uint32_t* ids, float* distances, int device) {
   const int n_dev = device_count();
@@ -129,27 +217,26 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
   CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
                 "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype), idx.dim(),
                 to_string(idx.storage_dtype()), to_string(queries.type()), (long long)queries.cols());
-  CAGRA_EXPECTS(params.algo != search_algo::multi_cta,
-                "the multi-CTA search kernel is not implemented yet (use algo = automatic or single_cta)");
-  CAGRA_EXPECTS(plan.itopk <= kSingleCtaMaxItopk,
-                "itopk_size %u needs the multi-CTA search kernel (single-CTA handles itopk <= %u), "
-                "which is not implemented yet", plan.itopk, kSingleCtaMaxItopk);
   CAGRA_EXPECTS(k >= 1 && k <= plan.itopk, "k = %u must be in [1, itopk = %u]", k, plan.itopk);
   CAGRA_EXPECTS(plan.width >= 1 && plan.width <= 64, "search_width %u must be in [1, 64]", plan.width);
   CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= 16384,
                 "the CUDA search of byte vectors handles dim <= 16384 (exact int32 sums), got %u", idx.dim());
   const int64_t nq = queries.rows();
+  const search_algo algo = choose_algo(nq, plan.itopk, device, params.algo);
+  if (algo == search_algo::single_cta) {
+    CAGRA_EXPECTS(plan.itopk <= kSingleCtaMaxItopk,
+                  "itopk_size %u needs the multi-CTA search kernel (single-CTA handles itopk <= %u): "
+                  "use algo = automatic or multi_cta", plan.itopk, kSingleCtaMaxItopk);
+  } else {
+    CAGRA_EXPECTS(plan.itopk <= kMultiCtaMaxItopk, "the multi-CTA search handles itopk_size <= %u (got %u)",
+                  kMultiCtaMaxItopk, plan.itopk);
+  }
   if (nq == 0) return;
 
   device_guard guard(device);
   std::shared_ptr<index_state> st = device_index(idx, device);
-  const launch_plan lp = make_launch_plan(*st, k, params, plan, idx.metric());
   int smem_limit = 0;
   CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
-                "the single-CTA search needs %zu bytes of shared memory per query (itopk %u, "
-                "search_width x graph_degree = %u, hash 2^%u), more than the device's %d",
-                lp.smem, plan.itopk, lp.args.n_cand, lp.args.hash_bits, smem_limit);
 
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   const cudaStream_t stream = st->stream.get();
@@ -158,23 +245,61 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
   st->queries.reserve(q_bytes);
   st->ids.reserve(n_out);
   if (distances) st->distances.reserve(n_out);
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
 
-  single_cta_args a = lp.args;
-  a.d_dataset = st->dataset.data();
-  a.d_graph = st->graph.data();
-  a.d_queries = st->queries.data();
-  a.d_ids = st->ids.data();
-  a.d_distances = distances ? st->distances.data() : nullptr;
-  constexpr int64_t kMaxGrid = 65535;  // chunked like cuVS's grid.y (and to bound one launch)
-  dispatch_device_type(st->type, [&](auto tag) {
-    using T = decltype(tag);
-    for (int64_t first = 0; first < nq; first += kMaxGrid) {
-      a.query_offset = static_cast<uint64_t>(first);
-      const uint32_t grid = static_cast<uint32_t>(std::min(kMaxGrid, nq - first));
-      launch_single_cta<T>(a, lp.team, grid, lp.block, lp.smem, stream);
-    }
-  });
+  if (algo == search_algo::single_cta) {
+    const launch_plan lp = make_launch_plan(*st, k, params, plan, idx.metric());
+    CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
+                  "the single-CTA search needs %zu bytes of shared memory per query (itopk %u, "
+                  "search_width x graph_degree = %u, hash 2^%u), more than the device's %d",
+                  lp.smem, plan.itopk, lp.args.n_cand, lp.args.hash_bits, smem_limit);
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+    single_cta_args a = lp.args;
+    a.d_dataset = st->dataset.data();
+    a.d_graph = st->graph.data();
+    a.d_queries = st->queries.data();
+    a.d_ids = st->ids.data();
+    a.d_distances = distances ? st->distances.data() : nullptr;
+    constexpr int64_t kMaxGrid = 65535;  // chunked like cuVS's grid.y (and to bound one launch)
+    dispatch_device_type(st->type, [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t first = 0; first < nq; first += kMaxGrid) {
+        a.query_offset = static_cast<uint64_t>(first);
+        const uint32_t grid = static_cast<uint32_t>(std::min(kMaxGrid, nq - first));
+        launch_single_cta<T>(a, lp.team, grid, lp.block, lp.smem, stream);
+      }
+    });
+  } else {
+    const multi_launch_plan lp = make_multi_cta_plan(*st, k, params, plan, idx.metric());
+    CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
+                  "the multi-CTA search needs %zu bytes of shared memory per CTA (graph_degree x "
+                  "samplings = %u), more than the device's %d", lp.smem, lp.args.n_init, smem_limit);
+    const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
+    const size_t hash_words = size_t{chunk} << lp.args.hash_bits;
+    const size_t part = size_t{chunk} * lp.args.n_ctas * kMultiCtaList;
+    st->mcta_hash.reserve(hash_words);
+    st->mcta_ids.reserve(part);
+    st->mcta_dists.reserve(part);
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+    multi_cta_args a = lp.args;
+    a.d_dataset = st->dataset.data();
+    a.d_graph = st->graph.data();
+    a.d_queries = st->queries.data();
+    a.d_hash = st->mcta_hash.data();
+    a.d_part_ids = st->mcta_ids.data();
+    a.d_part_dists = st->mcta_dists.data();
+    dispatch_device_type(st->type, [&](auto tag) {
+      using T = decltype(tag);
+      for (int64_t first = 0; first < nq; first += chunk) {
+        const uint32_t n = static_cast<uint32_t>(std::min<int64_t>(chunk, nq - first));
+        a.query_offset = static_cast<uint64_t>(first);
+        // The visited sets of this launch's queries, empty (kEmptySlot: all-ones bytes).
+        CAGRA_CUDA_TRY(cudaMemsetAsync(a.d_hash, 0xFF, (size_t{n} << a.hash_bits) * sizeof(uint32_t), stream));
+        launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream);
+        launch_multi_cta_merge(a.d_part_ids, a.d_part_dists, a.n_ctas, k, n, a.query_offset, st->ids.data(),
+                               distances ? st->distances.data() : nullptr, stream);
+      }
+    });
+  }
   CAGRA_CUDA_TRY(cudaMemcpyAsync(ids, st->ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
   if (distances)
     CAGRA_CUDA_TRY(cudaMemcpyAsync(distances, st->distances.data(), n_out * sizeof(float),

@@ -1,0 +1,68 @@
+// Host-side view of the multi-CTA search (paper §IV-C2): the argument block of the search kernel,
+// the launchers (the search kernel is explicitly instantiated once per storage type in
+// src/cuda/search/inst_mcta_*.cu; the merge kernel lives in multi_cta_merge.cu) and the layout
+// of the per-query device workspace. See multi_cta.cuh for the kernel and why it is built so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace cagra::cuda {
+
+/** Entries of each CTA's own top list (one per lane of warp 0). */
+constexpr uint32_t kMultiCtaList = 32;
+/** Largest itopk of the multi-CTA search: ceil(itopk / 32) CTAs per query, whose 32-entry lists
+ *  (<= 4096 entries) are sorted by one CTA of the merge kernel in 32 KB of shared memory. */
+constexpr uint32_t kMultiCtaMaxItopk = 4096;
+/** Threads per CTA at most (the __launch_bounds__ of the search kernel). */
+constexpr uint32_t kMultiCtaMaxBlock = 256;
+/** Slots probed at most by one insertion into the per-query device hash; a node that finds no
+ *  free slot in this many is skipped (the table is sized to stay under half full, so this only
+ *  bounds the loop of a table too small, e.g. an explicit tiny hash_bits). */
+constexpr uint32_t kMultiCtaMaxProbe = 128;
+
+/** Everything one launch needs, passed by value (POD). Shapes in the comments; "chunk" is the
+ *  launch's queries (grid.y), n_ctas is grid.x. */
+struct multi_cta_args {
+  const uint8_t* d_dataset;   // [n_rows, row_stride] bytes: storage-type rows, zero padded to 16 B
+  const uint32_t* d_graph;    // [n_rows, degree]
+  const uint8_t* d_queries;   // [n_queries, dim] query-type elements (float for f32/f16, else T)
+  uint32_t* d_hash;           // [chunk, 1 << hash_bits]: per query the visited set (node ids)
+  uint32_t* d_part_ids;       // [chunk, n_ctas, 32] each CTA's list (ids without flags)
+  float* d_part_dists;        // [chunk, n_ctas, 32]
+  uint64_t n_rows;            // N
+  uint64_t seed;              // search_params::seed (mixed with each query's bytes)
+  uint64_t query_offset;      // first query of this launch (row of d_queries)
+  uint32_t dim;               // elements per row
+  uint32_t row_stride;        // bytes between rows in d_dataset (multiple of 16)
+  uint32_t n_chunks;          // 16-byte chunks per row = row_stride / 16
+  uint32_t degree;            // d
+  uint32_t n_ctas;            // CTAs per query (= grid.x)
+  uint32_t n_init;            // random initial nodes per CTA: d * samplings
+  uint32_t cand_cap;          // max(d, n_init): capacity of the candidate list
+  uint32_t max_iterations, min_iterations;
+  uint32_t hash_bits;         // log2(slots) of the per-query device hash
+  uint32_t metric;            // cagra::metric
+  // Dynamic shared memory layout: byte offsets from its start.
+  uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
+  uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
+  uint32_t smem_cand_d;       // float [cand_cap]
+  uint32_t smem_cand_i;       // uint32 [cand_cap]
+};
+
+/** Launches the search kernel for storage type T (float, __half, uint8_t, int8_t) with `team`
+ *  lanes per distance: grid (args.n_ctas, n_queries), `block` threads. Checks the launch. */
+template <typename T>
+void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block,
+                      size_t smem_bytes, cudaStream_t stream);
+
+/** Launches the merge: per query, the n_ctas * 32 list entries of the search kernel are sorted,
+ *  duplicates dropped, and the first k written to ids/distances + query_offset * k (distances
+ *  may be null). Checks the launch. */
+void launch_multi_cta_merge(const uint32_t* part_ids, const float* part_dists, uint32_t n_ctas, uint32_t k,
+                            uint32_t n_queries, uint64_t query_offset, uint32_t* ids, float* distances,
+                            cudaStream_t stream);
+
+}  // namespace cagra::cuda

@@ -1,0 +1,379 @@
+// Multi-CTA GPU search (paper §IV-C2) against the CPU oracle on the same index and parameters:
+// recall@10 within 1 point for every storage type (u8, i8, f32, f16) and metric (l2, ip,
+// cosine), itopk 64 / 256 / 1024, batches of 1, 10 and 100 queries; every id valid and distinct,
+// distances ascending and, for byte vectors, equal to the exact distance of the id returned;
+// k = itopk; search_width, samplings, a tiny explicit hash, tiny indexes; the automatic choice
+// between the two kernels (cuda::choose_algo) and the `automatic` backend. The multi-CTA answer
+// depends on which CTA meets a node first, so it is compared by recall, never bit for bit.
+// CudaMultiCtaSweep prints the paper's Q-B3 table: QPS and recall of single- vs multi-CTA over
+// batch sizes 1..10,000. Needs a GPU: label `cuda` (scripts/device-check.sh runs it).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/convert.hpp"
+#include "cpu/backend.hpp"
+#include "cuda/backend.hpp"
+#include "test_data.hpp"
+
+namespace cagra::test {
+namespace {
+
+struct result {
+  std::vector<uint32_t> ids;
+  std::vector<float> dist;
+  int64_t rows = 0;
+  uint32_t k = 0;
+  matrix_view<const uint32_t> view() const { return {ids.data(), rows, k}; }
+};
+
+result cpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p) {
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k), std::vector<float>(size_t(q.rows()) * k), q.rows(), k};
+  resources res;
+  res.target = backend::cpu;
+  search(res, p, idx, q, k, {r.ids.data(), q.rows(), k}, {r.dist.data(), q.rows(), k});
+  return r;
+}
+
+/** cuda::search of the rows of q (the user's type), `batch` rows per call, with `algo`. */
+result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, search_params p,
+               search_algo algo = search_algo::multi_cta, int64_t batch = 0) {
+  p.algo = algo;
+  p.validate(k, idx.size(), idx.graph_degree());
+  const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
+  const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
+           q.rows(), k};
+  if (batch <= 0) batch = q.rows();
+  const size_t row_bytes = qc.size_bytes() / size_t(qc.rows());
+  for (int64_t first = 0; first < q.rows(); first += batch) {
+    const int64_t n = std::min(batch, q.rows() - first);
+    host_matrix part(qc.type(), n, qc.cols());
+    std::memcpy(part.data(), qc.row_bytes(first), size_t(n) * row_bytes);
+    cuda::search(idx, part, k, p, plan, r.ids.data() + first * k, r.dist.data() + first * k, 0);
+  }
+  return r;
+}
+
+/** Every id valid (< n), no duplicates in a row, distances ascending. */
+void expect_well_formed(const result& r, int64_t n, const std::string& what) {
+  for (int64_t q = 0; q < r.rows; ++q) {
+    std::vector<uint32_t> row(r.ids.begin() + q * r.k, r.ids.begin() + (q + 1) * r.k);
+    for (uint32_t j = 0; j < r.k; ++j) {
+      ASSERT_LT(row[j], uint64_t(n)) << what << ": query " << q << " slot " << j;
+      if (j) {
+        ASSERT_LE(r.dist[q * r.k + j - 1], r.dist[q * r.k + j]) << what << ": query " << q;
+      }
+    }
+    std::sort(row.begin(), row.end());
+    ASSERT_EQ(std::adjacent_find(row.begin(), row.end()), row.end()) << what << ": duplicate id, query " << q;
+  }
+}
+
+/** Runs both backends: multi-CTA recall >= CPU recall - 1 point, and a well-formed output. */
+double compare(const std::string& what, const cagra::index& idx, const host_matrix& q,
+               matrix_view<const uint32_t> truth, const search_params& p, int64_t batch = 0, uint32_t k = 10) {
+  const result c = cpu_run(idx, q, k, p);
+  const result g = gpu_run(idx, q, k, p, search_algo::multi_cta, batch);
+  const double rc = recall(c.view(), truth, k), rg = recall(g.view(), truth, k);
+  std::printf("[ cuda     ] multi-CTA %-40s recall@%u cpu %.4f gpu %.4f\n", what.c_str(), k, rc, rg);
+  EXPECT_GE(rg, rc - 0.01) << what;
+  expect_well_formed(g, idx.size(), what);
+  return rg;
+}
+
+index_params small_params(uint32_t d = 32, metric m = metric::l2) {
+  index_params p;
+  p.graph_degree = d;
+  p.intermediate_graph_degree = 2 * d;
+  p.metric = m;
+  return p;
+}
+
+search_params itopk(uint32_t m) {
+  search_params p;
+  p.itopk_size = m;
+  return p;
+}
+
+host_matrix scaled_f32(const host_matrix& u8, float scale) {
+  host_matrix out(dtype::f32, u8.rows(), u8.cols());
+  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
+    out.as<float>().data[i] = static_cast<const uint8_t*>(u8.data())[i] * scale;
+  return out;
+}
+
+host_matrix halved_i8(const host_matrix& u8) {
+  host_matrix out(dtype::i8, u8.rows(), u8.cols());
+  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
+    out.as<int8_t>().data[i] = int8_t(static_cast<const uint8_t*>(u8.data())[i] / 2);
+  return out;
+}
+
+host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
+  host_matrix out(m.type(), rows, m.cols());
+  const size_t rb = m.size_bytes() / m.rows();
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(static_cast<uint8_t*>(out.data()) + i * rb, m.row_bytes(i % m.rows()), rb);
+  return out;
+}
+
+knn_graph exact(metric m, const host_matrix& base, const host_matrix& q) {
+  resources cpu;
+  cpu.target = backend::cpu;
+  return brute_force_knn(cpu, m, base, q, 10);
+}
+
+class CudaMultiCta : public ::testing::Test {
+ protected:
+  // Failures here would only mark the tests skipped: SetUp() turns them into test failures.
+  static void SetUpTestSuite() {
+    if (cuda::device_count() == 0) return;
+    try {
+      set_ = new real_set(bigann10k());
+      u8_ = new cagra::index(build({}, small_params(), set_->base));
+    } catch (const std::exception& e) {
+      std::printf("set-up failed: %s\n", e.what());
+    }
+  }
+  void SetUp() override {
+    ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
+    ASSERT_NE(u8_, nullptr) << "bigann10k could not be loaded or indexed (see above)";
+  }
+  static void TearDownTestSuite() {
+    delete u8_;
+    u8_ = nullptr;
+    delete set_;
+    set_ = nullptr;
+  }
+  static matrix_view<const uint32_t> truth() { return set_->truth.as<uint32_t>(); }
+  static real_set* set_;
+  static cagra::index* u8_;
+};
+real_set* CudaMultiCta::set_ = nullptr;
+cagra::index* CudaMultiCta::u8_ = nullptr;
+
+TEST_F(CudaMultiCta, RecallMatchesCpuEveryTypeAndMetric) {
+  // f32 / f16 rows hold the u8 values / 255 (so inner products stay small); i8 rows u8 / 2.
+  // u8 and i8 with cosine are stored as f32 (normalized), like the CPU backend does.
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255), q_f = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base_i8 = halved_i8(set_->base), q_i8 = halved_i8(set_->queries);
+  struct data { const char* name; const host_matrix* base; const host_matrix* q; storage_type s; };
+  for (const data& d : {data{"u8", &set_->base, &set_->queries, storage_type::same_as_input},
+                        data{"i8", &base_i8, &q_i8, storage_type::same_as_input},
+                        data{"f32", &base_f, &q_f, storage_type::same_as_input},
+                        data{"f16", &base_f, &q_f, storage_type::f16}})
+    for (metric m : {metric::l2, metric::inner_product, metric::cosine}) {
+      index_params ip = small_params(32, m);
+      ip.storage = d.s;
+      const cagra::index idx = build({}, ip, *d.base);
+      const knn_graph gt = exact(m, *d.base, *d.q);
+      for (uint32_t it : {64u, 256u, 1024u}) {
+        const std::string what = std::string(d.name) + " (" + to_string(idx.storage_dtype()) + ") " +
+                                 to_string(m) + " itopk " + std::to_string(it);
+        compare(what, idx, *d.q, gt.view(), itopk(it));
+      }
+    }
+}
+
+TEST_F(CudaMultiCta, BatchesOf1And10And100) {
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255), q_f = scaled_f32(set_->queries, 1.0f / 255);
+  const cagra::index f32 = build({}, small_params(), base_f);
+  for (uint32_t it : {64u, 256u, 1024u})
+    for (int64_t batch : {1, 10, 100}) {
+      const std::string tail = " itopk " + std::to_string(it) + " batch " + std::to_string(batch);
+      compare("u8 l2" + tail, *u8_, set_->queries, truth(), itopk(it), batch);
+      compare("f32 l2" + tail, f32, q_f, truth(), itopk(it), batch);
+    }
+}
+
+TEST_F(CudaMultiCta, ExactByteDistancesAndKEqualsItopk) {
+  // Byte vectors: each distance must be the exact one of the id returned (integer sums).
+  const auto* base = static_cast<const uint8_t*>(set_->base.data());
+  const auto* qs = static_cast<const uint8_t*>(set_->queries.data());
+  for (uint32_t it : {64u, 1024u}) {
+    const result r = gpu_run(*u8_, set_->queries, it, itopk(it));  // k = itopk: lists for 2k entries
+    expect_well_formed(r, u8_->size(), "k = itopk " + std::to_string(it));
+    size_t wrong = 0;
+    for (int64_t q = 0; q < r.rows; ++q)
+      for (uint32_t j = 0; j < r.k; ++j) {
+        const uint32_t id = r.ids[q * r.k + j];
+        if (id >= u8_->size()) continue;
+        int64_t s = 0;
+        for (int e = 0; e < 128; ++e) {
+          const int64_t diff = int64_t(qs[q * 128 + e]) - int64_t(base[int64_t(id) * 128 + e]);
+          s += diff * diff;
+        }
+        wrong += r.dist[q * r.k + j] != float(s);
+      }
+    EXPECT_EQ(wrong, 0u) << "itopk " << it;
+  }
+  compare("u8 l2 itopk 64 k 64", *u8_, set_->queries, truth(), itopk(64), 0, 64);
+}
+
+TEST_F(CudaMultiCta, WidthSamplingsSmallHashAndIterations) {
+  struct cfg { uint32_t itopk, width, samplings, hash_bits, min_it, max_it; };
+  for (cfg c : {cfg{64, 4, 1, 0, 0, 0}, cfg{64, 1, 3, 0, 0, 0}, cfg{32, 8, 2, 0, 0, 0}, cfg{128, 1, 1, 0, 40, 0},
+                cfg{1024, 1, 1, 0, 0, 0}, cfg{1024, 64, 1, 0, 0, 0}}) {
+    search_params p = itopk(c.itopk);
+    p.search_width = c.width;
+    p.num_random_samplings = c.samplings;
+    p.hash_bits = c.hash_bits;
+    p.min_iterations = c.min_it;
+    char what[96];
+    std::snprintf(what, sizeof what, "itopk %u width %u samplings %u min_it %u", c.itopk, c.width, c.samplings,
+                  c.min_it);
+    compare(what, *u8_, set_->queries, truth(), p);
+  }
+  // A device hash far too small (2^8 slots for ~2,000 visited nodes): nodes that find no free slot
+  // are skipped; the search must still end with valid, distinct ids. Likewise a tight iteration cap.
+  search_params p = itopk(64);
+  p.hash_bits = 8;
+  expect_well_formed(gpu_run(*u8_, set_->queries, 10, p), u8_->size(), "hash 2^8");
+  p = itopk(256);
+  p.max_iterations = 3;
+  expect_well_formed(gpu_run(*u8_, set_->queries, 10, p), u8_->size(), "max_iterations 3");
+}
+
+TEST(CudaMultiCtaSmall, TinyIndexesAndIdenticalVectors) {
+  ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
+  // k = n on a 9-node index: every node exactly once, nearest first.
+  host_matrix tiny(dtype::f32, 9, 4);
+  for (int i = 0; i < 36; ++i) tiny.as<float>().data[i] = float(i % 7) + float(i / 4);
+  index_params ip = small_params(4);
+  ip.intermediate_graph_degree = 8;
+  const cagra::index idx = build({}, ip, tiny);
+  const result r = gpu_run(idx, tiny, 9, itopk(64));
+  expect_well_formed(r, 9, "tiny");
+  for (int q = 0; q < 9; ++q) EXPECT_EQ(r.ids[q * 9], uint32_t(q));
+  // All vectors equal: every distance 0, ids distinct.
+  host_matrix same(dtype::u8, 200, 16);
+  std::fill_n(static_cast<uint8_t*>(same.data()), same.size_bytes(), uint8_t(7));
+  const cagra::index idx_same = build({}, small_params(8), same);
+  const result s = gpu_run(idx_same, head(same, 3), 10, itopk(64));
+  expect_well_formed(s, 200, "identical vectors");
+  for (float d : s.dist) EXPECT_EQ(d, 0.0f);
+}
+
+TEST_F(CudaMultiCta, AutomaticChoice) {
+  using A = search_algo;
+  // The rule (paper §IV-C3), for a 132-SM device: multi-CTA below 132 queries or above itopk 512.
+  EXPECT_EQ(cuda::choose_algo_for(132, 1, 64), A::multi_cta);
+  EXPECT_EQ(cuda::choose_algo_for(132, 131, 64), A::multi_cta);
+  EXPECT_EQ(cuda::choose_algo_for(132, 132, 64), A::single_cta);
+  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 512), A::single_cta);
+  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 513), A::multi_cta);
+  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 1024), A::multi_cta);
+  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 64, A::multi_cta), A::multi_cta);  // forced
+  EXPECT_EQ(cuda::choose_algo_for(132, 1, 64, A::single_cta), A::single_cta);    // forced
+  // The device's SM count.
+  const int sm = cuda::cuda_info(0).sm_count;
+  std::printf("[ cuda     ] automatic choice on %d SMs: batch %d -> %s, batch %d -> %s\n", sm, sm - 1,
+              cuda::choose_algo(sm - 1, 64, 0) == A::multi_cta ? "multi" : "single", sm,
+              cuda::choose_algo(sm, 64, 0) == A::multi_cta ? "multi" : "single");
+  EXPECT_EQ(cuda::choose_algo(sm - 1, 64, 0), A::multi_cta);
+  EXPECT_EQ(cuda::choose_algo(sm, 64, 0), A::single_cta);
+  EXPECT_EQ(cuda::choose_algo(sm, 1024, 0), A::multi_cta);
+
+  // Forced single-CTA with itopk > 512 is a clear error; automatic takes it (multi-CTA).
+  try {
+    gpu_run(*u8_, set_->queries, 10, itopk(1024), A::single_cta);
+    ADD_FAILURE() << "single-CTA with itopk 1024 should throw";
+  } catch (const cagra::error& e) {
+    EXPECT_NE(std::string(e.what()).find("multi-CTA"), std::string::npos) << e.what();
+  }
+  expect_well_formed(gpu_run(*u8_, set_->queries, 10, itopk(1024), A::automatic), u8_->size(), "auto 1024");
+  EXPECT_THROW(gpu_run(*u8_, set_->queries, 10, itopk(5000)), cagra::error);  // above the multi-CTA limit
+
+  // The library's `automatic` backend searches on the GPU now, and on the CPU what the GPU does
+  // not take (itopk > 4096).
+  EXPECT_EQ(search_backend({}), backend::cuda);
+  EXPECT_TRUE(cuda::can_search(*u8_, 10, itopk(4096)));
+  EXPECT_FALSE(cuda::can_search(*u8_, 10, itopk(4097)));
+  std::vector<uint32_t> ids(100 * 10);
+  search({}, itopk(64), *u8_, set_->queries, 10, {ids.data(), 100, 10}, {});
+  EXPECT_GE(recall({ids.data(), 100, 10}, truth(), 10), 0.98);
+  search({}, itopk(5000), *u8_, head(set_->queries, 2), 10, {ids.data(), 2, 10}, {});
+  EXPECT_GE(recall({ids.data(), 2, 10}, {truth().data, 2, truth().cols}, 10), 0.9);
+}
+
+TEST_F(CudaMultiCta, SanitizerCase) {
+  // Small and quick, every code path once: for compute-sanitizer (memcheck, racecheck).
+  const host_matrix q = head(set_->queries, 4);
+  search_params p = itopk(64);
+  p.num_random_samplings = 2;  // 64 initial nodes per CTA: two merge rounds
+  expect_well_formed(gpu_run(*u8_, q, 10, p), u8_->size(), "itopk 64, samplings 2");
+  p = itopk(1024);
+  p.max_iterations = 12;
+  expect_well_formed(gpu_run(*u8_, q, 64, p), u8_->size(), "itopk 1024 (32 CTAs, 1024-entry merge)");
+  p = itopk(64);
+  p.hash_bits = 8;  // the table fills up: bounded probing
+  p.max_iterations = 20;
+  expect_well_formed(gpu_run(*u8_, q, 10, p), u8_->size(), "hash 2^8");
+  index_params hp = small_params();
+  hp.storage = storage_type::f16;
+  const cagra::index h = build({}, hp, head(set_->base, 2000));
+  p = itopk(32);
+  p.search_width = 2;
+  expect_well_formed(gpu_run(h, q, 10, p), h.size(), "f16, width 2");
+}
+
+using clk = std::chrono::steady_clock;
+
+/** Median seconds of calls of f after one warm-up: at least 5 calls, until 0.2 s or 2,000 calls. */
+template <typename F>
+double median_call_seconds(F&& f) {
+  f();
+  std::vector<double> t;
+  const auto start = clk::now();
+  while (t.size() < 5 || (t.size() < 2000 && std::chrono::duration<double>(clk::now() - start).count() < 0.2)) {
+    const auto t0 = clk::now();
+    f();
+    t.push_back(std::chrono::duration<double>(clk::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+TEST(CudaMultiCtaSweep, BatchSizesQB3) {
+  // The paper's Q-B3 on bigann10k (u8, degree 32, itopk 64 and 256, k 10): queries per second
+  // of one cuda::search call (host transfers included; the median call) with each kernel forced,
+  // and recall@10 of each on the 100 distinct queries (searched in batches of min(batch, 100)).
+  ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
+  const real_set s = bigann10k();
+  const cagra::index idx = build({}, small_params(), s.base);
+  const uint32_t k = 10;
+  const int sm = cuda::cuda_info(0).sm_count;
+  std::printf("[ bench    ] Q-B3 sweep on %s: bigann10k u8 l2, degree 32, k 10\n",
+              cuda::describe(cuda::cuda_info(0)).c_str());
+  std::printf("[ bench    ] %5s %6s | %12s %8s | %12s %8s | %s\n", "itopk", "batch", "single QPS", "recall",
+              "multi QPS", "recall", "automatic");
+  for (uint32_t it : {64u, 256u}) {
+    for (int64_t batch : {1, 10, 100, 1000, 10000}) {
+      double qps[2], rec[2];
+      for (int a = 0; a < 2; ++a) {
+        search_params p = itopk(it);
+        p.algo = a == 0 ? search_algo::single_cta : search_algo::multi_cta;
+        const result r = gpu_run(idx, s.queries, k, p, p.algo, std::min<int64_t>(batch, 100));
+        rec[a] = recall(r.view(), s.truth.as<uint32_t>(), k);
+        const host_matrix q = repeat_rows(s.queries, batch);  // u8 queries: already the query type
+        const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
+        std::vector<uint32_t> ids(size_t(batch) * k);
+        std::vector<float> dist(ids.size());
+        qps[a] = batch / median_call_seconds([&] { cuda::search(idx, q, k, p, plan, ids.data(), dist.data(), 0); });
+        expect_well_formed(r, idx.size(), "sweep");
+      }
+      std::printf("[ bench    ] %5u %6lld | %12.0f %8.4f | %12.0f %8.4f | %s\n", it, (long long)batch, qps[0], rec[0],
+                  qps[1], rec[1], cuda::choose_algo(batch, it, 0) == search_algo::multi_cta ? "multi" : "single");
+      EXPECT_GE(rec[1], rec[0] - 0.01) << "batch " << batch;
+    }
+  }
+  std::printf("[ bench    ] (automatic: multi-CTA below %d queries, the device's SM count)\n", sm);
+}
+
+}  // namespace
+}  // namespace cagra::test
