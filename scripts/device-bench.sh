@@ -25,32 +25,37 @@ cmake -S . -B "$BUILD_DIR" -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/th
 C="$BUILD_DIR/cagra"
 base="$F/train-images-idx3-ubyte.gz"
 queries="$F/t10k-images-idx3-ubyte.gz"
+[ -s "$W/gt.ibin" ] || "$C" gt "$base" "$queries" -k 100 -o "$W/gt.ibin" --threads "$THREADS" \
+  >"$OUT/bench-prep.log" 2>&1 || { echo "ground truth failed"; tail "$OUT/bench-prep.log"; exit 1; }
+rc=0
+for storage in input f32; do
+  "$C" build "$base" -o "$W/fashion-$storage.cagra" --graph-degree 32 --intermediate-degree 64 \
+    --storage "$storage" --force --threads "$THREADS" >"$OUT/build-$storage.log" 2>&1 || rc=1
+  build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$OUT/build-$storage.log")
+  idx="$W/fashion-$storage.cagra"
+  common=(--dataset fashion-mnist --json "$J" -k 10 --build-s "$build_s")
+  widths=1
+  [ "$storage" = input ] && widths=1,2,4
+  {
+    echo "== $storage storage: cuda, batch 10000"
+    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --repeat 5 \
+      --itopk 10,12,16,24,32,48,64,96,128,256,512 --search-width "$widths" "${common[@]}"
+    echo "== $storage storage: cuda, batch 1"
+    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --batch 1 --itopk 10,16,32,64,128 \
+      "${common[@]}"
+    echo "== $storage storage: cpu ($THREADS threads), batch 10000"
+    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cpu --threads "$THREADS" --repeat 3 \
+      --itopk 10,12,16,24,32,48,64,128 "${common[@]}"
+    echo "== $storage storage: cpu, batch 1"
+    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cpu --batch 1 --itopk 10,16,32,64 "${common[@]}"
+  } >>"$OUT/bench.log" 2>&1 || rc=1
+done
 {
-  "$C" gt "$base" "$queries" -k 100 -o "$W/gt.ibin" --force --threads "$THREADS"
-  "$C" build "$base" -o "$W/fashion.cagra" --graph-degree 32 --intermediate-degree 64 --force \
-    --threads "$THREADS"
-} >"$OUT/bench-prep.log" 2>&1 || { echo "prep failed"; tail "$OUT/bench-prep.log"; exit 1; }
-build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$OUT/bench-prep.log")
-common=(--dataset fashion-mnist --json "$J" -k 10 --build-s "$build_s")
-sweep=(--itopk 10,12,16,24,32,48,64,96,128,256,512)
-{
-  echo "== cuda, batch 10000"
-  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cuda --repeat 5 "${sweep[@]}" \
-    --search-width 1,2,4 "${common[@]}"
-  echo "== cuda, batch 1"
-  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cuda --batch 1 \
-    --itopk 10,16,32,64,128 "${common[@]}"
-  echo "== cpu ($THREADS threads), batch 10000"
-  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cpu --threads "$THREADS" \
-    --repeat 3 --itopk 10,12,16,24,32,48,64,128 "${common[@]}"
-  echo "== cpu, batch 1"
-  "$C" bench "$W/fashion.cagra" "$queries" "$W/gt.ibin" --backend cpu --batch 1 \
-    --itopk 10,16,32,64 "${common[@]}"
   echo "== hnswlib ($THREADS threads)"
   "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$W/gt.ibin" --threads "$THREADS" --batch 0,1 \
     --ef 10,12,16,20,24,32,48,64,96,128 --dataset fashion-mnist --json "$J"
-} >"$OUT/bench.log" 2>&1
-rc=$?
-grep -E "^==|itopk|^ +[0-9]+ +[0-9]|ef |built|time " "$OUT/bench.log" | head -120
+} >>"$OUT/bench.log" 2>&1 || rc=1
+grep -hE "^time" "$OUT"/build-*.log
+grep -E "^==|itopk|^ +[0-9]+ +[0-9]|ef |built" "$OUT/bench.log" | head -150
 echo "bench exit $rc; JSON lines: $(wc -l <"$J") in $J"
 exit $rc

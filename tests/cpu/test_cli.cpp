@@ -285,7 +285,7 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   for (std::string line; std::getline(f2, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 5u) << "--json appends";
   EXPECT_NE(lines[4].find("\"batch\":1"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[4].find("\"threads\":1}"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[4].find("\"threads\":1,"), std::string::npos) << lines[4];
   EXPECT_NE(lines[4].find("\"build_s\":1.5}"), std::string::npos) << lines[4];
 
   const std::string gt = temp_path("bigann_gt.ibin");

@@ -106,6 +106,8 @@ int run_bench(const args& a) {
   rec.metric = to_string(idx.metric());
   rec.n = idx.size();
   rec.dim = idx.dim();
+  rec.storage = to_string(idx.storage_dtype());
+  rec.graph_degree = idx.graph_degree();
   rec.nq = nq;
   rec.batch = batch;
   rec.k = k;

@@ -79,7 +79,8 @@ std::string to_json(const bench_record& r) {
     << ",\"n\":" << r.n << ",\"dim\":" << r.dim << ",\"nq\":" << r.nq << ",\"batch\":" << r.batch
     << ",\"k\":" << r.k << ",\"params\":{\"itopk\":" << r.itopk
     << ",\"search_width\":" << r.search_width << ",\"max_iterations\":" << r.max_iterations
-    << ",\"threads\":" << r.threads << "},\"recall\":" << number(r.recall, "%.6f")
+    << ",\"threads\":" << r.threads << ",\"storage\":" << quote(r.storage)
+    << ",\"graph_degree\":" << r.graph_degree << "},\"recall\":" << number(r.recall, "%.6f")
     << ",\"qps\":" << number(r.qps, "%.2f") << ",\"latency_ms\":" << number(r.latency_ms)
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : number(r.build_s)) << "}";
   return o.str();

@@ -24,6 +24,8 @@ struct bench_record {
   uint32_t search_width = 0;
   uint32_t max_iterations = 0;
   int threads = 0;
+  std::string storage;         // element type of the index's stored vectors ("u8", "f32", ...)
+  uint32_t graph_degree = 0;
   double recall = 0;
   double qps = 0;
   double latency_ms = 0;  // mean wall time of one search call (one batch)
