@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 
 packages=(cmake ninja-build g++ libgtest-dev libbenchmark-dev zlib1g-dev libhdf5-dev libhnswlib-dev
-          dataset-fashion-mnist python3 python3-numpy python3-matplotlib)
+          dataset-fashion-mnist python3 python3-numpy python3-matplotlib python3-venv python3-dev)
 
 # `dpkg -s` also succeeds for removed packages whose config files remain: check the status line.
 missing=()

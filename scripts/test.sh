@@ -12,3 +12,26 @@ BUILD_DIR=${BUILD_DIR:-build}
 bash scripts/setup.sh
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
 ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure -j "${CTEST_JOBS:-2}"
+
+# Python package: install it with `pip install .` (the top-level CMake through scikit-build-core)
+# into a virtual environment of whichever python3 comes first on PATH, then run pytest against the
+# CLI built above. The environment ($PY_ENV, default $BUILD_DIR/pyenv) and the wheel's CMake
+# folder ($BUILD_DIR/python) are kept, so a second run only rebuilds what changed; both are made
+# afresh when python3 changes. pytest's exit status 5 (no tests collected) is a failure.
+PY_ENV=${PY_ENV:-$BUILD_DIR/pyenv}
+py_id=$(python3 -c 'import sys; print(sys.executable, sys.version)')
+if [[ ! -x $PY_ENV/bin/python || $(cat "$PY_ENV/.python-id" 2>/dev/null) != "$py_id" ]]; then
+  rm -rf "$PY_ENV" "$BUILD_DIR/python"
+  python3 -m venv "$PY_ENV"
+  echo "$py_id" >"$PY_ENV/.python-id"
+fi
+pip=("$PY_ENV/bin/python" -m pip install -q --disable-pip-version-check)
+"${pip[@]}" "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest
+CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)} "${pip[@]}" --no-build-isolation \
+  --config-settings=build-dir="$BUILD_DIR/python" \
+  --config-settings=cmake.define.CAGRA_CUDA="${CAGRA_CUDA:-AUTO}" .
+status=0
+CAGRA_CLI="$(cd "$BUILD_DIR" && pwd)/cagra" \
+  "$PY_ENV/bin/python" -m pytest python/tests -q -rs -p no:cacheprovider || status=$?
+if ((status == 5)); then echo "test: pytest collected no tests" >&2; fi
+if ((status != 0)); then exit 1; fi

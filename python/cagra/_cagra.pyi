@@ -1,0 +1,239 @@
+# Type stub of the extension module cagra._cagra (python/src/cagra_ext.cpp), written by
+# nanobind.stubgen: python -m nanobind.stubgen -m cagra._cagra -o python/cagra/_cagra.pyi, then
+# this comment restored and `built_with_cuda: bool` left without a value (it depends on the build).
+# python/tests/test_api.py checks that it matches the built module.
+"""
+Binding of the cagra C++ library; use the `cagra` package, not this module.
+"""
+
+import enum
+from typing import Annotated
+
+import numpy
+from numpy.typing import NDArray
+
+
+class CagraError(ValueError):
+    """
+    Invalid parameters, data or files (cagra::error): a ValueError carrying the C++ library's message, which lists every violated constraint.
+    """
+
+built_with_cuda: bool
+
+class Metric(enum.Enum):
+    l2 = 0
+
+    inner_product = 1
+
+    cosine = 2
+
+class Backend(enum.Enum):
+    auto = 0
+
+    cpu = 1
+
+    cuda = 2
+
+class KnnAlgo(enum.Enum):
+    auto = 0
+
+    nn_descent = 1
+
+    brute_force = 2
+
+class Reorder(enum.Enum):
+    rank = 0
+
+    distance = 1
+
+class Storage(enum.Enum):
+    same = 0
+
+    f32 = 1
+
+    f16 = 2
+
+class SearchAlgo(enum.Enum):
+    auto = 0
+
+    single_cta = 1
+
+    multi_cta = 2
+
+class IndexParams:
+    def __init__(self) -> None: ...
+
+    @property
+    def metric(self) -> Metric: ...
+
+    @metric.setter
+    def metric(self, arg: Metric, /) -> None: ...
+
+    @property
+    def graph_degree(self) -> int: ...
+
+    @graph_degree.setter
+    def graph_degree(self, arg: int, /) -> None: ...
+
+    @property
+    def intermediate_graph_degree(self) -> int: ...
+
+    @intermediate_graph_degree.setter
+    def intermediate_graph_degree(self, arg: int, /) -> None: ...
+
+    @property
+    def knn_algo(self) -> KnnAlgo: ...
+
+    @knn_algo.setter
+    def knn_algo(self, arg: KnnAlgo, /) -> None: ...
+
+    @property
+    def knn_max_iterations(self) -> int: ...
+
+    @knn_max_iterations.setter
+    def knn_max_iterations(self, arg: int, /) -> None: ...
+
+    @property
+    def knn_termination_threshold(self) -> float: ...
+
+    @knn_termination_threshold.setter
+    def knn_termination_threshold(self, arg: float, /) -> None: ...
+
+    @property
+    def knn_sample_rate(self) -> float: ...
+
+    @knn_sample_rate.setter
+    def knn_sample_rate(self, arg: float, /) -> None: ...
+
+    @property
+    def reorder(self) -> Reorder: ...
+
+    @reorder.setter
+    def reorder(self, arg: Reorder, /) -> None: ...
+
+    @property
+    def storage(self) -> Storage: ...
+
+    @storage.setter
+    def storage(self, arg: Storage, /) -> None: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @seed.setter
+    def seed(self, arg: int, /) -> None: ...
+
+class SearchParams:
+    def __init__(self) -> None: ...
+
+    @property
+    def itopk_size(self) -> int: ...
+
+    @itopk_size.setter
+    def itopk_size(self, arg: int, /) -> None: ...
+
+    @property
+    def search_width(self) -> int: ...
+
+    @search_width.setter
+    def search_width(self, arg: int, /) -> None: ...
+
+    @property
+    def max_iterations(self) -> int: ...
+
+    @max_iterations.setter
+    def max_iterations(self, arg: int, /) -> None: ...
+
+    @property
+    def min_iterations(self) -> int: ...
+
+    @min_iterations.setter
+    def min_iterations(self, arg: int, /) -> None: ...
+
+    @property
+    def team_size(self) -> int: ...
+
+    @team_size.setter
+    def team_size(self, arg: int, /) -> None: ...
+
+    @property
+    def algo(self) -> SearchAlgo: ...
+
+    @algo.setter
+    def algo(self, arg: SearchAlgo, /) -> None: ...
+
+    @property
+    def hash_bits(self) -> int: ...
+
+    @hash_bits.setter
+    def hash_bits(self, arg: int, /) -> None: ...
+
+    @property
+    def hash_reset_interval(self) -> int: ...
+
+    @hash_reset_interval.setter
+    def hash_reset_interval(self, arg: int, /) -> None: ...
+
+    @property
+    def num_random_samplings(self) -> int: ...
+
+    @num_random_samplings.setter
+    def num_random_samplings(self, arg: int, /) -> None: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @seed.setter
+    def seed(self, arg: int, /) -> None: ...
+
+class Index:
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def graph_degree(self) -> int: ...
+
+    @property
+    def metric(self) -> Metric: ...
+
+    @property
+    def dtype(self) -> str: ...
+
+    @property
+    def graph(self) -> Annotated[NDArray[numpy.uint32], dict(shape=(None, None), writable=False)]: ...
+
+    @property
+    def vectors(self) -> Annotated[NDArray, dict(shape=(None, None), writable=False)]: ...
+
+def build(dataset: Annotated[NDArray, dict(writable=False)], params: IndexParams, backend: Backend, num_threads: int) -> Index: ...
+
+def search(index: Index, queries: Annotated[NDArray, dict(writable=False)], k: int, params: SearchParams, backend: Backend, num_threads: int) -> tuple: ...
+
+def build_knn_graph(dataset: Annotated[NDArray, dict(writable=False)], params: IndexParams, backend: Backend, num_threads: int) -> tuple: ...
+
+def optimize(knn_ids: Annotated[NDArray[numpy.uint32], dict(shape=(None, None), order='C', device='cpu', writable=False)], knn_distances: Annotated[NDArray[numpy.float32], dict(shape=(None, None), order='C', device='cpu', writable=False)] | None, graph_degree: int, reorder: Reorder, dataset: Annotated[NDArray, dict(writable=False)] | None, metric: Metric, backend: Backend, num_threads: int) -> Annotated[NDArray[numpy.uint32], dict(shape=(None, None))]: ...
+
+def analyze(graph: Annotated[NDArray[numpy.uint32], dict(shape=(None, None), order='C', device='cpu', writable=False)], two_hop_samples: int, num_threads: int) -> dict: ...
+
+def brute_force(dataset: Annotated[NDArray, dict(writable=False)], queries: Annotated[NDArray, dict(writable=False)], k: int, metric: Metric, exclude_self: bool, backend: Backend, num_threads: int) -> tuple: ...
+
+def save(index: Index, path: str) -> None: ...
+
+def load(path: str) -> Index: ...
+
+def read_matrix(path: str) -> Annotated[NDArray, dict(shape=(None, None))]: ...
+
+def read_neighbors(path: str) -> tuple: ...
+
+def recall(found: Annotated[NDArray[numpy.uint32], dict(shape=(None, None), order='C', device='cpu', writable=False)], truth: Annotated[NDArray[numpy.uint32], dict(shape=(None, None), order='C', device='cpu', writable=False)], k: int) -> float: ...
+
+def version() -> str: ...
+
+def cuda_available() -> bool: ...
+
+def search_backend(backend: Backend) -> Backend: ...
+
+def cuda_device_name(device: int) -> str: ...

@@ -1,0 +1,427 @@
+// The extension module `cagra._cagra`: a thin nanobind layer over include/cagra/*.hpp. It checks
+// and converts arrays (any DLPack producer: numpy, cupy, torch) and parameters, releases the GIL
+// around every call that does real work, and turns cagra::error into cagra.CagraError (a
+// ValueError). Defaults, string options and docstrings live in python/cagra/__init__.py.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <cagra/cagra.hpp>
+#include <cagra/io.hpp>
+
+#ifdef CAGRA_PY_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+/** Any array, any dtype, layout or device; read-only arrays welcome. Checked by vectors_in. */
+using any_array = nb::ndarray<nb::ro>;
+/** uint32 id matrices (graphs, kNN lists): python/cagra/__init__.py converts to this first. */
+using ids_in = nb::ndarray<nb::ro, const uint32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using dist_in = nb::ndarray<nb::ro, const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+template <typename T>
+using numpy_out = nb::ndarray<nb::numpy, T, nb::ndim<2>>;
+
+std::string format_shape(const any_array& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+std::string dtype_name(nb::dlpack::dtype t) {
+  using code = nb::dlpack::dtype_code;
+  const char* base = "unknown";
+  switch (static_cast<code>(t.code)) {
+    case code::Int: base = "int"; break;
+    case code::UInt: base = "uint"; break;
+    case code::Float: base = "float"; break;
+    case code::Bfloat: base = "bfloat"; break;
+    case code::Complex: base = "complex"; break;
+    case code::Bool: return "bool";
+    default: break;
+  }
+  return base + std::to_string(t.bits);
+}
+
+/** The cagra dtype of a vector array; TypeError for anything but f32, f16, u8, i8. */
+cagra::dtype vector_dtype(nb::dlpack::dtype t, const char* what) {
+  using code = nb::dlpack::dtype_code;
+  if (t.lanes == 1) {
+    if (t.code == uint8_t(code::Float) && t.bits == 32) return cagra::dtype::f32;
+    if (t.code == uint8_t(code::Float) && t.bits == 16) return cagra::dtype::f16;
+    if (t.code == uint8_t(code::UInt) && t.bits == 8) return cagra::dtype::u8;
+    if (t.code == uint8_t(code::Int) && t.bits == 8) return cagra::dtype::i8;
+  }
+  const std::string msg = std::string(what) + " has dtype " + dtype_name(t) +
+                          "; cagra takes float32, float16, uint8 or int8 vectors "
+                          "(convert with x.astype(numpy.float32))";
+  throw nb::type_error(msg.c_str());
+}
+
+nb::dlpack::dtype to_dlpack(cagra::dtype t) {
+  switch (t) {
+    case cagra::dtype::f32: return nb::dtype<float>();
+    case cagra::dtype::f16: return {uint8_t(nb::dlpack::dtype_code::Float), 16, 1};
+    case cagra::dtype::u8: return nb::dtype<uint8_t>();
+    case cagra::dtype::i8: return nb::dtype<int8_t>();
+    case cagra::dtype::u32: return nb::dtype<uint32_t>();
+    case cagra::dtype::i32: return nb::dtype<int32_t>();
+  }
+  throw std::runtime_error("unknown cagra dtype");
+}
+
+/** A [rows, dim] matrix of vectors handed in from Python: checked on construction (GIL held);
+ *  host() returns the rows in host memory and may be called with the GIL released. Host arrays
+ *  are used in place. CUDA arrays are copied to the host, because the backends take host
+ *  datasets and queries for now; without the CUDA backend they are refused. */
+class vectors_in {
+ public:
+  vectors_in(any_array a, const char* what) : array_(std::move(a)), what_(what) {
+    if (array_.ndim() != 2) {
+      const std::string msg = what_ + " must be a 2-D array [rows, dim], got shape " +
+                              format_shape(array_) + " (one vector x: x.reshape(1, -1))";
+      throw nb::value_error(msg.c_str());
+    }
+    const cagra::dtype t = vector_dtype(array_.dtype(), what);
+    const auto rows = static_cast<int64_t>(array_.shape(0));
+    const auto cols = static_cast<int64_t>(array_.shape(1));
+    const bool row_major =
+        (rows <= 1 || array_.stride(0) == cols) && (cols <= 1 || array_.stride(1) == 1);
+    if (!row_major) {
+      const std::string msg = what_ + " is not C-contiguous (row-major); pass "
+                                      "numpy.ascontiguousarray(x) (cupy.ascontiguousarray(x), "
+                                      "x.contiguous() for torch)";
+      throw nb::value_error(msg.c_str());
+    }
+    const int dev = array_.device_type();
+    if (dev == nb::device::cuda::value || dev == nb::device::cuda_managed::value) {
+#ifndef CAGRA_PY_CUDA
+      const std::string msg = what_ + " is a CUDA array, but this cagra build has no CUDA backend; "
+                                      "pass a host array (cupy.asnumpy(x), x.cpu().numpy())";
+      throw nb::value_error(msg.c_str());
+#else
+      on_device_ = true;
+#endif
+    } else if (dev != nb::device::cpu::value && dev != nb::device::cuda_host::value) {
+      const std::string msg = what_ + " lives on DLPack device type " + std::to_string(dev) +
+                              "; cagra takes host (CPU) arrays, or CUDA arrays";
+      throw nb::value_error(msg.c_str());
+    }
+    view_ = cagra::dataset_view(array_.data(), t, rows, cols);
+  }
+
+  cagra::dataset_view host() {
+    if (!on_device_) return view_;
+#ifdef CAGRA_PY_CUDA
+    if (copy_.empty()) copy_ = copy_to_host();
+    return copy_.view();
+#else
+    return view_;
+#endif
+  }
+
+  int64_t rows() const { return view_.rows; }
+
+ private:
+#ifdef CAGRA_PY_CUDA
+  /** Device -> host copy. The whole device is synchronized first: the producer may still be
+   *  writing the array on a stream of its own, and DLPack gave us no stream to wait on. */
+  cagra::host_matrix copy_to_host() const {
+    cagra::host_matrix m(view_.type, view_.rows, view_.cols);
+    int previous = 0;
+    cudaError_t e = cudaGetDevice(&previous);
+    if (e != cudaSuccess)
+      throw cagra::error("copying " + what_ + " from the GPU failed: " + cudaGetErrorString(e));
+    e = cudaSetDevice(array_.device_id());
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess && m.size_bytes() > 0)
+      e = cudaMemcpy(m.data(), view_.data, m.size_bytes(), cudaMemcpyDefault);
+    cudaSetDevice(previous);
+    if (e != cudaSuccess)
+      throw cagra::error("copying " + what_ + " from the GPU failed: " + cudaGetErrorString(e));
+    return m;
+  }
+#endif
+
+  any_array array_;  // keeps the caller's memory alive
+  std::string what_;
+  cagra::dataset_view view_;
+  bool on_device_ = false;
+  cagra::host_matrix copy_;
+};
+
+/** Hands a std::vector to numpy without a copy (the capsule frees it). */
+template <typename T>
+numpy_out<T> to_numpy(std::vector<T>&& v, size_t rows, size_t cols) {
+  auto* owner = new std::vector<T>(std::move(v));
+  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return numpy_out<T>(owner->data(), {rows, cols}, deleter);
+}
+
+/** Hands a host_matrix to numpy without a copy. */
+nb::ndarray<nb::numpy, nb::ndim<2>> to_numpy(cagra::host_matrix&& m) {
+  auto* owner = new cagra::host_matrix(std::move(m));
+  nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<cagra::host_matrix*>(p); });
+  return {owner->data(), {size_t(owner->rows()), size_t(owner->cols())}, deleter, {},
+          to_dlpack(owner->type())};
+}
+
+cagra::resources make_resources(cagra::backend target, int num_threads) {
+  cagra::resources res;
+  res.target = target;
+  res.num_threads = num_threads;
+  return res;
+}
+
+cagra::knn_graph to_knn_graph(const ids_in& ids, const dist_in* distances) {
+  cagra::knn_graph g;
+  g.rows = static_cast<int64_t>(ids.shape(0));
+  g.k = static_cast<uint32_t>(ids.shape(1));
+  g.ids.assign(ids.data(), ids.data() + ids.size());
+  if (distances) g.distances.assign(distances->data(), distances->data() + distances->size());
+  return g;
+}
+
+// ---- the functions the module exports ------------------------------------------------------
+
+cagra::index build(any_array dataset, const cagra::index_params& params, cagra::backend target,
+                   int num_threads) {
+  vectors_in data(std::move(dataset), "dataset");
+  nb::gil_scoped_release nogil;
+  return cagra::build(make_resources(target, num_threads), params, data.host());
+}
+
+nb::tuple search(const cagra::index& idx, any_array queries, uint32_t k,
+                 const cagra::search_params& params, cagra::backend target, int num_threads) {
+  vectors_in q(std::move(queries), "queries");
+  // Checked before the outputs are allocated: a huge k must fail, not allocate.
+  params.validate(k, idx.size(), idx.graph_degree());
+  const int64_t nq = q.rows();
+  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  std::vector<float> distances(ids.size());
+  {
+    nb::gil_scoped_release nogil;
+    cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
+                  {ids.data(), nq, k}, {distances.data(), nq, k});
+  }
+  return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
+}
+
+nb::tuple build_knn_graph(any_array dataset, const cagra::index_params& params,
+                          cagra::backend target, int num_threads) {
+  vectors_in data(std::move(dataset), "dataset");
+  cagra::knn_graph g;
+  {
+    nb::gil_scoped_release nogil;
+    g = cagra::build_knn_graph(make_resources(target, num_threads), params, data.host());
+  }
+  return nb::make_tuple(to_numpy(std::move(g.ids), g.rows, g.k),
+                        to_numpy(std::move(g.distances), g.rows, g.k));
+}
+
+numpy_out<uint32_t> optimize(const ids_in& knn_ids, std::optional<dist_in> knn_distances,
+                             uint32_t graph_degree, cagra::reorder_kind reorder,
+                             std::optional<any_array> dataset, cagra::metric metric,
+                             cagra::backend target, int num_threads) {
+  if (knn_distances && (knn_distances->shape(0) != knn_ids.shape(0) ||
+                        knn_distances->shape(1) != knn_ids.shape(1)))
+    throw nb::value_error("knn_distances must have the shape of knn_ids");
+  std::optional<vectors_in> data;
+  if (dataset) data.emplace(std::move(*dataset), "dataset");
+  const int64_t rows = static_cast<int64_t>(knn_ids.shape(0));
+  std::vector<uint32_t> graph;
+  {
+    nb::gil_scoped_release nogil;
+    const cagra::knn_graph g = to_knn_graph(knn_ids, knn_distances ? &*knn_distances : nullptr);
+    graph = cagra::optimize(make_resources(target, num_threads), g, graph_degree, reorder,
+                            data ? data->host() : cagra::dataset_view{}, metric);
+  }
+  return to_numpy(std::move(graph), rows, graph_degree);
+}
+
+nb::dict analyze(const ids_in& graph, int64_t two_hop_samples, int num_threads) {
+  cagra::graph_stats s;
+  {
+    nb::gil_scoped_release nogil;
+    const cagra::matrix_view<const uint32_t> g{graph.data(), static_cast<int64_t>(graph.shape(0)),
+                                               static_cast<int64_t>(graph.shape(1))};
+    s = cagra::analyze(make_resources(cagra::backend::cpu, num_threads), g, two_hop_samples);
+  }
+  nb::dict d;
+  d["nodes"] = s.nodes;
+  d["degree"] = s.degree;
+  d["avg_two_hop"] = s.avg_two_hop;
+  d["strong_components"] = s.strong_components;
+  d["weak_components"] = s.weak_components;
+  d["invalid_edges"] = s.invalid_edges;
+  d["self_loops"] = s.self_loops;
+  d["duplicate_edges"] = s.duplicate_edges;
+  d["two_hop_samples"] = s.two_hop_samples;
+  return d;
+}
+
+nb::tuple brute_force(any_array dataset, any_array queries, uint32_t k, cagra::metric metric,
+                      bool exclude_self, cagra::backend target, int num_threads) {
+  vectors_in data(std::move(dataset), "dataset");
+  vectors_in q(std::move(queries), "queries");
+  cagra::knn_graph g;
+  {
+    nb::gil_scoped_release nogil;
+    g = cagra::brute_force_knn(make_resources(target, num_threads), metric, data.host(), q.host(),
+                               k, exclude_self);
+  }
+  return nb::make_tuple(to_numpy(std::move(g.ids), g.rows, g.k),
+                        to_numpy(std::move(g.distances), g.rows, g.k));
+}
+
+nb::tuple read_neighbors(const std::string& path) {
+  cagra::io::neighbors_file f;
+  {
+    nb::gil_scoped_release nogil;
+    f = cagra::io::read_neighbors(path);
+  }
+  nb::object distances = nb::none();
+  if (!f.distances.empty()) distances = nb::cast(to_numpy(std::move(f.distances)));
+  return nb::make_tuple(to_numpy(std::move(f.ids)), distances);
+}
+
+}  // namespace
+
+NB_MODULE(_cagra, m) {
+  m.doc() = "Binding of the cagra C++ library; use the `cagra` package, not this module.";
+  nb::exception<cagra::error>(m, "CagraError", PyExc_ValueError);
+  m.attr("built_with_cuda") =
+#ifdef CAGRA_PY_CUDA
+      true;
+#else
+      false;
+#endif
+
+  nb::enum_<cagra::metric>(m, "Metric")
+      .value("l2", cagra::metric::l2)
+      .value("inner_product", cagra::metric::inner_product)
+      .value("cosine", cagra::metric::cosine);
+  nb::enum_<cagra::backend>(m, "Backend")
+      .value("auto", cagra::backend::automatic)
+      .value("cpu", cagra::backend::cpu)
+      .value("cuda", cagra::backend::cuda);
+  nb::enum_<cagra::knn_algo>(m, "KnnAlgo")
+      .value("auto", cagra::knn_algo::automatic)
+      .value("nn_descent", cagra::knn_algo::nn_descent)
+      .value("brute_force", cagra::knn_algo::brute_force);
+  nb::enum_<cagra::reorder_kind>(m, "Reorder")
+      .value("rank", cagra::reorder_kind::rank)
+      .value("distance", cagra::reorder_kind::distance);
+  nb::enum_<cagra::storage_type>(m, "Storage")
+      .value("same", cagra::storage_type::same_as_input)
+      .value("f32", cagra::storage_type::f32)
+      .value("f16", cagra::storage_type::f16);
+  nb::enum_<cagra::search_algo>(m, "SearchAlgo")
+      .value("auto", cagra::search_algo::automatic)
+      .value("single_cta", cagra::search_algo::single_cta)
+      .value("multi_cta", cagra::search_algo::multi_cta);
+
+  // The parameter structs, default-constructed: their fields are the C++ defaults that
+  // python/cagra/__init__.py uses as its keyword defaults.
+  using ip = cagra::index_params;
+  nb::class_<ip>(m, "IndexParams")
+      .def(nb::init<>())
+      .def_rw("metric", &ip::metric)
+      .def_rw("graph_degree", &ip::graph_degree)
+      .def_rw("intermediate_graph_degree", &ip::intermediate_graph_degree)
+      .def_prop_rw("knn_algo", [](const ip& p) { return p.knn.algo; },
+                   [](ip& p, cagra::knn_algo v) { p.knn.algo = v; })
+      .def_prop_rw("knn_max_iterations", [](const ip& p) { return p.knn.max_iterations; },
+                   [](ip& p, uint32_t v) { p.knn.max_iterations = v; })
+      .def_prop_rw("knn_termination_threshold",
+                   [](const ip& p) { return p.knn.termination_threshold; },
+                   [](ip& p, float v) { p.knn.termination_threshold = v; })
+      .def_prop_rw("knn_sample_rate", [](const ip& p) { return p.knn.sample_rate; },
+                   [](ip& p, float v) { p.knn.sample_rate = v; })
+      .def_rw("reorder", &ip::reorder)
+      .def_rw("storage", &ip::storage)
+      .def_rw("seed", &ip::seed);
+  using sp = cagra::search_params;
+  nb::class_<sp>(m, "SearchParams")
+      .def(nb::init<>())
+      .def_rw("itopk_size", &sp::itopk_size)
+      .def_rw("search_width", &sp::search_width)
+      .def_rw("max_iterations", &sp::max_iterations)
+      .def_rw("min_iterations", &sp::min_iterations)
+      .def_rw("team_size", &sp::team_size)
+      .def_rw("algo", &sp::algo)
+      .def_rw("hash_bits", &sp::hash_bits)
+      .def_rw("hash_reset_interval", &sp::hash_reset_interval)
+      .def_rw("num_random_samplings", &sp::num_random_samplings)
+      .def_rw("seed", &sp::seed);
+
+  nb::class_<cagra::index>(m, "Index")
+      .def_prop_ro("size", &cagra::index::size)
+      .def_prop_ro("dim", &cagra::index::dim)
+      .def_prop_ro("graph_degree", &cagra::index::graph_degree)
+      .def_prop_ro("metric", &cagra::index::metric)
+      .def_prop_ro("dtype",
+                   [](const cagra::index& i) { return std::string(to_string(i.storage_dtype())); })
+      // Read-only views into the index; they keep the Index object alive.
+      .def_prop_ro("graph", [](nb::handle self) {
+        const auto& i = nb::cast<const cagra::index&>(self);
+        return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>(
+            i.graph().data, {size_t(i.size()), size_t(i.graph_degree())}, self);
+      })
+      .def_prop_ro("vectors", [](nb::handle self) {
+        const auto& i = nb::cast<const cagra::index&>(self);
+        return nb::ndarray<nb::numpy, nb::ro, nb::ndim<2>>(
+            i.vectors().data(), {size_t(i.size()), size_t(i.dim())}, self, {},
+            to_dlpack(i.storage_dtype()));
+      });
+
+  m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
+  m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a);
+  m.def("build_knn_graph", &build_knn_graph, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
+  m.def("optimize", &optimize, "knn_ids"_a, "knn_distances"_a.none(), "graph_degree"_a, "reorder"_a,
+        "dataset"_a.none(), "metric"_a, "backend"_a, "num_threads"_a);
+  m.def("analyze", &analyze, "graph"_a, "two_hop_samples"_a, "num_threads"_a);
+  m.def("brute_force", &brute_force, "dataset"_a, "queries"_a, "k"_a, "metric"_a, "exclude_self"_a,
+        "backend"_a, "num_threads"_a);
+  m.def("save", [](const cagra::index& idx, const std::string& path) {
+    nb::gil_scoped_release nogil;
+    cagra::save(idx, path);
+  }, "index"_a, "path"_a);
+  m.def("load", [](const std::string& path) {
+    nb::gil_scoped_release nogil;
+    return cagra::load(path);
+  }, "path"_a);
+  m.def("read_matrix", [](const std::string& path) {
+    cagra::host_matrix mat;
+    {
+      nb::gil_scoped_release nogil;
+      mat = cagra::io::read_matrix(path);
+    }
+    return to_numpy(std::move(mat));
+  }, "path"_a);
+  m.def("read_neighbors", &read_neighbors, "path"_a);
+  m.def("recall", [](const ids_in& found, const ids_in& truth, uint32_t k) {
+    const auto view = [](const ids_in& a) {
+      return cagra::matrix_view<const uint32_t>{a.data(), int64_t(a.shape(0)), int64_t(a.shape(1))};
+    };
+    return cagra::recall(view(found), view(truth), k);
+  }, "found"_a, "truth"_a, "k"_a);
+  m.def("version", &cagra::version);
+  m.def("cuda_available", &cagra::cuda_available);
+  m.def("search_backend", [](cagra::backend target) {
+    return cagra::search_backend(make_resources(target, 0));
+  }, "backend"_a);
+  m.def("cuda_device_name", &cagra::cuda_device_name, "device"_a);
+}
