@@ -110,32 +110,26 @@ static inline int32_t dot_int_chunk(const T* q, const T* x, size_t n) {
   return s;
 }
 
+/** Sums `chunk(q, x, n)` over pieces of at most kIntChunk elements, exactly, as a float. */
+template <typename T, typename Chunk>
+static inline float chunked(const T* q, const T* x, size_t dim, Chunk chunk) {
+  if (dim <= kIntChunk) return static_cast<float>(chunk(q, x, dim));
+  int64_t s = 0;
+  for (size_t i = 0; i < dim; i += kIntChunk) s += chunk(q + i, x + i, std::min(kIntChunk, dim - i));
+  return static_cast<float>(s);
+}
+
 CAGRA_MULTIVERSION float l2_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
-  if (dim <= kIntChunk) return static_cast<float>(l2_int_chunk(q, x, dim));
-  int64_t s = 0;
-  for (size_t i = 0; i < dim; i += kIntChunk) s += l2_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
-  return static_cast<float>(s);
+  return chunked(q, x, dim, l2_int_chunk<uint8_t>);
 }
-
 CAGRA_MULTIVERSION float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
-  if (dim <= kIntChunk) return static_cast<float>(dot_int_chunk(q, x, dim));
-  int64_t s = 0;
-  for (size_t i = 0; i < dim; i += kIntChunk) s += dot_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
-  return static_cast<float>(s);
+  return chunked(q, x, dim, dot_int_chunk<uint8_t>);
 }
-
 CAGRA_MULTIVERSION float l2_i8(const int8_t* q, const int8_t* x, size_t dim) {
-  if (dim <= kIntChunk) return static_cast<float>(l2_int_chunk(q, x, dim));
-  int64_t s = 0;
-  for (size_t i = 0; i < dim; i += kIntChunk) s += l2_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
-  return static_cast<float>(s);
+  return chunked(q, x, dim, l2_int_chunk<int8_t>);
 }
-
 CAGRA_MULTIVERSION float dot_i8(const int8_t* q, const int8_t* x, size_t dim) {
-  if (dim <= kIntChunk) return static_cast<float>(dot_int_chunk(q, x, dim));
-  int64_t s = 0;
-  for (size_t i = 0; i < dim; i += kIntChunk) s += dot_int_chunk(q + i, x + i, std::min(kIntChunk, dim - i));
-  return static_cast<float>(s);
+  return chunked(q, x, dim, dot_int_chunk<int8_t>);
 }
 
 }  // namespace cagra::cpu
