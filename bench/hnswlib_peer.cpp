@@ -141,23 +141,11 @@ options parse_args(int argc, char** argv) {
 }
 
 float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign;
-    } else {  // subnormal: renormalize
-      exp = 127 - 15 + 1;
-      while (!(man & 0x400u)) man <<= 1, --exp;
-      bits = sign | (exp << 23) | ((man & 0x3ffu) << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp - 15 + 127) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float v = exp == 0    ? std::ldexp(float(man), -24)  // subnormal
+            : exp == 31 ? (man ? NAN : INFINITY)
+                        : std::ldexp(float(man | 0x400), exp - 25);
+  return (h & 0x8000) ? -v : v;
 }
 
 // hnswlib's fast spaces are float only, so every input type is widened (exactly, for u8/i8/f16).
@@ -212,12 +200,22 @@ std::string trim(std::string s) {
   return s;
 }
 
+// Tidied the way `cagra bench` tidies it ("Intel(R) Xeon(R) CPU X" -> "Intel Xeon X"), so that
+// both systems' records name the same machine with the same string.
 std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
-      return trim(line.substr(line.find(':') + 2));
+  while (std::getline(f, line)) {
+    if (line.rfind("model name", 0) != 0 || line.find(':') == std::string::npos) continue;
+    std::string m = line.substr(line.find(':') + 1);
+    for (const char* junk : {"(R)", "(r)", "(TM)", "(tm)", " CPU", " Processor"})
+      for (size_t p; (p = m.find(junk)) != std::string::npos;) m.erase(p, std::strlen(junk));
+    std::string out;
+    for (char c : m)
+      if (!(c == ' ' && (out.empty() || out.back() == ' '))) out += c;
+    out = trim(out);
+    if (!out.empty()) return out;
+  }
   return "unknown CPU";
 }
 
@@ -239,7 +237,8 @@ std::string commit_id() {
     if (pclose(p) != 0) out.clear();
   }
   out = trim(out);
-  return out.empty() ? "unknown" : out;
+  return out.empty() || out.find_first_not_of("0123456789abcdef") != std::string::npos ? "unknown"
+                                                                                       : out;
 }
 
 std::string json_str(const std::string& s) {
@@ -339,7 +338,7 @@ int main(int argc, char** argv) {
     std::time_t tt = std::time(nullptr);
     std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", std::gmtime(&tt));
     const std::string run_id = std::string(stamp) + "-hnswlib-" + std::to_string(getpid());
-    const std::string device = cpu_model() + " (" + std::to_string(o.threads) + " threads)";
+    const std::string cpu = cpu_model();
     const std::string commit = commit_id();
     const uint32_t k = o.k;
     std::vector<uint32_t> found(nq * k);
@@ -348,49 +347,60 @@ int main(int argc, char** argv) {
                 "threads=%d build_s=%s\n", o.dataset.c_str(), n, dim, nq, k, o.m,
                 o.ef_construction, o.threads, json_num(build_s, "%.2f").c_str());
     for (int batch : o.batches) {
+      // As in `cagra bench`: the device string and params.threads name the threads that searched.
       int threads = batch ? 1 : o.threads;
+      std::string device = cpu + " (" + std::to_string(threads) +
+                           (threads == 1 ? " thread)" : " threads)");
       std::printf("batch=%d (%d search thread%s)\n%8s %10s %12s %12s\n", batch, threads,
                   threads == 1 ? "" : "s", "ef", "recall@k", "QPS", "latency_ms");
-      for (size_t ef : o.efs) {
-        hnsw->setEf(ef);
-        auto one = [&](size_t q) {
-          auto res = hnsw->searchKnn(xq.data() + q * dim, k);
-          uint32_t* row = found.data() + q * k;
-          std::fill(row, row + k, cagra::kInvalidId);
-          // searchKnn returns a max-heap: the farthest comes out first.
-          for (size_t j = res.size(); j-- > 0; res.pop())
-            if (j < k) row[j] = static_cast<uint32_t>(res.top().second);
-        };
-        double best = INFINITY;
-        for (int r = 0; r < o.reps; ++r) {
+      auto one = [&](size_t q) {
+        auto res = hnsw->searchKnn(xq.data() + q * dim, k);
+        uint32_t* row = found.data() + q * k;
+        std::fill(row, row + k, cagra::kInvalidId);
+        // searchKnn returns a max-heap: the farthest comes out first.
+        for (size_t j = res.size(); j-- > 0; res.pop())
+          if (j < k) row[j] = static_cast<uint32_t>(res.top().second);
+      };
+      // The repetitions go round the whole sweep rather than repeating each point in a row: on a
+      // shared machine a burst of other work then spoils one pass of a point, not all of them.
+      std::vector<double> best(o.efs.size(), INFINITY), recalls(o.efs.size());
+      for (int r = 0; r < o.reps; ++r) {
+        for (size_t e = 0; e < o.efs.size(); ++e) {
+          hnsw->setEf(o.efs[e]);
           double t0 = now_s();
           parallel_for(nq, threads, one);
-          best = std::min(best, now_s() - t0);
+          best[e] = std::min(best[e], now_s() - t0);
+          size_t hits = 0;
+          for (size_t q = 0; q < nq; ++q) {
+            const uint32_t* f = found.data() + q * k;
+            const uint32_t* t = truth.row(q);
+            for (uint32_t j = 0; j < k; ++j)
+              if (f[j] != cagra::kInvalidId && std::find(t, t + k, f[j]) != t + k) ++hits;
+          }
+          recalls[e] = double(hits) / (double(nq) * k);
         }
-        size_t hits = 0;
-        for (size_t q = 0; q < nq; ++q) {
-          const uint32_t* f = found.data() + q * k;
-          const uint32_t* t = truth.row(q);
-          for (uint32_t j = 0; j < k; ++j)
-            if (f[j] != cagra::kInvalidId && std::find(t, t + k, f[j]) != t + k) ++hits;
-        }
-        double recall = double(hits) / (double(nq) * k), qps = nq / best;
+      }
+      for (size_t e = 0; e < o.efs.size(); ++e) {
+        size_t ef = o.efs[e];
+        double recall = recalls[e], qps = nq / best[e];
         // batch 1: the mean time one query waits; batch 0: the time to answer the whole batch.
-        double latency_ms = batch ? 1e3 * best / nq : 1e3 * best;
+        double latency_ms = batch ? 1e3 * best[e] / nq : 1e3 * best[e];
         std::printf("%8zu %10.4f %12.1f %12.4f\n", ef, recall, qps, latency_ms);
         if (json) {
           std::fprintf(json.get(),
                        "{\"run_id\": %s, \"system\": \"hnswlib\", \"device\": %s, \"commit\": %s, "
-                       "\"dataset\": %s, \"n\": %zu, \"dim\": %zu, \"batch\": %d, \"k\": %u, "
+                       "\"dataset\": %s, \"metric\": %s, \"n\": %zu, \"dim\": %zu, \"nq\": %zu, "
+                       "\"batch\": %d, \"k\": %u, "
                        "\"params\": {\"M\": %zu, \"ef_construction\": %zu, \"ef\": %zu, "
                        "\"threads\": %d}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s, "
                        "\"build_s\": %s}\n",
                        json_str(run_id).c_str(), json_str(device).c_str(),
-                       json_str(commit).c_str(), json_str(o.dataset).c_str(), n, dim, batch, k,
+                       json_str(commit).c_str(), json_str(o.dataset).c_str(),
+                       json_str(o.metric).c_str(), n, dim, nq, batch, k,
                        o.m, o.ef_construction, ef, threads, json_num(recall).c_str(),
                        json_num(qps, "%.2f").c_str(), json_num(latency_ms).c_str(),
                        json_num(build_s, "%.4f").c_str());
-          std::fflush(json.get());  // a sweep cut short still leaves its finished points
+          std::fflush(json.get());
         }
         std::fflush(stdout);
       }

@@ -160,14 +160,22 @@ def plot_build(points, args):
     per_system = {}
     for p in points:
         if isinstance(p.get("build_s"), (int, float)) and math.isfinite(p["build_s"]):
-            per_system.setdefault(p["system"], {})[p["_series"]] = p["build_s"]
+            per_system.setdefault(p["system"], {}).setdefault(p["build_s"], []).append(p)
     build = {}
-    for system, by_label in per_system.items():
-        # Curves that differ only in search settings share one index: one bar, not several.
-        if len(set(by_label.values())) == 1:
-            build[system] = next(iter(by_label.values()))
-        else:
-            build.update(by_label)
+    for system, groups in per_system.items():
+        # One bar per distinct index, not per curve: curves that differ in search settings only
+        # share a build. A bar is named by the parameters that tell the builds apart.
+        if len(groups) == 1:
+            build[system] = next(iter(groups))
+            continue
+        keys = sorted({key for pts in groups.values() for p in pts for key in p["params"]} - SWEPT)
+        values = {b: {key: {json.dumps(p["params"].get(key)) for p in pts} for key in keys}
+                  for b, pts in groups.items()}
+        names = [key for key in keys if all(len(v[key]) == 1 for v in values.values())
+                 and len({next(iter(v[key])) for v in values.values()}) == len(groups)]
+        for i, (b, pts) in enumerate(sorted(groups.items())):
+            parts = [f"{key}={pts[0]['params'].get(key)}" for key in names] or [f"build {i + 1}"]
+            build[f"{system} ({', '.join(parts)})"] = b
     if not build:
         die(f"no point of dataset '{args.dataset}' carries a build time")
     names = sorted(build)

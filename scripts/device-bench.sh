@@ -6,7 +6,7 @@
 # to $OUT; a QPS-at-recall table is printed last.
 #
 # Needs (carried in ignored folders): data/fashion/*.gz and third_party/include/hnswlib
-# (cp -r /usr/include/hnswlib third_party/include/).
+# (bash scripts/fetch_hnswlib.sh on the development machine).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-/tmp/out}
