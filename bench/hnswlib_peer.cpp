@@ -29,6 +29,9 @@
 #include <cagra/io.hpp>
 #include <cagra/types.hpp>
 
+#include "bench_json.hpp"    // tools/cli: the JSON-record helpers shared with `cagra bench`
+#include "cpu/distance.hpp"  // half_to_float
+
 namespace {
 
 struct options {
@@ -140,14 +143,6 @@ options parse_args(int argc, char** argv) {
   return o;
 }
 
-float half_to_float(uint16_t h) {
-  int exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  float v = exp == 0    ? std::ldexp(float(man), -24)  // subnormal
-            : exp == 31 ? (man ? NAN : INFINITY)
-                        : std::ldexp(float(man | 0x400), exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
 // hnswlib's fast spaces are float only, so every input type is widened (exactly, for u8/i8/f16).
 std::vector<float> to_float(const cagra::host_matrix& m, bool normalize) {
   size_t n = static_cast<size_t>(m.rows()) * m.cols();
@@ -156,7 +151,7 @@ std::vector<float> to_float(const cagra::host_matrix& m, bool normalize) {
   for (size_t i = 0; i < n; ++i) {
     switch (m.type()) {
       case cagra::dtype::f32: out[i] = static_cast<const float*>(p)[i]; break;
-      case cagra::dtype::f16: out[i] = half_to_float(static_cast<const uint16_t*>(p)[i]); break;
+      case cagra::dtype::f16: out[i] = cagra::cpu::half_to_float(static_cast<const cagra::half*>(p)[i]); break;
       case cagra::dtype::u8: out[i] = static_cast<const uint8_t*>(p)[i]; break;
       case cagra::dtype::i8: out[i] = static_cast<const int8_t*>(p)[i]; break;
       case cagra::dtype::u32: out[i] = float(static_cast<const uint32_t*>(p)[i]); break;
@@ -193,75 +188,6 @@ void parallel_for(size_t n, int threads, const std::function<void(size_t)>& fn) 
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
-// Tidied the way `cagra bench` tidies it ("Intel(R) Xeon(R) CPU X" -> "Intel Xeon X"), so that
-// both systems' records name the same machine with the same string.
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) != 0 || line.find(':') == std::string::npos) continue;
-    std::string m = line.substr(line.find(':') + 1);
-    for (const char* junk : {"(R)", "(r)", "(TM)", "(tm)", " CPU", " Processor"})
-      for (size_t p; (p = m.find(junk)) != std::string::npos;) m.erase(p, std::strlen(junk));
-    std::string out;
-    for (char c : m)
-      if (!(c == ' ' && (out.empty() || out.back() == ' '))) out += c;
-    out = trim(out);
-    if (!out.empty()) return out;
-  }
-  return "unknown CPU";
-}
-
-std::string commit_id() {
-  if (const char* c = std::getenv("CAGRA_COMMIT"); c && *c) return c;
-#ifdef CAGRA_SOURCE_DIR
-  std::string src = CAGRA_SOURCE_DIR;
-#else
-  // bench/hnswlib_peer.cpp -> the source tree; CMake hands the compiler absolute paths.
-  std::string src = __FILE__;
-  src = src.substr(0, src.rfind('/') == std::string::npos ? 0 : src.rfind('/'));
-  src = src.substr(0, src.rfind('/') == std::string::npos ? 0 : src.rfind('/'));
-#endif
-  if (src.empty() || src.find('\'') != std::string::npos) return "unknown";
-  std::string out;
-  if (FILE* p = popen(("git -C '" + src + "' rev-parse --short HEAD 2>/dev/null").c_str(), "r")) {
-    char buf[128];
-    while (std::fgets(buf, sizeof(buf), p)) out += buf;
-    if (pclose(p) != 0) out.clear();
-  }
-  out = trim(out);
-  return out.empty() || out.find_first_not_of("0123456789abcdef") != std::string::npos ? "unknown"
-                                                                                       : out;
-}
-
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"') o += "\\\"";
-    else if (c == '\\') o += "\\\\";
-    else if (c == '\n') o += "\\n";
-    else if (c == '\t') o += "\\t";
-    else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\u%04x", c);
-      o += b;
-    } else o += static_cast<char>(c);
-  }
-  return o + "\"";
-}
-
-std::string json_num(double v, const char* fmt = "%.6g") {
-  if (!std::isfinite(v)) return "null";  // JSON has no NaN/inf; a missing build time is null
-  char b[64];
-  std::snprintf(b, sizeof(b), fmt, v);
-  return b;
 }
 
 }  // namespace
@@ -328,7 +254,7 @@ int main(int argc, char** argv) {
                    "(%d threads)\n", o.m, o.ef_construction, n, dim, build_s, o.threads);
       if (!o.save_index.empty()) {
         hnsw->saveIndex(o.save_index);
-        std::ofstream(o.save_index + ".meta") << o.metric << " " << json_num(build_s, "%.4f")
+        std::ofstream(o.save_index + ".meta") << o.metric << " " << cagra::cli::json_number(build_s, "%.4f")
                                               << "\n";
       }
     }
@@ -338,14 +264,14 @@ int main(int argc, char** argv) {
     std::time_t tt = std::time(nullptr);
     std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", std::gmtime(&tt));
     const std::string run_id = std::string(stamp) + "-hnswlib-" + std::to_string(getpid());
-    const std::string cpu = cpu_model();
-    const std::string commit = commit_id();
+    const std::string cpu = cagra::cli::cpu_model();
+    const std::string commit = cagra::cli::commit_id();
     const uint32_t k = o.k;
     std::vector<uint32_t> found(nq * k);
 
     std::printf("hnswlib on %s: n=%zu dim=%zu nq=%zu k=%u M=%zu ef_construction=%zu "
                 "threads=%d build_s=%s\n", o.dataset.c_str(), n, dim, nq, k, o.m,
-                o.ef_construction, o.threads, json_num(build_s, "%.2f").c_str());
+                o.ef_construction, o.threads, cagra::cli::json_number(build_s, "%.2f").c_str());
     for (int batch : o.batches) {
       // As in `cagra bench`: the device string and params.threads name the threads that searched.
       int threads = batch ? 1 : o.threads;
@@ -394,12 +320,12 @@ int main(int argc, char** argv) {
                        "\"params\": {\"M\": %zu, \"ef_construction\": %zu, \"ef\": %zu, "
                        "\"threads\": %d}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s, "
                        "\"build_s\": %s}\n",
-                       json_str(run_id).c_str(), json_str(device).c_str(),
-                       json_str(commit).c_str(), json_str(o.dataset).c_str(),
-                       json_str(o.metric).c_str(), n, dim, nq, batch, k,
-                       o.m, o.ef_construction, ef, threads, json_num(recall).c_str(),
-                       json_num(qps, "%.2f").c_str(), json_num(latency_ms).c_str(),
-                       json_num(build_s, "%.4f").c_str());
+                       cagra::cli::json_quote(run_id).c_str(), cagra::cli::json_quote(device).c_str(),
+                       cagra::cli::json_quote(commit).c_str(), cagra::cli::json_quote(o.dataset).c_str(),
+                       cagra::cli::json_quote(o.metric).c_str(), n, dim, nq, batch, k,
+                       o.m, o.ef_construction, ef, threads, cagra::cli::json_number(recall).c_str(),
+                       cagra::cli::json_number(qps, "%.2f").c_str(), cagra::cli::json_number(latency_ms).c_str(),
+                       cagra::cli::json_number(build_s, "%.4f").c_str());
           std::fflush(json.get());
         }
         std::fflush(stdout);

@@ -16,9 +16,7 @@
 
 namespace cagra::cli {
 
-namespace {
-
-std::string quote(const std::string& s) {
+std::string json_quote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
@@ -40,12 +38,14 @@ std::string quote(const std::string& s) {
   return out + "\"";
 }
 
-std::string number(double v, const char* fmt = "%.6g") {
+std::string json_number(double v, const char* fmt) {
   if (!std::isfinite(v)) return "null";
   char buf[64];
   std::snprintf(buf, sizeof buf, fmt, v);
   return buf;
 }
+
+namespace {
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -73,16 +73,16 @@ std::string source_dir() {
 
 std::string to_json(const bench_record& r) {
   std::ostringstream o;
-  o << "{\"run_id\":" << quote(r.run_id) << ",\"system\":" << quote(r.system)
-    << ",\"device\":" << quote(r.device) << ",\"commit\":" << quote(r.commit)
-    << ",\"dataset\":" << quote(r.dataset) << ",\"metric\":" << quote(r.metric)
+  o << "{\"run_id\":" << json_quote(r.run_id) << ",\"system\":" << json_quote(r.system)
+    << ",\"device\":" << json_quote(r.device) << ",\"commit\":" << json_quote(r.commit)
+    << ",\"dataset\":" << json_quote(r.dataset) << ",\"metric\":" << json_quote(r.metric)
     << ",\"n\":" << r.n << ",\"dim\":" << r.dim << ",\"nq\":" << r.nq << ",\"batch\":" << r.batch
     << ",\"k\":" << r.k << ",\"params\":{\"itopk\":" << r.itopk
     << ",\"search_width\":" << r.search_width << ",\"max_iterations\":" << r.max_iterations
-    << ",\"threads\":" << r.threads << ",\"storage\":" << quote(r.storage)
-    << ",\"graph_degree\":" << r.graph_degree << "},\"recall\":" << number(r.recall, "%.6f")
-    << ",\"qps\":" << number(r.qps, "%.2f") << ",\"latency_ms\":" << number(r.latency_ms)
-    << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : number(r.build_s)) << "}";
+    << ",\"threads\":" << r.threads << ",\"storage\":" << json_quote(r.storage)
+    << ",\"graph_degree\":" << r.graph_degree << "},\"recall\":" << json_number(r.recall, "%.6f")
+    << ",\"qps\":" << json_number(r.qps, "%.2f") << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
+    << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g")) << "}";
   return o.str();
 }
 

@@ -32,6 +32,11 @@ struct bench_record {
   double build_s = -1;    // < 0: unknown (written as null)
 };
 
+/** A JSON string literal of `s` (quotes added, escaped per RFC 8259). */
+std::string json_quote(const std::string& s);
+/** A JSON number printed with `fmt`; NaN and infinities (which JSON lacks) become null. */
+std::string json_number(double v, const char* fmt = "%.6g");
+
 /** One JSON object on one line (no trailing newline), strings escaped per RFC 8259. */
 std::string to_json(const bench_record& r);
 /** A timestamp-based id ("20261121T052312Z-4821"): sortable, unique per process. */
