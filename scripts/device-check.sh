@@ -63,6 +63,19 @@ if [ $built -eq 0 ]; then
     "$BIN" --gtest_filter=CudaMultiCta.SanitizerCase
   step "racecheck multi-CTA" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
     "$BIN" --gtest_filter=CudaMultiCta.SanitizerCase
+  step "memcheck device-mem" memcheck.log timeout 300 "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BIN" --gtest_filter=CudaDevice.ClearErrors
+  step "racecheck device-mem" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
+    "$BIN" --gtest_filter=CudaDevice.ClearErrors
+  # The Python package against the CUDA build: numpy, torch and cupy (all in the device image).
+  if [ "${SKIP_PYTHON:-0}" != 1 ] && python3 -c "import nanobind, scikit_build_core" 2>/dev/null; then
+    rm -rf /tmp/cagra-site
+    step "pip install (cuda)" python.log env CAGRA_CUDA=ON CMAKE_BUILD_PARALLEL_LEVEL="$JOBS" \
+      python3 -m pip install -q --no-build-isolation --no-deps --target /tmp/cagra-site \
+      --config-settings=build-dir="$BUILD_DIR-python" .
+    step "pytest (cuda)" python.log env PYTHONPATH=/tmp/cagra-site CAGRA_CLI="$PWD/$BUILD_DIR/cagra" \
+      python3 -m pytest python/tests -q -rs -p no:cacheprovider
+  fi
   if [ "${SKIP_CPU:-0}" != 1 ]; then
     step "ctest -L cpu" ctest-cpu.log ctest --test-dir "$BUILD_DIR" -L cpu -j "$JOBS" --timeout 300 \
       --output-on-failure
@@ -73,6 +86,7 @@ fi
   echo "== device-check summary =="
   head -1 "$OUT/device.txt"
   printf '%s\n' "${summary[@]}"
+  [ -f "$OUT/python.log" ] && grep -h -E "passed|failed" "$OUT/python.log" | tail -1 | sed "s/^/python.log: /"
   for log in ctest-cuda.log ctest-cpu.log; do
     [ -f "$OUT/$log" ] || continue
     grep -h -E "tests passed|tests failed" "$OUT/$log" | sed "s/^/$log: /"

@@ -18,9 +18,10 @@ Example::
 
 Vectors are 2-D, C-contiguous arrays of float32, float16, uint8 or int8 (numpy, or any
 DLPack producer such as torch or cupy). Arrays in host memory are used in place. CUDA arrays
-are accepted when the CUDA backend is built, but they are copied to the host first: the
-backends take host datasets and queries for now. Other dtypes and non-contiguous arrays are
-refused, never silently converted.
+are accepted when the CUDA backend is built: :meth:`Index.search` reads CUDA queries in place
+on the GPU and returns CUDA results (no host copy); :func:`build`, :func:`brute_force` and
+:func:`optimize` run on the CPU and copy CUDA arrays to the host first. Other dtypes and
+non-contiguous arrays are refused, never silently converted.
 
 Errors: ``CagraError`` (a subclass of ``ValueError``) carries the C++ library's message for
 invalid parameters, data and files; wrong array types raise ``TypeError``, wrong shapes and
@@ -176,6 +177,12 @@ def _vectors(x: ArrayLike, name: str) -> ArrayLike:
     )
 
 
+def _framework(x: ArrayLike) -> str:
+    # CUDA search results are handed back as the queries' own array type where it is one of these.
+    top = type(x).__module__.partition(".")[0]
+    return top if top in ("torch", "cupy") else ""
+
+
 def _ids(x: ArrayLike, name: str) -> np.ndarray:
     """A host [rows, cols] uint32 matrix; other integer arrays are converted if they fit."""
     a = np.asarray(x)
@@ -297,7 +304,7 @@ class Index:
         seed: int = _SP.seed,
         backend: str = "auto",
         num_threads: int = 0,
-    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
+    ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` (one batch).
 
         Args:
@@ -323,6 +330,14 @@ class Index:
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
             nearest first (id ``0xFFFFFFFF`` where fewer than k neighbors were found).
+            Host queries give numpy arrays. CUDA queries (cupy, torch ``.cuda()``, any
+            DLPack producer on a GPU) are searched in place on the GPU, with no host copy,
+            and the results stay on that GPU: torch tensors for torch queries, cupy arrays
+            for cupy queries, else arrays with ``__dlpack__`` (``torch.from_dlpack``,
+            ``cupy.from_dlpack``). They are ready when the call returns; the queries must
+            be ready on the default CUDA stream. CUDA queries need the CUDA backend
+            (``backend="cpu"`` raises CagraError) and, for a uint8/int8 index, the index's
+            own dtype.
         """
         p = _ext.SearchParams()
         p.itopk_size = _uint("itopk_size", itopk_size)
@@ -342,6 +357,7 @@ class Index:
             p,
             _choice("backend", backend, _BACKENDS),
             _threads(num_threads),
+            _framework(queries),
         )
 
     def save(self, path: PathLike) -> None:

@@ -1,7 +1,9 @@
 // The extension module `cagra._cagra`: a thin nanobind layer over include/cagra/*.hpp. It checks
-// and converts arrays (any DLPack producer: numpy, cupy, torch) and parameters, releases the GIL
+// and converts arrays (any DLPack producer: numpy, cupy, torch; CUDA arrays go to the CUDA
+// search in place, results come back as CUDA arrays) and parameters, releases the GIL
 // around every call that does real work, and turns cagra::error into cagra.CagraError (a
 // ValueError). Defaults, string options and docstrings live in python/cagra/__init__.py.
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -82,10 +84,15 @@ nb::dlpack::dtype to_dlpack(cagra::dtype t) {
   throw std::runtime_error("unknown cagra dtype");
 }
 
-/** A [rows, dim] matrix of vectors handed in from Python: checked on construction (GIL held);
- *  host() returns the rows in host memory and may be called with the GIL released. Host arrays
- *  are used in place. CUDA arrays are copied to the host, because the backends take host
- *  datasets and queries for now; without the CUDA backend they are refused. */
+/** Device -> host copies made so far by vectors_in::host() (build, brute_force and optimize
+ *  take host memory); search never makes one. Exposed as _host_copies() for the tests. */
+std::atomic<int64_t> g_host_copies{0};
+
+/** A [rows, dim] matrix of vectors handed in from Python: checked on construction (GIL held).
+ *  Host arrays are used in place. CUDA arrays (only with the CUDA backend; refused otherwise)
+ *  go to search in place through device_view(); host() copies them to the host for the
+ *  functions that run on the CPU (build, brute_force, optimize). host() and device_view() may be
+ *  called with the GIL released. */
 class vectors_in {
  public:
   vectors_in(any_array a, const char* what) : array_(std::move(a)), what_(what) {
@@ -133,6 +140,12 @@ class vectors_in {
   }
 
   int64_t rows() const { return view_.rows; }
+  bool on_device() const { return on_device_; }
+  int device_id() const { return array_.device_id(); }
+  /** The caller's CUDA memory as a device view (on_device() only): no copy. */
+  cagra::dataset_view device_view() const {
+    return {view_.data, view_.type, view_.rows, view_.cols, cagra::memory_space::device};
+  }
 
  private:
 #ifdef CAGRA_PY_CUDA
@@ -140,6 +153,7 @@ class vectors_in {
    *  writing the array on a stream of its own, and DLPack gave us no stream to wait on. */
   cagra::host_matrix copy_to_host() const {
     cagra::host_matrix m(view_.type, view_.rows, view_.cols);
+    ++g_host_copies;
     int previous = 0;
     cudaError_t e = cudaGetDevice(&previous);
     if (e != cudaSuccess)
@@ -203,11 +217,94 @@ cagra::index build(any_array dataset, const cagra::index_params& params, cagra::
   return cagra::build(make_resources(target, num_threads), params, data.host());
 }
 
+#ifdef CAGRA_PY_CUDA
+/** cudaMalloc'd memory on one device, freed unless released to a capsule. */
+struct device_memory {
+  void* p = nullptr;
+  device_memory(size_t bytes, int device) {
+    int previous = 0;
+    cudaError_t e = cudaGetDevice(&previous);
+    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaMalloc(&p, bytes ? bytes : 1);
+    cudaSetDevice(previous);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+      throw cagra::error("allocating " + std::to_string(bytes) + " bytes of results on CUDA device " +
+                         std::to_string(device) + " failed: " + cudaGetErrorString(e));
+    }
+  }
+  ~device_memory() {
+    if (p) cudaFree(p);
+  }
+  device_memory(const device_memory&) = delete;
+  device_memory& operator=(const device_memory&) = delete;
+};
+
+/** A [rows, cols] CUDA array over `mem` (which it takes over: freed with the array), as a torch
+ *  tensor or cupy array when the queries were one, else a DLPack-capable nanobind ndarray. */
+template <typename T>
+nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device, const std::string& framework) {
+  nb::capsule owner(mem.p, [](void* p) noexcept {
+    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+  });
+  T* data = static_cast<T*>(mem.p);
+  mem.p = nullptr;
+  constexpr int cuda = nb::device::cuda::value;
+  if (framework == "torch")
+    return nb::cast(nb::ndarray<nb::pytorch, T, nb::ndim<2>, nb::device::cuda>(data, {rows, cols}, owner, {},
+                                                                              nb::dtype<T>(), cuda, device));
+  if (framework == "cupy")
+    return nb::cast(nb::ndarray<nb::cupy, T, nb::ndim<2>, nb::device::cuda>(data, {rows, cols}, owner, {},
+                                                                           nb::dtype<T>(), cuda, device));
+#if NB_VERSION_MAJOR >= 3 || (NB_VERSION_MAJOR == 2 && NB_VERSION_MINOR >= 2)
+  using any_framework = nb::array_api;  // a nanobind ndarray object: __dlpack__, __dlpack_device__
+#else
+  using any_framework = nb::no_framework;  // older nanobind: a bare DLPack capsule
+#endif
+  return nb::cast(nb::ndarray<any_framework, T, nb::ndim<2>, nb::device::cuda>(data, {rows, cols}, owner, {},
+                                                                               nb::dtype<T>(), cuda, device));
+}
+
+/** Search of CUDA queries: the results are allocated on the queries' device and written there by
+ *  the CUDA backend, which reads the queries in place; no host copy either way. */
+nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k, const cagra::search_params& params,
+                           cagra::backend target, int num_threads, const std::string& framework) {
+  if (target == cagra::backend::cpu)
+    throw cagra::error("queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
+                       "CUDA backend (use backend='cuda' or 'auto', or pass a host array)");
+  if (!cagra::cuda_available())
+    throw cagra::error("queries are a CUDA array, but no CUDA device is visible: device memory needs the "
+                       "CUDA backend and a GPU");
+  const int64_t nq = q.rows();
+  const int device = q.device_id();
+  const size_t n = static_cast<size_t>(nq) * k;
+  device_memory ids(n * sizeof(uint32_t), device), distances(n * sizeof(float), device);
+  {
+    nb::gil_scoped_release nogil;
+    cagra::resources res = make_resources(target, num_threads);
+    res.device = device;
+    const auto dev = cagra::memory_space::device;
+    cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
+                  {static_cast<float*>(distances.p), nq, k, dev});
+  }
+  nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
+  nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
+  return nb::make_tuple(i, d);
+}
+#endif
+
 nb::tuple search(const cagra::index& idx, any_array queries, uint32_t k,
-                 const cagra::search_params& params, cagra::backend target, int num_threads) {
+                 const cagra::search_params& params, cagra::backend target, int num_threads,
+                 const std::string& framework) {
   vectors_in q(std::move(queries), "queries");
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
+#ifdef CAGRA_PY_CUDA
+  if (q.on_device()) return search_on_device(idx, q, k, params, target, num_threads, framework);
+#else
+  (void)framework;
+#endif
   const int64_t nq = q.rows();
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> distances(ids.size());
@@ -388,7 +485,10 @@ NB_MODULE(_cagra, m) {
       });
 
   m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
-  m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a);
+  m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
+        "framework"_a = "");
+  m.def("_host_copies", [] { return g_host_copies.load(); },
+        "Device -> host copies of CUDA arrays made so far (build, brute_force, optimize; never search).");
   m.def("build_knn_graph", &build_knn_graph, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
   m.def("optimize", &optimize, "knn_ids"_a, "knn_distances"_a.none(), "graph_degree"_a, "reorder"_a,
         "dataset"_a.none(), "metric"_a, "backend"_a, "num_threads"_a);

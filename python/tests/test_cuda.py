@@ -1,8 +1,10 @@
 """Arrays in CUDA memory, handed in through DLPack. Without the CUDA backend they are refused
-with a clear message; with it they are copied to the host (the backends take host data for
-now) and give exactly the results of the same numpy arrays. The refusal and the failed copy are
-tested everywhere with a fake producer (host memory labelled as CUDA memory); real torch and
-cupy CUDA arrays only where those packages and a GPU are present (the lent GPU machine)."""
+with a clear message. With it, search reads CUDA queries in place on the GPU and returns CUDA
+results (torch tensors for torch, cupy arrays for cupy) with exactly the ids and distances of
+the same numpy queries, and no host copy (the extension counts the copies it makes); build
+still copies a CUDA dataset to the host (it runs on the CPU). The refusals are tested everywhere
+with a fake producer (host memory labelled as CUDA memory); real torch and cupy CUDA arrays only
+where those packages and a GPU are present (the lent GPU machine)."""
 
 from __future__ import annotations
 
@@ -93,12 +95,14 @@ def test_cuda_arrays_refused_without_cuda_backend(setup):
         cagra.build(FakeCudaArray(data))
 
 
-def test_cuda_array_copy_fails_cleanly_without_gpu(setup):
+def test_cuda_arrays_without_gpu(setup):
     if not cagra.built_with_cuda or cagra.cuda_available():
         pytest.skip("needs a CUDA build on a machine without GPU")
-    _, queries, index = setup
-    with pytest.raises(cagra.CagraError, match="copying queries from the GPU failed"):
+    data, queries, index = setup
+    with pytest.raises(cagra.CagraError, match="no CUDA device is visible"):
         index.search(FakeCudaArray(queries), 5)
+    with pytest.raises(cagra.CagraError, match="copying dataset from the GPU failed"):
+        cagra.build(FakeCudaArray(data))
 
 
 def _needs_gpu(module):
@@ -108,33 +112,125 @@ def _needs_gpu(module):
     return mod
 
 
-@pytest.mark.parametrize("backend", ["cpu", "cuda"])
-def test_torch_cuda_arrays(setup, backend):
+def test_host_memory_labelled_cuda_is_refused(setup):
+    if not cagra.built_with_cuda or not cagra.cuda_available():
+        pytest.skip("needs the CUDA backend and a GPU")
+    _, queries, index = setup
+    with pytest.raises(cagra.CagraError, match="not CUDA device memory"):
+        index.search(FakeCudaArray(queries), 5)
+
+
+def _torch_to_numpy(t):
+    t = t.cpu()
+    try:
+        return t.numpy()
+    except Exception:  # a torch without numpy export of uint32
+        return np.from_dlpack(t)
+
+
+@pytest.mark.parametrize("algo", ["single_cta", "multi_cta", "auto"])
+def test_torch_cuda_queries_stay_on_gpu(setup, algo):
     torch = _needs_gpu("torch")
     data, queries, index = setup
-    expected = index.search(queries, 10, backend=backend)
-    got = index.search(torch.from_numpy(queries).cuda(), 10, backend=backend)
-    np.testing.assert_array_equal(got[0], expected[0])
-    np.testing.assert_array_equal(got[1], expected[1])
-    built = cagra.build(
-        torch.from_numpy(data).cuda(), graph_degree=16, intermediate_graph_degree=32
-    )
-    np.testing.assert_array_equal(built.graph, index.graph)
-    half = torch.from_numpy(queries).cuda().half()
-    assert index.search(half, 10, backend=backend)[0].shape == (50, 10)
+    expected = index.search(queries, 10, backend="cuda", algo=algo)
+    q = torch.from_numpy(queries).cuda()
+    copies = cagra._ext._host_copies()
+    ids, dist = index.search(q, 10, algo=algo)
+    assert cagra._ext._host_copies() == copies, "search copied CUDA queries to the host"
+    for t, dtype in ((ids, torch.uint32), (dist, torch.float32)):
+        assert isinstance(t, torch.Tensor)
+        assert t.is_cuda and t.device == q.device
+        assert t.dtype == dtype and tuple(t.shape) == (50, 10)
+    got_ids, got_dist = _torch_to_numpy(ids), _torch_to_numpy(dist)
+    if algo == "single_cta":
+        np.testing.assert_array_equal(got_ids, expected[0])
+        np.testing.assert_array_equal(got_dist, expected[1])
+    else:  # the multi-CTA kernel's CTAs race for nodes: compare the answers' quality
+        truth = cagra.brute_force(data, queries, 10)[0]
+        assert cagra.recall(got_ids, truth) >= cagra.recall(expected[0], truth) - 0.02
+    # float16 queries: converted on the GPU, the answers of the same numpy float16 queries.
+    half = index.search(q.half(), 10, algo="single_cta")
+    ref = index.search(queries.astype(np.float16), 10, backend="cuda", algo="single_cta")
+    np.testing.assert_array_equal(_torch_to_numpy(half[0]), ref[0])
+    np.testing.assert_array_equal(_torch_to_numpy(half[1]), ref[1])
+    assert cagra._ext._host_copies() == copies
+
+
+def test_torch_cuda_errors(setup):
+    torch = _needs_gpu("torch")
+    data, queries, index = setup
+    q = torch.from_numpy(queries).cuda()
+    with pytest.raises(cagra.CagraError, match="device memory needs the CUDA backend"):
+        index.search(q, 10, backend="cpu")
     with pytest.raises(ValueError, match="not C-contiguous"):
         index.search(torch.from_numpy(data).cuda()[:, ::2], 10)
     with pytest.raises(TypeError, match="float64"):
-        index.search(torch.from_numpy(queries).cuda().double(), 10)
+        index.search(q.double(), 10)
+    # A uint8 index takes uint8 CUDA queries; float ones would need the host's exactness check.
+    u8 = cagra.build(
+        (data * 10).clip(0, 255).astype(np.uint8), graph_degree=16, intermediate_graph_degree=32
+    )
+    with pytest.raises(cagra.CagraError, match="a u8 index takes u8 device queries"):
+        u8.search(q, 10)
+    q8 = (data[:50] * 10).clip(0, 255).astype(np.uint8)
+    got = u8.search(torch.from_numpy(q8).cuda(), 10, algo="single_cta")
+    expected = u8.search(q8, 10, backend="cuda", algo="single_cta")
+    np.testing.assert_array_equal(_torch_to_numpy(got[0]), expected[0])
 
 
-def test_cupy_cuda_arrays(setup):
+def test_build_from_torch_cuda_copies_to_host(setup):
+    torch = _needs_gpu("torch")
+    data, _, index = setup
+    copies = cagra._ext._host_copies()
+    built = cagra.build(
+        torch.from_numpy(data).cuda(), graph_degree=16, intermediate_graph_degree=32
+    )
+    assert cagra._ext._host_copies() == copies + 1
+    np.testing.assert_array_equal(built.graph, index.graph)
+
+
+@pytest.mark.parametrize("metric", ["l2", "cosine"])
+def test_cupy_cuda_queries_stay_on_gpu(setup, metric):
+    cupy = _needs_gpu("cupy")
+    data, queries, index = setup
+    if metric != "l2":
+        index = cagra.build(
+            data, metric=metric, graph_degree=16, intermediate_graph_degree=32
+        )
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+    q = cupy.asarray(queries)
+    copies = cagra._ext._host_copies()
+    ids, dist = index.search(q, 10, algo="single_cta")
+    assert cagra._ext._host_copies() == copies, "search copied CUDA queries to the host"
+    for a, dtype in ((ids, np.uint32), (dist, np.float32)):
+        assert isinstance(a, cupy.ndarray)
+        assert isinstance(a.data.ptr, int) and a.data.ptr != 0
+        assert a.device.id == q.device.id
+        assert a.dtype == dtype and a.shape == (50, 10)
+    np.testing.assert_array_equal(cupy.asnumpy(ids), expected[0])
+    np.testing.assert_array_equal(cupy.asnumpy(dist), expected[1])
+
+
+def test_other_cuda_producers_get_dlpack_results(setup):
+    # Neither torch nor cupy: the results are nanobind arrays that any DLPack consumer takes.
     cupy = _needs_gpu("cupy")
     _, queries, index = setup
-    expected = index.search(queries, 10)
-    got = index.search(cupy.asarray(queries), 10)
-    np.testing.assert_array_equal(got[0], expected[0])
-    np.testing.assert_array_equal(got[1], expected[1])
+
+    class Wrapped:
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kwargs):
+            return self.a.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    ids, dist = index.search(Wrapped(cupy.asarray(queries)), 10, algo="single_cta")
+    assert ids.__dlpack_device__()[0] == KDL_CUDA
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+    np.testing.assert_array_equal(cupy.asnumpy(cupy.from_dlpack(ids)), expected[0])
+    np.testing.assert_array_equal(cupy.asnumpy(cupy.from_dlpack(dist)), expected[1])
 
 
 def test_torch_host_tensors(setup):

@@ -77,6 +77,34 @@ void check_dataset(dataset_view d, const char* what) {
                 (long long)d.rows, (long long)d.cols);
 }
 
+const char* space_name(memory_space s) { return s == memory_space::device ? "device" : "host"; }
+
+/** Search with queries and results in device memory: the CUDA backend reads and writes them in
+ *  place (no host round trip); `automatic` means CUDA here, and nothing falls back to the CPU. */
+void search_device_memory(const resources& res, const search_params& params, const index& idx,
+                          dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
+                          matrix_view<float> distances) {
+  CAGRA_EXPECTS(res.target != backend::cpu,
+                "queries are in device memory, but the CPU backend was asked for: device memory needs the "
+                "CUDA backend (use backend::cuda or automatic, or pass host memory)");
+#ifdef CAGRA_HAVE_CUDA
+  CAGRA_EXPECTS(cuda::device_count() > 0,
+                "queries are in device memory, but no CUDA device is visible: device memory needs the "
+                "CUDA backend and a GPU");
+  CAGRA_EXPECTS(cuda::can_search(idx, k, params),
+                "the CUDA search does not take this search (a %s index of dimension %u, itopk %u; it takes "
+                "itopk <= 4096 and byte vectors of dim <= 16384), and queries in device memory cannot go to "
+                "the CPU backend: pass host memory", to_string(idx.storage_dtype()), idx.dim(),
+                std::max(params.itopk_size, k));
+  const cpu::search_plan plan = cpu::make_search_plan(params, k, idx.size(), idx.graph_degree());
+  cuda::search_device(idx, queries, k, params, plan, neighbors.data, distances.data, res.device);
+#else
+  (void)params, (void)idx, (void)queries, (void)k, (void)neighbors, (void)distances;
+  CAGRA_FAIL("queries are in device memory, but this build has no CUDA backend: device memory needs the "
+             "CUDA backend (configure with -DCAGRA_CUDA=ON)");
+#endif
+}
+
 }  // namespace
 
 index build(const resources& res, const index_params& params, dataset_view dataset,
@@ -154,6 +182,15 @@ void search(const resources& res, const search_params& params, const index& idx,
   CAGRA_EXPECTS(distances.data == nullptr || (distances.rows == queries.rows && distances.cols == k),
                 "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])",
                 (long long)queries.rows, k, (long long)distances.rows, (long long)distances.cols);
+  const memory_space space = queries.space;
+  CAGRA_EXPECTS(neighbors.space == space && (distances.data == nullptr || distances.space == space),
+                "queries, neighbors and distances must all be in host memory or all in device memory "
+                "(queries: %s, neighbors: %s, distances: %s)", space_name(space), space_name(neighbors.space),
+                distances.data == nullptr ? "none" : space_name(distances.space));
+  if (space == memory_space::device) {
+    search_device_memory(res, params, idx, queries, k, neighbors, distances);
+    return;
+  }
   backend target = resolve_search_backend(res);
 #ifdef CAGRA_HAVE_CUDA
   // `automatic` stays on the CPU for what the GPU kernels do not take (itopk > 4096, ...).

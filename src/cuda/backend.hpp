@@ -53,4 +53,23 @@ search_algo choose_algo(int64_t batch, uint32_t itopk, int device,
 void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
             const cpu::search_plan& plan, uint32_t* ids, float* distances, int device);
 
+/** GPU search on device memory, no host round trip (the device path of cagra::search).
+ *  `queries` (space device) are [nq, dim] on CUDA device `device`: f32, f16, u8 or i8 for an
+ *  f32/f16 index (f32 rows are read in place unless the metric is cosine; the rest is converted,
+ *  and normalized for cosine, on the device into the index's workspace, with the host's
+ *  arithmetic, so results equal those of the same host queries bit for bit); the index's own
+ *  dtype for a u8/i8 index (anything else throws: the exactness check is host-only). NaN/Inf
+ *  and, for cosine, all-zero rows throw as on the host. `ids` / `distances` (may be null) are
+ *  device [nq, k] buffers that the kernels write directly. Ordering: the work waits for what the
+ *  legacy default stream (cupy's and torch's default) holds when called, runs on the index's
+ *  stream, and is synchronized before returning, so the results are ready for any stream. */
+void search_device(const index& idx, dataset_view queries, uint32_t k, const search_params& params,
+                   const cpu::search_plan& plan, uint32_t* ids, float* distances, int device);
+
+/** Plain device memory for callers without CUDA headers (tests): `bytes` (at least 1) on
+ *  `device`, freed with device_free; blocking copies in either direction (cudaMemcpyDefault). */
+void* device_alloc(size_t bytes, int device = 0);
+void device_free(void* p) noexcept;
+void copy_memory(void* dst, const void* src, size_t bytes);
+
 }  // namespace cagra::cuda

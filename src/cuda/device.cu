@@ -5,6 +5,7 @@
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
+#include "cuda/memory.hpp"
 
 namespace cagra::cuda {
 
@@ -39,6 +40,21 @@ std::string describe(const device_info& d) {
   return d.name + " (sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ", " +
          std::to_string(d.sm_count) + " SMs, " + std::to_string(d.global_mem_bytes >> 20) + " MiB, driver " +
          std::to_string(d.driver_version) + ", runtime " + std::to_string(d.runtime_version) + ")";
+}
+
+void* device_alloc(size_t bytes, int device) {
+  device_guard guard(device);
+  void* p = nullptr;
+  CAGRA_CUDA_TRY(cudaMalloc(&p, bytes ? bytes : 1));
+  return p;
+}
+
+void device_free(void* p) noexcept {
+  if (p) CAGRA_CUDA_TRY_NO_THROW(cudaFree(p));
+}
+
+void copy_memory(void* dst, const void* src, size_t bytes) {
+  if (bytes) CAGRA_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 
 }  // namespace cagra::cuda

@@ -1,7 +1,9 @@
 // RAII owners of device resources: the only place in the library that calls cudaMalloc /
-// cudaFree / cudaStreamCreate. Owners are move-only; a moved-from owner holds nothing.
+// cudaFree / cudaStreamCreate (besides device_alloc/device_free in device.cu, the raw helpers
+// that backend.hpp offers to code without CUDA headers). Owners are move-only; a moved-from owner holds nothing.
 //  - device_buffer<T>: n elements of device memory (uninitialized); reserve() only grows.
 //  - cuda_stream: a non-blocking stream.
+//  - cuda_event: an event without timing (orders one stream after another).
 //  - device_guard: makes a device current for a scope and restores the previous one.
 #pragma once
 
@@ -68,6 +70,25 @@ class cuda_stream {
 
  private:
   cudaStream_t s_ = nullptr;
+};
+
+class cuda_event {
+ public:
+  cuda_event() { CAGRA_CUDA_TRY(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  ~cuda_event() {
+    if (e_) CAGRA_CUDA_TRY_NO_THROW(cudaEventDestroy(e_));
+  }
+  cuda_event(const cuda_event&) = delete;
+  cuda_event& operator=(const cuda_event&) = delete;
+  cudaEvent_t get() const { return e_; }
+  /** Work queued on `stream` from now on waits for what `before` holds now. */
+  void order(cudaStream_t before, cudaStream_t stream) const {
+    CAGRA_CUDA_TRY(cudaEventRecord(e_, before));
+    CAGRA_CUDA_TRY(cudaStreamWaitEvent(stream, e_, 0));
+  }
+
+ private:
+  cudaEvent_t e_ = nullptr;
 };
 
 class device_guard {

@@ -1,7 +1,8 @@
 // What the CUDA backend keeps on the device for one index (cached in idx.backend_cache()):
 // the vectors, rows padded to a multiple of 16 bytes so that a team can read them with 16-byte
 // loads, and the graph; plus a stream and a grow-only workspace (queries and results) reused
-// by every search call on this index (and the multi-CTA search's device hash and per-CTA lists),
+// by every search call on this index (and the multi-CTA search's device hash and per-CTA lists;
+// for queries already in device memory, the converted/normalized queries and the check flags),
 // so the hot path does not allocate once warm.
 #pragma once
 
@@ -36,6 +37,10 @@ struct index_state final : detail::backend_state {
   device_buffer<uint8_t> queries;      // [nq, dim] of the query type
   device_buffer<uint32_t> ids;         // [nq, k]
   device_buffer<float> distances;      // [nq, k]
+  // Device-memory queries only (search_device): the legacy default stream -> `stream` ordering,
+  // and the first bad rows found by the query check ([0]: NaN/Inf, [1]: all zeros for cosine).
+  cuda_event after_default_stream;
+  device_buffer<unsigned long long> query_flags;
   // Multi-CTA search only (grow-only too), for the queries of one launch ("chunk"):
   device_buffer<uint32_t> mcta_hash;   // [chunk, 1 << hash_bits]: per query the visited set
   device_buffer<uint32_t> mcta_ids;    // [chunk, n_ctas, 32] each CTA's list

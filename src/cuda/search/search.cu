@@ -1,17 +1,20 @@
 // cagra::cuda::search: picks the kernel (choose_algo: single-CTA for large batches, multi-CTA
 // for batches below the SM count or itopk > 512, paper §IV-C3), turns the resolved search plan
 // into its launch configuration (team size, CTA size, hash size, shared-memory layout), moves
-// the queries in and the results out through the index's cached workspace, and chunks the work:
+// the queries in and the results out through the index's cached workspace (or, for device
+// memory, reads the caller's queries and writes the caller's buffers), and chunks the work:
 // single-CTA grids by 65535 queries, multi-CTA launches by what the per-query device hash
 // allows in kMultiCtaWorkspace bytes. Asking for single-CTA with itopk > 512 is an error, never
 // a silent switch.
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include <cuda_fp16.h>
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
+#include "cuda/search/device_queries.hpp"
 #include "cuda/search/multi_cta.hpp"
 #include "cuda/search/single_cta.hpp"
 #include "cuda/state.hpp"
@@ -206,22 +209,20 @@ search_algo choose_algo(int64_t batch, uint32_t itopk, int device, search_algo r
   return choose_algo_for(sm_count, batch, itopk, requested);
 }
 
-void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
-            const cpu::search_plan& plan, uint32_t* ids, float* distances, int device) {
+namespace {
+
+/** Checks shared by both entry points; returns the kernel choose_algo picks. */
+search_algo check_search(const index& idx, int64_t nq, uint32_t k, const search_params& params,
+                         const cpu::search_plan& plan, const uint32_t* ids, int device) {
   const int n_dev = device_count();
   CAGRA_EXPECTS(n_dev > 0, "no CUDA device is visible (use the CPU backend)");
   CAGRA_EXPECTS(device >= 0 && device < n_dev, "CUDA device %d does not exist (%d visible)", device, n_dev);
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   CAGRA_EXPECTS(ids != nullptr, "ids must not be null");
-  const dtype qtype = query_dtype_for(idx.storage_dtype());
-  CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
-                "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype), idx.dim(),
-                to_string(idx.storage_dtype()), to_string(queries.type()), (long long)queries.cols());
   CAGRA_EXPECTS(k >= 1 && k <= plan.itopk, "k = %u must be in [1, itopk = %u]", k, plan.itopk);
   CAGRA_EXPECTS(plan.width >= 1 && plan.width <= 64, "search_width %u must be in [1, 64]", plan.width);
   CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= 16384,
                 "the CUDA search of byte vectors handles dim <= 16384 (exact int32 sums), got %u", idx.dim());
-  const int64_t nq = queries.rows();
   const search_algo algo = choose_algo(nq, plan.itopk, device, params.algo);
   if (algo == search_algo::single_cta) {
     CAGRA_EXPECTS(plan.itopk <= kSingleCtaMaxItopk,
@@ -231,36 +232,31 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
     CAGRA_EXPECTS(plan.itopk <= kMultiCtaMaxItopk, "the multi-CTA search handles itopk_size <= %u (got %u)",
                   kMultiCtaMaxItopk, plan.itopk);
   }
-  if (nq == 0) return;
+  return algo;
+}
 
-  device_guard guard(device);
-  std::shared_ptr<index_state> st = device_index(idx, device);
+/** The kernels over `nq` device-resident queries of the query type (`d_queries`, 4-byte
+ *  aligned) into device [nq, k] ids/distances (distances may be null), queued on `stream`.
+ *  The caller holds st.workspace_mutex and has made `device` current. */
+void run_kernels(const index& idx, index_state& st, search_algo algo, const uint8_t* d_queries, int64_t nq,
+                 uint32_t k, const search_params& params, const cpu::search_plan& plan, uint32_t* d_ids,
+                 float* d_distances, int device, cudaStream_t stream) {
   int smem_limit = 0;
   CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-
-  std::lock_guard<std::mutex> lock(st->workspace_mutex);
-  const cudaStream_t stream = st->stream.get();
-  const size_t q_bytes = queries.size_bytes();
-  const size_t n_out = size_t(nq) * k;
-  st->queries.reserve(q_bytes);
-  st->ids.reserve(n_out);
-  if (distances) st->distances.reserve(n_out);
-
   if (algo == search_algo::single_cta) {
-    const launch_plan lp = make_launch_plan(*st, k, params, plan, idx.metric());
+    const launch_plan lp = make_launch_plan(st, k, params, plan, idx.metric());
     CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
                   "the single-CTA search needs %zu bytes of shared memory per query (itopk %u, "
                   "search_width x graph_degree = %u, hash 2^%u), more than the device's %d",
                   lp.smem, plan.itopk, lp.args.n_cand, lp.args.hash_bits, smem_limit);
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
     single_cta_args a = lp.args;
-    a.d_dataset = st->dataset.data();
-    a.d_graph = st->graph.data();
-    a.d_queries = st->queries.data();
-    a.d_ids = st->ids.data();
-    a.d_distances = distances ? st->distances.data() : nullptr;
+    a.d_dataset = st.dataset.data();
+    a.d_graph = st.graph.data();
+    a.d_queries = d_queries;
+    a.d_ids = d_ids;
+    a.d_distances = d_distances;
     constexpr int64_t kMaxGrid = 65535;  // chunked like cuVS's grid.y (and to bound one launch)
-    dispatch_device_type(st->type, [&](auto tag) {
+    dispatch_device_type(st.type, [&](auto tag) {
       using T = decltype(tag);
       for (int64_t first = 0; first < nq; first += kMaxGrid) {
         a.query_offset = static_cast<uint64_t>(first);
@@ -269,25 +265,24 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
       }
     });
   } else {
-    const multi_launch_plan lp = make_multi_cta_plan(*st, k, params, plan, idx.metric());
+    const multi_launch_plan lp = make_multi_cta_plan(st, k, params, plan, idx.metric());
     CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
                   "the multi-CTA search needs %zu bytes of shared memory per CTA (graph_degree x "
                   "samplings = %u), more than the device's %d", lp.smem, lp.args.n_init, smem_limit);
     const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
     const size_t hash_words = size_t{chunk} << lp.args.hash_bits;
     const size_t part = size_t{chunk} * lp.args.n_ctas * kMultiCtaList;
-    st->mcta_hash.reserve(hash_words);
-    st->mcta_ids.reserve(part);
-    st->mcta_dists.reserve(part);
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+    st.mcta_hash.reserve(hash_words);
+    st.mcta_ids.reserve(part);
+    st.mcta_dists.reserve(part);
     multi_cta_args a = lp.args;
-    a.d_dataset = st->dataset.data();
-    a.d_graph = st->graph.data();
-    a.d_queries = st->queries.data();
-    a.d_hash = st->mcta_hash.data();
-    a.d_part_ids = st->mcta_ids.data();
-    a.d_part_dists = st->mcta_dists.data();
-    dispatch_device_type(st->type, [&](auto tag) {
+    a.d_dataset = st.dataset.data();
+    a.d_graph = st.graph.data();
+    a.d_queries = d_queries;
+    a.d_hash = st.mcta_hash.data();
+    a.d_part_ids = st.mcta_ids.data();
+    a.d_part_dists = st.mcta_dists.data();
+    dispatch_device_type(st.type, [&](auto tag) {
       using T = decltype(tag);
       for (int64_t first = 0; first < nq; first += chunk) {
         const uint32_t n = static_cast<uint32_t>(std::min<int64_t>(chunk, nq - first));
@@ -295,15 +290,132 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
         // The visited sets of this launch's queries, empty (kEmptySlot: all-ones bytes).
         CAGRA_CUDA_TRY(cudaMemsetAsync(a.d_hash, 0xFF, (size_t{n} << a.hash_bits) * sizeof(uint32_t), stream));
         launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream);
-        launch_multi_cta_merge(a.d_part_ids, a.d_part_dists, a.n_ctas, k, n, a.query_offset, st->ids.data(),
-                               distances ? st->distances.data() : nullptr, stream);
+        launch_multi_cta_merge(a.d_part_ids, a.d_part_dists, a.n_ctas, k, n, a.query_offset, d_ids, d_distances,
+                               stream);
       }
     });
   }
+}
+
+/** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
+void expect_device_memory(const void* p, int device, const char* what) {
+  cudaPointerAttributes at{};
+  const cudaError_t e = cudaPointerGetAttributes(&at, p);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  CAGRA_EXPECTS(e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
+                "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
+                "cupy or torch .cuda(), or pass a host view)", what, p);
+  CAGRA_EXPECTS(at.type != cudaMemoryTypeDevice || at.device == device,
+                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)", what,
+                at.device, device);
+}
+
+}  // namespace
+
+void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
+            const cpu::search_plan& plan, uint32_t* ids, float* distances, int device) {
+  const dtype qtype = query_dtype_for(idx.storage_dtype());
+  CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
+                "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype), idx.dim(),
+                to_string(idx.storage_dtype()), to_string(queries.type()), (long long)queries.cols());
+  const int64_t nq = queries.rows();
+  const search_algo algo = check_search(idx, nq, k, params, plan, ids, device);
+  if (nq == 0) return;
+
+  device_guard guard(device);
+  std::shared_ptr<index_state> st = device_index(idx, device);
+  std::lock_guard<std::mutex> lock(st->workspace_mutex);
+  const cudaStream_t stream = st->stream.get();
+  const size_t q_bytes = queries.size_bytes();
+  const size_t n_out = size_t(nq) * k;
+  st->queries.reserve(q_bytes);
+  st->ids.reserve(n_out);
+  if (distances) st->distances.reserve(n_out);
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+  run_kernels(idx, *st, algo, st->queries.data(), nq, k, params, plan, st->ids.data(),
+              distances ? st->distances.data() : nullptr, device, stream);
   CAGRA_CUDA_TRY(cudaMemcpyAsync(ids, st->ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
   if (distances)
     CAGRA_CUDA_TRY(cudaMemcpyAsync(distances, st->distances.data(), n_out * sizeof(float),
                                    cudaMemcpyDeviceToHost, stream));
+  st->stream.sync();
+}
+
+void search_device(const index& idx, dataset_view queries, uint32_t k, const search_params& params,
+                   const cpu::search_plan& plan, uint32_t* ids, float* distances, int device) {
+  CAGRA_EXPECTS(queries.space == memory_space::device, "search_device takes queries in device memory");
+  CAGRA_EXPECTS(queries.cols == int64_t{idx.dim()}, "queries have dimension %lld but the index has %u",
+                (long long)queries.cols, idx.dim());
+  const dtype storage = idx.storage_dtype();
+  const bool float_index = storage == dtype::f32 || storage == dtype::f16;
+  const bool float_query = queries.type == dtype::f32 || queries.type == dtype::f16;
+  if (float_index) {
+    CAGRA_EXPECTS(float_query || queries.type == dtype::u8 || queries.type == dtype::i8,
+                  "a %s index takes f32, f16, u8 or i8 device queries (got %s)", to_string(storage),
+                  to_string(queries.type));
+  } else {
+    CAGRA_EXPECTS(queries.type == storage,
+                  "a %s index takes %s device queries (got %s): only host queries are converted, because "
+                  "the check that every value is an integer in range runs on the host; convert them on the "
+                  "device (e.g. x.astype(%s)) or pass host memory", to_string(storage), to_string(storage),
+                  to_string(queries.type), storage == dtype::u8 ? "uint8" : "int8");
+  }
+  const int64_t nq = queries.rows;
+  const search_algo algo = check_search(idx, nq, k, params, plan, ids, device);
+  if (nq == 0) return;
+  CAGRA_EXPECTS(queries.data != nullptr, "queries are null");
+  CAGRA_EXPECTS(reinterpret_cast<uintptr_t>(ids) % alignof(uint32_t) == 0 &&
+                    reinterpret_cast<uintptr_t>(distances) % alignof(float) == 0,
+                "neighbors/distances must be 4-byte aligned device memory");
+
+  device_guard guard(device);
+  expect_device_memory(queries.data, device, "queries");
+  expect_device_memory(ids, device, "neighbors");
+  if (distances) expect_device_memory(distances, device, "distances");
+  std::shared_ptr<index_state> st = device_index(idx, device);
+  std::lock_guard<std::mutex> lock(st->workspace_mutex);
+  const cudaStream_t stream = st->stream.get();
+  // The caller's arrays were written on the legacy default stream (cupy's and torch's default):
+  // our non-blocking stream waits for it. Work on other streams is the caller's to finish.
+  st->after_default_stream.order(cudaStreamLegacy, stream);
+
+  const size_t q_elems = size_t(nq) * idx.dim();
+  const uint8_t* d_queries = static_cast<const uint8_t*>(queries.data);
+  const bool cosine = idx.metric() == metric::cosine;
+  if (float_index) {
+    // f32 queries of a non-cosine index are used in place (after the NaN/Inf check); the rest is
+    // converted to f32 (normalized for cosine) into the workspace.
+    const bool in_place = queries.type == dtype::f32 && !cosine;
+    float* converted = nullptr;
+    if (!in_place) {
+      st->queries.reserve(q_elems * sizeof(float));
+      converted = reinterpret_cast<float*>(st->queries.data());
+    }
+    st->query_flags.reserve(2);
+    if (float_query || cosine) {
+      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, cosine, st->query_flags.data(),
+                             stream);
+      unsigned long long bad[2] = {0, 0};
+      CAGRA_CUDA_TRY(cudaMemcpyAsync(bad, st->query_flags.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
+      st->stream.sync();
+      CAGRA_EXPECTS(bad[0] == ~0ull, "queries row %lld contains NaN or Inf", (long long)bad[0]);
+      CAGRA_EXPECTS(bad[1] == ~0ull, "queries row %lld is all zeros: cosine distance is undefined for it",
+                    (long long)bad[1]);
+    } else {
+      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, false, st->query_flags.data(),
+                             stream);
+    }
+    if (!in_place) d_queries = st->queries.data();
+  }
+  // The kernels read query rows with 4-byte loads where the row length allows: a misaligned
+  // start (a view at an odd byte offset) is moved into the aligned workspace first.
+  if (reinterpret_cast<uintptr_t>(d_queries) % 16 != 0) {
+    const size_t bytes = q_elems * dtype_size(query_dtype_for(storage));
+    st->queries.reserve(bytes);
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(st->queries.data(), d_queries, bytes, cudaMemcpyDeviceToDevice, stream));
+    d_queries = st->queries.data();
+  }
+  run_kernels(idx, *st, algo, d_queries, nq, k, params, plan, ids, distances, device, stream);
   st->stream.sync();
 }
 

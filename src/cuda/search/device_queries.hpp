@@ -1,0 +1,23 @@
+// Queries that are already in device memory (cuda::search_device): the device-side twin of
+// core::queries_for for what needs no host round trip. One launch checks every row (NaN/Inf for
+// float inputs; all-zero rows for cosine) and, when `out` is given, writes the rows as f32,
+// normalized for cosine, with the host's arithmetic step for step (the squared norm summed in
+// double in column order, 1 / sqrt in double, rounded to float, one float multiply), so device
+// queries give the same bits as host queries.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+#include <cagra/types.hpp>
+
+namespace cagra::cuda {
+
+/** `in`: [rows, cols] of type `in_type` (f32, f16, u8, i8) in device memory; `out`: [rows, cols]
+ *  f32 or null (check only); `flags`: two device words, set to ~0 here, that receive the first
+ *  row holding NaN/Inf ([0]) and, with `normalize`, the first all-zero row ([1]). */
+void launch_prepare_queries(const void* in, dtype in_type, int64_t rows, uint32_t cols, float* out,
+                            bool normalize, unsigned long long* flags, cudaStream_t stream);
+
+}  // namespace cagra::cuda
