@@ -218,8 +218,31 @@ knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset, 
                 (long long)queries.cols, (long long)dataset.cols);
   CAGRA_EXPECTS(!exclude_self || queries.rows == dataset.rows,
                 "exclude_self needs the queries to be the dataset itself");
-  resolve_backend(res);
   const int nt = cpu::thread_count(res.num_threads);
+#ifdef CAGRA_HAVE_CUDA
+  // The GPU (cuBLAS, src/cuda/brute_force) when asked for, or for `automatic` when a GPU is
+  // visible, k <= cuda::brute_force_max_k() and the problem is large (nq * n >= 1e8 distances:
+  // below that the CPU finishes in well under a second and the GPU's setup would dominate).
+  bool gpu = false;
+  if (res.target == backend::cuda) {
+    CAGRA_EXPECTS(cuda::device_count() > 0, "the CUDA backend was asked for but no CUDA device is visible");
+    CAGRA_EXPECTS(k <= cuda::brute_force_max_k(), "the CUDA brute force takes k <= %u (got %u); use the CPU backend",
+                  cuda::brute_force_max_k(), k);
+    gpu = true;
+  } else if (res.target == backend::automatic) {
+    gpu = k <= cuda::brute_force_max_k() && double(queries.rows) * double(dataset.rows) >= 1e8 &&
+          cuda::device_count() > 0;
+  }
+  if (gpu) {
+    host_matrix data = core::to_storage(dataset, m, storage_type::same_as_input, nt);
+    host_matrix q = core::queries_for(queries, data.type(), m, nt);
+    knn_graph out = cuda::brute_force(data, q, m, k, exclude_self, res.device);
+    if (res.progress) res.progress("brute-force kNN", 1.0);
+    return out;
+  }
+#else
+  resolve_backend(res);
+#endif
   host_matrix data = core::to_storage(dataset, m, storage_type::same_as_input, nt);
   host_matrix q = core::queries_for(queries, data.type(), m, nt);
   return cpu::brute_force(data, q, m, k, exclude_self, res.num_threads, res.progress);

@@ -66,6 +66,19 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
 void search_device(const index& idx, dataset_view queries, uint32_t k, const search_params& params,
                    const cpu::search_plan& plan, uint32_t* ids, float* distances, int device);
 
+/** Largest k that cuda::brute_force takes (2048). */
+uint32_t brute_force_max_k();
+/** Exact k-NN on GPU `device` (src/cuda/brute_force/brute_force.cu): cuBLAS FP32 SGEMM over tiles
+ *  of queries x data rows, a per-query running top-k, then the k survivors' distances recomputed
+ *  directly and sorted by (distance, id) like cpu::brute_force. `data` is in storage type (f32,
+ *  f16, u8, i8; unit rows for cosine), `queries` in its query type (core::queries_for). Results
+ *  and distances as cpu::brute_force; ids at the k-th place may swap with ties or near-ties
+ *  (within f32 rounding of the expanded |q|^2 + |x|^2 - 2 q.x) for f32/f16 data. */
+knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+                      bool exclude_self, int device);
+/** Tests only: the query / data tile rows cuda::brute_force uses (0 restores the default). */
+void set_brute_force_tiles_for_testing(int64_t query_tile, int64_t data_tile);
+
 /** Plain device memory for callers without CUDA headers (tests): `bytes` (at least 1) on
  *  `device`, freed with device_free; blocking copies in either direction (cudaMemcpyDefault). */
 void* device_alloc(size_t bytes, int device = 0);
