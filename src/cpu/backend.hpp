@@ -38,14 +38,29 @@ struct optimize_steps {
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
                                optimize_steps steps, int num_threads, const progress_fn& progress);
 
+/** Work done by cpu::search, summed over the queries (for bytes-per-query analysis: the CUDA
+ *  single-CTA kernel follows the same steps, so these counts hold for it too). */
+struct search_stats {
+  uint64_t queries = 0;
+  uint64_t distances = 0;    // distance computations (random init + expanded neighbors)
+  uint64_t iterations = 0;   // search iterations that expanded at least one parent
+  uint64_t parents = 0;      // parent nodes expanded (graph rows read)
+  uint64_t hash_resets = 0;  // visited-hash clears (forgettable hash or nearly full)
+};
+
 /** CAGRA search (paper §IV-A) of every query row, multi-threaded over queries. `params` are
- *  already validated; ids/distances are [queries.rows(), k] (distances may be null). */
+ *  already validated; ids/distances are [queries.rows(), k] (distances may be null). With
+ *  `stats` the work counts are added to *stats (null: nothing is gathered). */
 void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
-            uint32_t* ids, float* distances, int num_threads);
+            uint32_t* ids, float* distances, int num_threads, search_stats* stats = nullptr);
 
 /** Resolved search settings (the AUTO values made concrete); shared with the CUDA plan. */
 struct search_plan {
   uint32_t itopk, width, max_iterations, min_iterations, hash_bits, reset_interval, samplings;
+  /** Random initial draws: itopk + width * degree * samplings (the whole buffer, as cuVS fills
+   *  it; seeding only width * degree slots lost recall on clustered data). The single-CTA
+   *  kernel draws exactly these, so it stays bit-identical to the CPU. */
+  uint32_t init_count;
 };
 search_plan make_search_plan(const search_params& p, uint32_t k, int64_t rows, uint32_t degree);
 

@@ -66,10 +66,13 @@ class searcher {
         dim_(idx.dim()), x_(static_cast<const T*>(idx.vectors().data())),
         graph_(idx.graph().data), dist_{idx.metric(), dim_} {
     top_.resize(plan.itopk);
-    cand_.reserve(std::max<size_t>(size_t{plan.width} * degree_, size_t{plan.width} * degree_ * plan.samplings));
+    cand_.reserve(std::max<size_t>(size_t{plan.width} * degree_, plan.init_count));
     merged_.resize(plan.itopk);
     hash_.resize(plan.hash_bits);
   }
+
+  // Work counts of every query this searcher ran (a few integer adds per iteration).
+  search_stats counts;
 
   void run(const query_t<T>* q, uint32_t k, uint32_t* ids, float* dists) {
     hash_.clear();
@@ -86,6 +89,8 @@ class searcher {
         e.id |= kParentFlag;
       }
       if (n_par == 0 && iter >= plan_.min_iterations) break;
+      ++counts.iterations;
+      counts.parents += n_par;
       if ((plan_.reset_interval && iter > 0 && iter % plan_.reset_interval == 0) || hash_.nearly_full())
         forget();
       expand(q, parents, n_par);
@@ -104,12 +109,12 @@ class searcher {
     for (size_t off = 0; off < std::min<size_t>(bytes, 512); off += 64) __builtin_prefetch(c + off);
   }
 
-  // Step 0: p*d*samplings random nodes (distinct via the hash). The seed mixes the query's own
+  // Step 0: itopk + p*d*samplings random nodes (distinct via the hash). The seed mixes the query's own
   // bytes, so a query gets the same answer whatever batch or position it comes in.
   void random_init(const query_t<T>* q) {
     cand_.clear();
     uint64_t state = mix64(seed_ ^ hash_bytes(q, dim_ * sizeof(query_t<T>)));
-    const uint32_t count = plan_.width * degree_ * plan_.samplings;
+    const uint32_t count = plan_.init_count;
     for (uint32_t i = 0; i < count; ++i) {
       state = mix64(state);
       uint32_t id = static_cast<uint32_t>((state >> 32) * static_cast<uint64_t>(n_) >> 32);
@@ -117,6 +122,7 @@ class searcher {
     }
     for (entry& e : cand_) prefetch_row(row(e.id), dim_ * sizeof(T));
     for (entry& e : cand_) e.dist = dist_(q, row(e.id));
+    counts.distances += cand_.size();
   }
 
   // Step 1: sorted candidates merged into the sorted top-M.
@@ -145,10 +151,12 @@ class searcher {
         }
     }
     for (entry& e : cand_) e.dist = dist_(q, row(e.id));
+    counts.distances += cand_.size();
   }
 
   // Forgettable hash: forget every visited node except the current top-M.
   void forget() {
+    ++counts.hash_resets;
     hash_.clear();
     for (const entry& e : top_)
       if (e.id != kInvalidId) hash_.insert(e.id & ~kParentFlag);
@@ -180,13 +188,14 @@ search_plan make_search_plan(const search_params& p, uint32_t k, int64_t rows, u
                     ? p.num_random_samplings
                     : 1 + (rows > 100000 ? ceil_log2(static_cast<uint64_t>(rows / 100000)) : 0);
   s.reset_interval = p.hash_reset_interval;
+  s.init_count = s.itopk + s.width * degree * s.samplings;
   const uint64_t expected = uint64_t{s.itopk} * degree + uint64_t{s.width} * degree * s.samplings;
   s.hash_bits = p.hash_bits ? p.hash_bits : std::clamp<uint32_t>(ceil_log2(4 * expected), 8, 20);
   return s;
 }
 
 void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
-            uint32_t* ids, float* distances, int nt) {
+            uint32_t* ids, float* distances, int nt, search_stats* stats) {
   const search_plan plan = make_search_plan(params, k, idx.size(), idx.graph_degree());
   const int64_t nq = queries.rows();
   nt = nq == 1 ? 1 : thread_count(nt);
@@ -200,7 +209,17 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < nq; ++i)
         s.run(q + i * dim, k, ids + i * k, distances ? distances + i * k : nullptr);
+      if (stats) {
+#pragma omp critical(cagra_search_stats)
+        {
+          stats->distances += s.counts.distances;
+          stats->iterations += s.counts.iterations;
+          stats->parents += s.counts.parents;
+          stats->hash_resets += s.counts.hash_resets;
+        }
+      }
     }
+    if (stats) stats->queries += static_cast<uint64_t>(nq);
   });
 }
 

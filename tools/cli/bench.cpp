@@ -10,6 +10,9 @@
 
 #include "bench_json.hpp"
 #include "cli.hpp"
+// --stats counts the CPU search's work: internal stages of the library (not public API).
+#include "core/convert.hpp"
+#include "cpu/backend.hpp"
 
 namespace cagra::cli {
 
@@ -55,6 +58,7 @@ int run_bench(const args& a) {
   const auto repeat = static_cast<int>(a.uint("--repeat", 1, 1, 1000));
   const double build_s = a.real("--build-s", -1, 0, 1e12);
   const std::string json_path = a.str("--json");
+  const bool want_stats = a.has("--stats");
   resources res = make_resources(a);
   // Latency mode: one query per call on one thread, as an online server would run it.
   if (batch == 1) res.num_threads = 1;
@@ -123,8 +127,14 @@ int run_bench(const args& a) {
   std::printf("\n%6s %6s %10s %12s", "itopk", "width", ("recall@" + std::to_string(k)).c_str(),
               "QPS");
   if (batch > 0) std::printf(" %12s", batch == 1 ? "latency ms" : "ms/batch");
+  if (want_stats) std::printf(" %10s %9s %8s %12s", "dist/q", "parents/q", "iters/q", "bytes/q");
   std::printf("\n");
   std::fflush(stdout);
+  // --stats: the queries as the CPU search takes them (converted once, outside every timing).
+  host_matrix stats_queries;
+  if (want_stats)
+    stats_queries = core::queries_for(queries.view(), idx.storage_dtype(), idx.metric(),
+                                      cpu::thread_count(res.num_threads));
 
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
@@ -146,6 +156,23 @@ int run_bench(const args& a) {
       rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
       std::printf("%6u %6u %10.4f %12.0f", itopk, width, rec.recall, rec.qps);
       if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
+      if (want_stats) {
+        // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
+        // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
+        // read (one row per distance) + graph rows read (one per parent).
+        cpu::search_stats st;
+        std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
+        cpu::search(idx, stats_queries, k, sp, sids.data(), nullptr, res.num_threads, &st);
+        const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
+        rec.dists_per_query = st.distances / q;
+        rec.parents_per_query = st.parents / q;
+        rec.iterations_per_query = st.iterations / q;
+        rec.hash_resets_per_query = st.hash_resets / q;
+        rec.bytes_per_query = rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
+                              rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
+        std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
+                    rec.iterations_per_query, rec.bytes_per_query);
+      }
       std::printf("\n");
       std::fflush(stdout);
       if (json.is_open()) {
@@ -181,6 +208,8 @@ const command_spec& bench_command() {
           {"--json", nullptr, "FILE", "append one JSON line per point to FILE"},
           {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},
           {"--build-s", nullptr, "S", "build time to record in the JSON (default null)"},
+          {"--stats", nullptr, nullptr, "per point, one more untimed CPU search pass counting "
+                                        "distances, parents, iterations and bytes per query"},
       },
       {"INDEX", "QUERIES", "GROUNDTRUTH"},
       run_bench};

@@ -82,7 +82,15 @@ std::string to_json(const bench_record& r) {
     << ",\"threads\":" << r.threads << ",\"storage\":" << json_quote(r.storage)
     << ",\"graph_degree\":" << r.graph_degree << "},\"recall\":" << json_number(r.recall, "%.6f")
     << ",\"qps\":" << json_number(r.qps, "%.2f") << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
-    << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g")) << "}";
+    << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));
+  if (r.dists_per_query >= 0) {
+    o << ",\"stats\":{\"dists_per_query\":" << json_number(r.dists_per_query, "%.2f")
+      << ",\"parents_per_query\":" << json_number(r.parents_per_query, "%.2f")
+      << ",\"iterations_per_query\":" << json_number(r.iterations_per_query, "%.2f")
+      << ",\"hash_resets_per_query\":" << json_number(r.hash_resets_per_query, "%.3f")
+      << ",\"bytes_per_query\":" << json_number(r.bytes_per_query, "%.0f") << "}";
+  }
+  o << "}";
   return o.str();
 }
 

@@ -30,6 +30,13 @@ struct bench_record {
   double qps = 0;
   double latency_ms = 0;  // mean wall time of one search call (one batch)
   double build_s = -1;    // < 0: unknown (written as null)
+  // `cagra bench --stats` only (< 0: not measured, the fields are left out): CPU search work
+  // per query, and bytes read per query = distances x dim x element size + parents x degree x 4.
+  double dists_per_query = -1;
+  double parents_per_query = -1;
+  double iterations_per_query = -1;
+  double hash_resets_per_query = -1;
+  double bytes_per_query = -1;
 };
 
 /** A JSON string literal of `s` (quotes added, escaped per RFC 8259). */

@@ -73,7 +73,7 @@ launch_plan make_launch_plan(const index_state& st, uint32_t k, const search_par
   a.width = plan.width;
   a.n_cand = plan.width * st.degree;
   a.cand_p2 = next_pow2(a.n_cand);
-  a.n_init = a.n_cand * std::max(1u, plan.samplings);
+  a.n_init = plan.init_count;  // the CPU's draws (cpu::search_plan), so results stay bit-identical
   a.init_p2 = next_pow2(a.n_init);
   a.max_iterations = plan.max_iterations;
   a.min_iterations = plan.min_iterations;
