@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda/backend.hpp"
+#include "bigann_fixture.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -128,28 +129,8 @@ host_matrix to_type(const host_matrix& u8, dtype t, float scale = 1.0f) {
   return out;
 }
 
-class CudaDevice : public ::testing::Test {
+class CudaDevice : public bigann_gpu_suite {
  protected:
-  static void SetUpTestSuite() {
-    if (cuda::device_count() == 0) return;
-    try {
-      set_ = new real_set(bigann10k());
-      u8_ = new cagra::index(build({}, params_for(metric::l2), set_->base));
-    } catch (const std::exception& e) {
-      std::printf("set-up failed: %s\n", e.what());
-    }
-  }
-  void SetUp() override {
-    ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
-    ASSERT_NE(u8_, nullptr) << "bigann10k could not be loaded or indexed (see above)";
-  }
-  static void TearDownTestSuite() {
-    delete u8_;
-    u8_ = nullptr;
-    delete set_;
-    set_ = nullptr;
-  }
-
   /** Host path vs device path: exact for single-CTA (and automatic, which is single-CTA for a
    *  batch of >= SM count queries... or multi-CTA for 100 queries on 132 SMs); multi-CTA exact
    *  where two host runs agree, else recall within 1 point. */
@@ -175,11 +156,7 @@ class CudaDevice : public ::testing::Test {
     }
   }
 
-  static real_set* set_;
-  static cagra::index* u8_;
 };
-real_set* CudaDevice::set_ = nullptr;
-cagra::index* CudaDevice::u8_ = nullptr;
 
 constexpr search_algo kAlgos[] = {search_algo::single_cta, search_algo::multi_cta};
 

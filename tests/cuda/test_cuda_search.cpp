@@ -14,6 +14,7 @@
 #include "core/convert.hpp"
 #include "cpu/backend.hpp"
 #include "cuda/backend.hpp"
+#include "bigann_fixture.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -120,34 +121,7 @@ host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
   return out;
 }
 
-class CudaSearch : public ::testing::Test {
- protected:
-  // Failures here would only mark the tests skipped: SetUp() turns them into test failures.
-  static void SetUpTestSuite() {
-    if (cuda::device_count() == 0) return;
-    try {
-      set_ = new real_set(bigann10k());
-      u8_ = new cagra::index(build({}, small_params(), set_->base));
-    } catch (const std::exception& e) {
-      std::printf("set-up failed: %s\n", e.what());
-    }
-  }
-  void SetUp() override {
-    ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
-    ASSERT_NE(u8_, nullptr) << "bigann10k could not be loaded or indexed (see above)";
-  }
-  static void TearDownTestSuite() {
-    delete u8_;
-    u8_ = nullptr;
-    delete set_;
-    set_ = nullptr;
-  }
-  static matrix_view<const uint32_t> truth() { return set_->truth.as<uint32_t>(); }
-  static real_set* set_;
-  static cagra::index* u8_;
-};
-real_set* CudaSearch::set_ = nullptr;
-cagra::index* CudaSearch::u8_ = nullptr;
+class CudaSearch : public bigann_gpu_suite {};
 
 TEST_F(CudaSearch, DeviceInfo) {
   const cuda::device_info d = cuda::cuda_info(0);
