@@ -2,6 +2,8 @@
 // cudaFree / cudaStreamCreate (besides device_alloc/device_free in device.cu, the raw helpers
 // that backend.hpp offers to code without CUDA headers). Owners are move-only; a moved-from owner holds nothing.
 //  - device_buffer<T>: n elements of device memory (uninitialized); reserve() only grows.
+//  - pinned_buffer<T>: n elements of page-locked host memory that kernels read and write in
+//    place (mapped; with unified addressing the host pointer is the device pointer).
 //  - cuda_stream: a non-blocking stream.
 //  - cuda_event: an event without timing (orders one stream after another).
 //  - device_guard: makes a device current for a scope and restores the previous one.
@@ -50,6 +52,36 @@ class device_buffer {
  private:
   void release() noexcept {
     if (ptr_) CAGRA_CUDA_TRY_NO_THROW(cudaFree(ptr_));
+    ptr_ = nullptr;
+    n_ = 0;
+  }
+  T* ptr_ = nullptr;
+  size_t n_ = 0;
+};
+
+template <typename T>
+class pinned_buffer {
+ public:
+  pinned_buffer() = default;
+  ~pinned_buffer() { release(); }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+
+  /** Makes room for at least n elements; old contents are dropped when it reallocates. */
+  void reserve(size_t n) {
+    if (n <= n_) return;
+    release();
+    void* p = nullptr;
+    CAGRA_CUDA_TRY(cudaHostAlloc(&p, n * sizeof(T), cudaHostAllocMapped | cudaHostAllocPortable));
+    ptr_ = static_cast<T*>(p);
+    n_ = n;
+  }
+  T* data() const { return ptr_; }
+  size_t size() const { return n_; }
+
+ private:
+  void release() noexcept {
+    if (ptr_) CAGRA_CUDA_TRY_NO_THROW(cudaFreeHost(ptr_));
     ptr_ = nullptr;
     n_ = 0;
   }

@@ -41,8 +41,17 @@ struct index_state final : detail::backend_state {
   // and the first bad rows found by the query check ([0]: NaN/Inf, [1]: all zeros for cosine).
   cuda_event after_default_stream;
   device_buffer<unsigned long long> query_flags;
+  // Small host batches (search): queries and results in mapped pinned host memory that the
+  // kernels read and write in place (no copy operations on the latency path).
+  pinned_buffer<uint8_t> host_queries;  // [nq, dim] of the query type
+  pinned_buffer<uint32_t> host_ids;     // [nq, k]
+  pinned_buffer<float> host_distances;  // [nq, k]
   // Multi-CTA search only (grow-only too), for the queries of one launch ("chunk"):
-  device_buffer<uint32_t> mcta_hash;   // [chunk, 1 << hash_bits]: per query the visited set
+  device_buffer<uint32_t> mcta_hash;   // 2 halves of [chunk, 1 << hash_bits]: per query the visited set
+  size_t mcta_half = 0;                // words per half
+  size_t mcta_dirty[2] = {0, 0};       // leading words of each half the last launch on it wrote
+  uint32_t mcta_next = 0;              // the half the next launch searches with (the other is empty)
+  device_buffer<uint32_t> mcta_done;   // [chunk] CTAs finished per query (0 between launches)
   device_buffer<uint32_t> mcta_ids;    // [chunk, n_ctas, 32] each CTA's list
   device_buffer<float> mcta_dists;     // [chunk, n_ctas, 32]
 };

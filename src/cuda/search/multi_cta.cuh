@@ -16,7 +16,11 @@
 // does, was simulated on bigann10k first: the lists then overlap, down to 36 distinct nodes on
 // average for itopk 64 (min 32), and recall was no better; docs/cuda.md has the numbers.)
 // The CTAs never wait for each other (no inter-CTA barrier); at the end each writes its list
-// to a global buffer and multi_cta_merge.cu turns the query's lists into its top k.
+// to a global buffer, and the last of the query's CTAs to finish (a counter per query) turns the
+// lists into the query's top k (multi_cta_merge.cuh): one kernel per call.
+// The visited hash lives in two halves used by alternate launches: while a launch searches with
+// one half, its CTAs empty the other one (what the previous launch wrote), so no memset runs
+// between calls (at batch 1 every microsecond of a call is latency).
 //
 // Thread mapping: all threads insert the initial nodes / the parent's neighbors into the device
 // hash (one id each, coalesced graph reads) and append the ones they inserted to a compact
@@ -37,6 +41,7 @@
 #include "cuda/primitives/team_distance.cuh"
 #include "cuda/primitives/visited_hash.cuh"
 #include "cuda/search/multi_cta.hpp"
+#include "cuda/search/multi_cta_merge.cuh"
 #include "cuda/search/single_cta.cuh"  // mix64, hash_bytes, copy_bytes, query_elem, kParentFlag, kNoId
 
 namespace cagra::cuda {
@@ -46,14 +51,14 @@ constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 
 /** Inserts `id` into the query's device hash: true when this call inserted it (the node is the
  *  caller's), false when it was there already or no free slot was found within
- *  kMultiCtaMaxProbe probes (then the node is skipped). Keys only go from empty to an id during
- *  a search, so a plain read that sees an id sees its final value. */
+ *  kMultiCtaMaxProbe probes (then the node is skipped). One atomicCAS per probe and no read
+ *  before it: an atomic costs one L2 round trip like a load, and a read first made the common
+ *  case (a new node) two round trips, on the critical path of every iteration. */
 __device__ __forceinline__ bool device_hash_insert(uint32_t* keys, uint32_t bits, uint32_t id) {
   const uint32_t mask = (1u << bits) - 1u;
   uint32_t h = (id * 0x9E3779B1u) >> (32 - bits);
   for (uint32_t p = 0; p < kMultiCtaMaxProbe; ++p, h = (h + 1) & mask) {
-    uint32_t old = *reinterpret_cast<const volatile uint32_t*>(keys + h);  // read before the atomic:
-    if (old == kEmptySlot) old = atomicCAS(keys + h, kEmptySlot, id);      // most probes hit a key
+    const uint32_t old = atomicCAS(keys + h, kEmptySlot, id);
     if (old == kEmptySlot) return true;
     if (old == id) return false;
   }
@@ -198,6 +203,15 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
   const uint64_t qi = a.query_offset + blockIdx.y;
   uint32_t* keys = a.d_hash + (uint64_t{blockIdx.y} << a.hash_bits);
 
+  // The other hash half, emptied for the next launch: this CTA's slice of it (stores only; the
+  // half is not read during this launch).
+  if (a.clear_vec4) {
+    const uint64_t n_cta = uint64_t{gridDim.x} * gridDim.y, cta = uint64_t{blockIdx.y} * gridDim.x + blockIdx.x;
+    const uint64_t per = (a.clear_vec4 + n_cta - 1) / n_cta, end = min(a.clear_vec4, (cta + 1) * per);
+    const uint4 empty = make_uint4(kEmptySlot, kEmptySlot, kEmptySlot, kEmptySlot);
+    for (uint64_t w = cta * per + tid; w < end; w += nt) a.d_clear[w] = empty;
+  }
+
   // Step 0: the query (its bytes seed the random nodes, as on the CPU), then the CTA's own random
   // initial nodes (those no other CTA took first) and their distances.
   if (tid == 0) {
@@ -250,11 +264,30 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
     __syncthreads();
   }
 
+  const uint64_t part = uint64_t{blockIdx.y} * a.n_ctas * kMultiCtaList;
   if (tid < 32) {
-    const uint64_t o = (uint64_t{blockIdx.y} * a.n_ctas + blockIdx.x) * kMultiCtaList + tid;
-    a.d_part_ids[o] = li == kNoId ? kNoId : li & kIdMask;
-    a.d_part_dists[o] = ld;
+    a.d_part_ids[part + blockIdx.x * kMultiCtaList + tid] = li == kNoId ? kNoId : li & kIdMask;
+    a.d_part_dists[part + blockIdx.x * kMultiCtaList + tid] = ld;
   }
+  // The last CTA of the query merges (threadfence reduction: each CTA publishes its list before
+  // it counts itself; the last one to count sees every list).
+  __shared__ bool s_last;
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(a.d_done + blockIdx.y, 1u) == a.n_ctas - 1;
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  float* md = reinterpret_cast<float*>(smem + a.smem_merge);
+  uint32_t* mi = reinterpret_cast<uint32_t*>(smem + a.smem_merge + size_t{a.merge_p2} * sizeof(float));
+  const uint64_t out = qi * a.k;
+  if (a.k <= kHeadMergeMaxK && a.n_ctas <= 128)
+    merge_query_heads(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas, a.k, md, mi, a.d_ids + out,
+                      a.d_distances ? a.d_distances + out : nullptr);
+  else
+    merge_query_lists(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas * kMultiCtaList, a.merge_p2, a.k, md,
+                      mi, a.d_ids + out, a.d_distances ? a.d_distances + out : nullptr);
+  if (tid == 0) a.d_done[blockIdx.y] = 0;  // ready for the next launch
 }
 
 }  // namespace dev

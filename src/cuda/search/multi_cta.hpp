@@ -1,7 +1,7 @@
 // Host-side view of the multi-CTA search (paper §IV-C2): the argument block of the search kernel,
-// the launchers (the search kernel is explicitly instantiated once per storage type in
-// src/cuda/search/inst_mcta_*.cu; the merge kernel lives in multi_cta_merge.cu) and the layout
-// of the per-query device workspace. See multi_cta.cuh for the kernel and why it is built so.
+// its launcher (explicitly instantiated once per storage type in src/cuda/search/inst_mcta_*.cu)
+// and the layout of the per-query device workspace. See multi_cta.cuh for the kernel and why it
+// is built so.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +16,8 @@ constexpr uint32_t kMultiCtaList = 32;
 /** Largest itopk of the multi-CTA search: ceil(itopk / 32) CTAs per query, whose 32-entry lists
  *  (<= 4096 entries) are sorted by one CTA of the merge kernel in 32 KB of shared memory. */
 constexpr uint32_t kMultiCtaMaxItopk = 4096;
+/** Fewest iterations per CTA of the automatic iteration budget (search.cu). */
+constexpr uint32_t kMultiCtaMinIterations = 4;
 /** Threads per CTA at most (the __launch_bounds__ of the search kernel). */
 constexpr uint32_t kMultiCtaMaxBlock = 256;
 /** Slots probed at most by one insertion into the per-query device hash; a node that finds no
@@ -32,6 +34,11 @@ struct multi_cta_args {
   uint32_t* d_hash;           // [chunk, 1 << hash_bits]: per query the visited set (node ids)
   uint32_t* d_part_ids;       // [chunk, n_ctas, 32] each CTA's list (ids without flags)
   float* d_part_dists;        // [chunk, n_ctas, 32]
+  uint32_t* d_done;           // [chunk] CTAs finished per query: 0 at launch, the last resets it
+  uint32_t* d_ids;            // [n_queries, k] results (+ query_offset * k); device or mapped host
+  float* d_distances;         // [n_queries, k] or null
+  uint4* d_clear;             // words of the other hash half to empty during this launch ...
+  uint64_t clear_vec4;        // ... as this many 16-byte stores, spread over all CTAs
   uint64_t n_rows;            // N
   uint64_t seed;              // search_params::seed (mixed with each query's bytes)
   uint64_t query_offset;      // first query of this launch (row of d_queries)
@@ -44,25 +51,22 @@ struct multi_cta_args {
   uint32_t cand_cap;          // max(d, n_init): capacity of the candidate list
   uint32_t max_iterations, min_iterations;
   uint32_t hash_bits;         // log2(slots) of the per-query device hash
+  uint32_t k;                 // results per query
+  uint32_t merge_p2;          // n_ctas * 32 rounded up to a power of two (the merge's sort)
   uint32_t metric;            // cagra::metric
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
   uint32_t smem_cand_d;       // float [cand_cap]
   uint32_t smem_cand_i;       // uint32 [cand_cap]
+  uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
 };
 
 /** Launches the search kernel for storage type T (float, __half, uint8_t, int8_t) with `team`
- *  lanes per distance: grid (args.n_ctas, n_queries), `block` threads. Checks the launch. */
+ *  lanes per distance: grid (args.n_ctas, n_queries), `block` threads; the last CTA of each
+ *  query merges the lists into its top k. Checks the launch. */
 template <typename T>
 void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block,
                       size_t smem_bytes, cudaStream_t stream);
-
-/** Launches the merge: per query, the n_ctas * 32 list entries of the search kernel are sorted,
- *  duplicates dropped, and the first k written to ids/distances + query_offset * k (distances
- *  may be null). Checks the launch. */
-void launch_multi_cta_merge(const uint32_t* part_ids, const float* part_dists, uint32_t n_ctas, uint32_t k,
-                            uint32_t n_queries, uint64_t query_offset, uint32_t* ids, float* distances,
-                            cudaStream_t stream);
 
 }  // namespace cagra::cuda

@@ -5,7 +5,9 @@
 // memory, reads the caller's queries and writes the caller's buffers), and chunks the work:
 // single-CTA grids by 65535 queries, multi-CTA launches by what the per-query device hash
 // allows in kMultiCtaWorkspace bytes. Asking for single-CTA with itopk > 512 is an error, never
-// a silent switch.
+// a silent switch. Small host batches (<= kMappedMaxQueries, latency) skip the copies: the
+// kernels read the queries from and write the results to mapped pinned host memory, so a
+// batch-1 call is one launch and one synchronize.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -112,8 +114,12 @@ launch_plan make_launch_plan(const index_state& st, uint32_t k, const search_par
 }
 
 /** Bytes of device workspace (hash + per-CTA lists) one multi-CTA launch may use: larger
- *  batches are split into launches of as many queries as fit (at least one). */
-constexpr size_t kMultiCtaWorkspace = size_t{256} << 20;
+ *  batches are split into launches of as many queries as fit (at least one). The hash is kept
+ *  twice (two halves, see multi_cta.cuh), so the workspace is about twice this. */
+constexpr size_t kMultiCtaWorkspace = size_t{128} << 20;
+
+/** Host batches of at most this many queries go through mapped pinned memory (no copies). */
+constexpr int64_t kMappedMaxQueries = 256;
 
 /** The launch configuration of one multi-CTA search call. */
 struct multi_launch_plan {
@@ -146,9 +152,20 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
                       lists_for(kMultiCtaMaxItopk));
   a.n_init = st.degree * samplings;
   a.cand_cap = std::max(st.degree, a.n_init);
-  a.max_iterations = plan.max_iterations;
-  a.min_iterations = plan.min_iterations;
+  // Iterations per CTA: an explicit max_iterations is each CTA's cap; the automatic one is the
+  // single-CTA budget (itopk + 16 + log2 N expansions, cpu::make_search_plan) shared by the
+  // CTAs, at least kMultiCtaMinIterations each. Each CTA expands one parent per iteration, so
+  // without the split a CTA ran until its own 32 entries were all expanded (>= 32 dependent
+  // iterations, ~2 us each): batch-1 latency did not fall with more CTAs. Fashion-MNIST, H200,
+  // batch 1, itopk 32, 16 CTAs: recall@10 0.9955 at 4 iterations each (40 us a query) against
+  // 1.0000 uncapped (120 us); docs/cuda.md.
+  a.max_iterations = params.max_iterations
+                         ? plan.max_iterations
+                         : std::max(kMultiCtaMinIterations, (plan.max_iterations + a.n_ctas - 1) / a.n_ctas);
+  a.min_iterations = std::min(plan.min_iterations, a.max_iterations);
   a.metric = static_cast<uint32_t>(m);
+  a.k = k;
+  a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));
 
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
   // expected to visit, estimated as the CPU plan does (top-list entries x d, plus the initial
@@ -170,7 +187,9 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
   a.smem_raw = align16(q_smem);
   a.smem_cand_d = a.smem_raw + align16(q_bytes);
   a.smem_cand_i = a.smem_cand_d + align16(a.cand_cap * 4);
-  lp.smem = a.smem_cand_i + align16(a.cand_cap * 4);
+  // The merge's sort reuses the raw query and the candidates once the search is over.
+  a.smem_merge = a.smem_raw;
+  lp.smem = std::max<size_t>(a.smem_cand_i + align16(a.cand_cap * 4), a.smem_merge + size_t{a.merge_p2} * 8);
 
   const size_t per_query = (size_t{4} << a.hash_bits) + size_t{a.n_ctas} * kMultiCtaList * 8;
   lp.chunk = static_cast<uint32_t>(std::clamp<size_t>(kMultiCtaWorkspace / per_query, 1, 65535));
@@ -270,28 +289,45 @@ void run_kernels(const index& idx, index_state& st, search_algo algo, const uint
                   "the multi-CTA search needs %zu bytes of shared memory per CTA (graph_degree x "
                   "samplings = %u), more than the device's %d", lp.smem, lp.args.n_init, smem_limit);
     const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
-    const size_t hash_words = size_t{chunk} << lp.args.hash_bits;
+    const size_t half = size_t{chunk} << lp.args.hash_bits;
     const size_t part = size_t{chunk} * lp.args.n_ctas * kMultiCtaList;
-    st.mcta_hash.reserve(hash_words);
+    if (st.mcta_half < half) {  // both halves (re)allocated empty (kEmptySlot: all-ones bytes)
+      st.mcta_half = 0;
+      st.mcta_hash = device_buffer<uint32_t>(2 * half);
+      CAGRA_CUDA_TRY(cudaMemsetAsync(st.mcta_hash.data(), 0xFF, st.mcta_hash.bytes(), stream));
+      st.mcta_half = half;
+      st.mcta_dirty[0] = st.mcta_dirty[1] = 0;
+    }
+    if (st.mcta_done.size() < chunk) {  // the per-query finish counters start (and end) at 0
+      st.mcta_done = device_buffer<uint32_t>(chunk);
+      CAGRA_CUDA_TRY(cudaMemsetAsync(st.mcta_done.data(), 0, st.mcta_done.bytes(), stream));
+    }
     st.mcta_ids.reserve(part);
     st.mcta_dists.reserve(part);
     multi_cta_args a = lp.args;
     a.d_dataset = st.dataset.data();
     a.d_graph = st.graph.data();
     a.d_queries = d_queries;
-    a.d_hash = st.mcta_hash.data();
     a.d_part_ids = st.mcta_ids.data();
     a.d_part_dists = st.mcta_dists.data();
+    a.d_done = st.mcta_done.data();
+    a.d_ids = d_ids;
+    a.d_distances = d_distances;
     dispatch_device_type(st.type, [&](auto tag) {
       using T = decltype(tag);
       for (int64_t first = 0; first < nq; first += chunk) {
         const uint32_t n = static_cast<uint32_t>(std::min<int64_t>(chunk, nq - first));
         a.query_offset = static_cast<uint64_t>(first);
-        // The visited sets of this launch's queries, empty (kEmptySlot: all-ones bytes).
-        CAGRA_CUDA_TRY(cudaMemsetAsync(a.d_hash, 0xFF, (size_t{n} << a.hash_bits) * sizeof(uint32_t), stream));
+        // This launch searches with half h (empty: only the half of the last launch is ever
+        // dirty) and empties the other one, which the last launch used.
+        const uint32_t h = st.mcta_next;
+        a.d_hash = st.mcta_hash.data() + h * st.mcta_half;
+        a.d_clear = reinterpret_cast<uint4*>(st.mcta_hash.data() + (1 - h) * st.mcta_half);
+        a.clear_vec4 = st.mcta_dirty[1 - h] / 4;  // words are a multiple of 2^10
         launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream);
-        launch_multi_cta_merge(a.d_part_ids, a.d_part_dists, a.n_ctas, k, n, a.query_offset, d_ids, d_distances,
-                               stream);
+        st.mcta_dirty[1 - h] = 0;
+        st.mcta_dirty[h] = size_t{n} << a.hash_bits;
+        st.mcta_next = 1 - h;
       }
     });
   }
@@ -328,6 +364,18 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
   const cudaStream_t stream = st->stream.get();
   const size_t q_bytes = queries.size_bytes();
   const size_t n_out = size_t(nq) * k;
+  if (nq <= kMappedMaxQueries) {  // latency: the kernels use the pinned host buffers in place
+    st->host_queries.reserve(q_bytes);
+    st->host_ids.reserve(n_out);
+    if (distances) st->host_distances.reserve(n_out);
+    std::memcpy(st->host_queries.data(), queries.data(), q_bytes);
+    run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, st->host_ids.data(),
+                distances ? st->host_distances.data() : nullptr, device, stream);
+    st->stream.sync();
+    std::memcpy(ids, st->host_ids.data(), n_out * sizeof(uint32_t));
+    if (distances) std::memcpy(distances, st->host_distances.data(), n_out * sizeof(float));
+    return;
+  }
   st->queries.reserve(q_bytes);
   st->ids.reserve(n_out);
   if (distances) st->distances.reserve(n_out);
