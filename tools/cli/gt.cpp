@@ -4,6 +4,10 @@
 // query sets of thousands, not millions. With --backend cuda (or auto on a large problem with a
 // GPU visible) it runs on the GPU through cuBLAS; the printed QPS is the exact search's, to quote
 // beside CAGRA's.
+#include <filesystem>
+#include <fstream>
+
+#include "bench_json.hpp"
 #include "cli.hpp"
 
 namespace cagra::cli {
@@ -33,6 +37,8 @@ int run_gt(const args& a) {
     throw usage_error("output '" + out + "' must end in .ibin (ids, then distances)");
   }
   check_output(out, {base_path, queries_path}, a.has("--force"));
+  const std::string json_path = a.str("--json");
+  if (!json_path.empty()) check_output(json_path, {base_path, queries_path, out}, true);  // appended to
 
   host_matrix base = io::read_matrix(base_path);
   host_matrix queries = io::read_matrix(queries_path);
@@ -64,6 +70,33 @@ int run_gt(const args& a) {
   std::printf("qps           %.1f  (exact search, queries / second, conversion and transfers included)\n",
               seconds > 0 ? double(gt.rows) / seconds : 0.0);
   std::printf("saved         %s\n", out.c_str());
+  if (!json_path.empty()) {
+    // The exact search as one more system of the benchmark (recall 1 by definition), beside
+    // CAGRA's points: bench/plot.py draws it as a marker.
+    const bool gpu = std::string(gt_backend(res, queries.rows(), base.rows(), k)) != "cpu";
+    bench_record rec;
+    rec.run_id = make_run_id();
+    rec.system = gpu ? "cuda-brute-force" : "cpu-brute-force";
+    rec.threads = effective_threads(res.num_threads);
+    rec.device = gpu ? cuda_device_name(res.device)
+                     : cpu_model() + " (" + std::to_string(rec.threads) + " threads)";
+    rec.commit = commit_id();
+    rec.dataset = a.has("--dataset") ? a.str("--dataset")
+                                     : std::filesystem::path(queries_path).filename().string();
+    rec.metric = to_string(m);
+    rec.n = base.rows();
+    rec.dim = base.cols();
+    rec.nq = gt.rows;
+    rec.batch = 0;
+    rec.k = k;
+    rec.storage = to_string(base.type());
+    rec.recall = 1.0;
+    rec.qps = seconds > 0 ? double(gt.rows) / seconds : 0.0;
+    rec.latency_ms = seconds * 1e3;
+    std::ofstream json(json_path, std::ios::app);
+    if (!json) throw cagra::error("cannot open '" + json_path + "' for appending");
+    json << to_json(rec) << "\n";
+  }
   return 0;
 }
 
@@ -83,6 +116,8 @@ const command_spec& gt_command() {
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--threads", nullptr, "T", "CPU threads (default: all)"},
           {"--force", nullptr, nullptr, "replace GT if it exists"},
+          {"--json", nullptr, "FILE", "append the exact search's QPS as a bench JSON line"},
+          {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},
       },
       {"BASE", "QUERIES"},
       run_gt};

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Benchmark of one 1M-scale real data set on the lent GPU machine, every system in the same run:
+# CAGRA on the GPU (batch 10K and batch 1), exact GPU brute force (cuBLAS), our CPU backend on all
+# host cores (with --stats: distance computations and bytes per query), hnswlib (M=16,
+# efConstruction=200, all host cores; batch 1 on one thread), and a device-to-device copy
+# bandwidth measured in the same run. JSON lines go to $OUT/NAME.jsonl, the log to $OUT/NAME.log,
+# and a QPS-at-recall table is printed last.
+#
+#   OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/device-bench-real.sh NAME [METRIC]
+#
+# NAME is a data set staged by scripts/stage.sh into $DATA_ROOT/NAME (default /tmp/cagra-data)
+# holding base.{u8bin,fbin}, query.{u8bin,fbin} and gt.ibin (k = 100): the recipes in
+# docs/datasets.md (sift-wall-1m: l2; minilm-1m: cosine). Carry third_party/ (hnswlib).
+# Environment: BUILD_DIR (build-device), THREADS (all), DEGREE (32), INTERMEDIATE (64),
+# BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), BUDGET_S (560:
+# optional steps are skipped past it), SKIP_HNSW=1 leaves hnswlib out.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+NAME=${1:?usage: device-bench-real.sh NAME [METRIC]}
+METRIC=${2:-l2}
+OUT=${OUT:-/tmp/out}
+BUILD_DIR=${BUILD_DIR:-build-device}
+JOBS=${JOBS:-$(nproc)}
+THREADS=${THREADS:-$(nproc)}
+DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
+W=${WORK_DIR:-/tmp/cagra-bench-$NAME}
+DEGREE=${DEGREE:-32}
+INTERMEDIATE=${INTERMEDIATE:-64}
+BUDGET_S=${BUDGET_S:-560}
+mkdir -p "$OUT" "$W"
+export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+J="$OUT/$NAME.jsonl"
+L="$OUT/$NAME.log"
+say() { echo "[$(printf '%4d' $SECONDS)s] $*" | tee -a "$L"; }
+pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin "$DATA/$1".i8bin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
+base=$(pick base)
+queries=$(pick query)
+gt="$DATA/gt.ibin"
+[ -n "$base" ] && [ -n "$queries" ] && [ -s "$gt" ] ||
+  { echo "device-bench-real: $DATA lacks base.*, query.* or gt.ibin (stage it first: docs/datasets.md)"; exit 2; }
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv || true
+  echo "cores: $(nproc)"; lscpu | grep -E "Model name|^CPU\(s\)" || true
+  echo "commit: $CAGRA_COMMIT; data: $base $queries $gt; metric $METRIC"
+} >"$L" 2>&1
+
+say "configure + build ($BUILD_DIR, CUDA sm_90, cagra_cli + hnswlib_peer)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" \
+  >"$W/build.log" 2>&1 &&
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target cagra_cli hnswlib_peer >>"$W/build.log" 2>&1 ||
+  { say "build failed"; tail -30 "$W/build.log"; exit 1; }
+C="$BUILD_DIR/cagra"
+
+say "device copy bandwidth (torch, 4 GiB device-to-device, CUDA events)"
+python3 - <<'EOF' 2>&1 | tee -a "$L"
+import torch
+n = 4 << 30
+src = torch.empty(n, dtype=torch.uint8, device="cuda").random_(0, 255)
+dst = torch.empty_like(src)
+for _ in range(3): dst.copy_(src)
+ts = []
+for _ in range(10):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record(); dst.copy_(src); b.record(); b.synchronize(); ts.append(a.elapsed_time(b) / 1e3)
+ts.sort(); med = ts[len(ts) // 2]
+print(f"copy_bandwidth {torch.cuda.get_device_name()}: 4 GiB read + 4 GiB written, median of 10 "
+      f"{med * 1e3:.3f} ms -> {2 * n / med / 1e9:.1f} GB/s (best {2 * n / ts[0] / 1e9:.1f} GB/s)")
+EOF
+
+say "exact GPU brute force (cuBLAS), k = 100, checked against the staged ground truth"
+"$C" gt "$base" "$queries" -k 100 -o "$W/gt-gpu.ibin" --metric "$METRIC" --backend cuda --force \
+  --json "$J" --dataset "$NAME" 2>&1 | grep -vE "%" | tee -a "$L"
+say "GPU brute force vs staged truth: $("$C" eval "$W/gt-gpu.ibin" "$gt" -k 10 2>&1 | tail -1)"
+
+rc=0
+run_bench() { say "$1"; shift; "$C" bench "$@" 2>&1 | tee -a "$L" || rc=1; }
+bench_index() {  # STORAGE LABEL
+  local storage=$1 idx="$W/$NAME-$1.cagra"
+  say "cagra build: degree $DEGREE, intermediate $INTERMEDIATE, storage $storage, backend ${BUILD_BACKEND:-auto}"
+  "$C" build "$base" -o "$idx" --metric "$METRIC" --graph-degree "$DEGREE" --intermediate-degree "$INTERMEDIATE" \
+    --storage "$storage" --backend "${BUILD_BACKEND:-auto}" --force --threads "$THREADS" >"$W/build-$storage.log" 2>&1 ||
+    { say "index build failed"; tail "$W/build-$storage.log" | tee -a "$L"; rc=1; return; }
+  grep -E "^(build|time)" "$W/build-$storage.log" | tee -a "$L"
+  local build_s
+  build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$W/build-$storage.log")
+  local common=(--dataset "$NAME" --json "$J" -k 10 --build-s "$build_s")
+  run_bench "cuda $storage, batch 10000" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
+    --itopk 16,24,32,48,64,96,128,192,256,384,512 "${common[@]}"
+  run_bench "cuda $storage, batch 1" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
+    --itopk 16,32,64,128 --search-width 4,8,16,32 "${common[@]}"
+  [ "$storage" = f16 ] && return
+  run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
+    --threads "$THREADS" --repeat 2 --itopk 16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
+}
+case "$base" in *.fbin) bench_index f32 ;; *) bench_index input ;; esac
+
+if [ "${SKIP_HNSW:-0}" != 1 ]; then
+  say "hnswlib M=16 efC=200 ($THREADS threads; batch 1 on one thread)"
+  "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch 0,1 \
+    --ef 10,16,24,32,48,64,96,128,192,256,384,512 --dataset "$NAME" --json "$J" 2>&1 | tee -a "$L" || rc=1
+fi
+
+if [ "${F16:-0}" = 1 ] && [ $SECONDS -lt $((BUDGET_S - 200)) ]; then
+  bench_index f16
+else
+  say "f16 storage skipped (F16=${F16:-0} or budget)"
+fi
+
+say "== QPS at recall@10 ($NAME) =="
+python3 bench/plot.py --qps-at 0.90,0.95,0.99 "$J" --dataset "$NAME" 2>&1 | tee -a "$L"
+say "bench exit $rc; JSON lines: $(wc -l <"$J") in $J"
+exit $rc
