@@ -63,6 +63,22 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
     }
   }
 
+  // Cost per iteration: a sweep of the per-CTA iteration cap at 16 CTAs (the slope is one
+  // iteration's latency, the intercept the rest of the call).
+  for (uint32_t width : {4u, 16u}) {
+    std::printf("[ latency  ] %u CTAs, itopk 32, latency by iterations per CTA:", width);
+    for (uint32_t iters : {1u, 2u, 4u, 8u, 16u, 32u}) {
+      search_params p;
+      p.itopk_size = 32;
+      p.search_width = width;
+      p.max_iterations = iters;
+      const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
+      std::printf(" %u: %.1f us", iters,
+                  mean_us(reps, [&] { cuda::search(idx, hq, k, p, plan, ids.data(), nullptr, 0); }));
+    }
+    std::printf("\n");
+  }
+
   // The runtime pieces.
   void* d = nullptr;
   ASSERT_EQ(cudaMalloc(&d, 1 << 20), cudaSuccess);
