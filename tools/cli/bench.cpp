@@ -54,6 +54,17 @@ int run_bench(const args& a) {
   const std::vector<uint32_t> itopks = a.uint_list("--itopk", kDefaultItopk, 1, UINT32_MAX);
   const std::vector<uint32_t> widths = a.uint_list("--search-width", {1}, 1, UINT32_MAX);
   const auto max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", 0));
+  const std::vector<uint32_t> teams = a.uint_list("--team-size", {0}, 0, 32);
+  for (uint32_t t : teams)
+    if (t != 0 && t != 2 && t != 4 && t != 8 && t != 16 && t != 32)
+      throw usage_error("--team-size: expected 0 (auto), 2, 4, 8, 16 or 32, got " + std::to_string(t));
+  const std::string algo_name = a.str("--algo", "auto");
+  search_algo algo = search_algo::automatic;
+  if (algo_name == "single") algo = search_algo::single_cta;
+  else if (algo_name == "multi") algo = search_algo::multi_cta;
+  else if (algo_name != "auto") throw usage_error("--algo: expected auto, single or multi, got '" + algo_name + "'");
+  const auto hash_bits = static_cast<uint32_t>(a.uint("--hash-bits", 0, 0, 24));
+  const auto hash_reset = static_cast<uint32_t>(a.uint("--hash-reset-interval", 0, 0, 1u << 20));
   const auto batch = static_cast<int64_t>(a.uint("--batch", 0, 0, kMaxRows));
   const auto repeat = static_cast<int>(a.uint("--repeat", 1, 1, 1000));
   const double build_s = a.real("--build-s", -1, 0, 1e12);
@@ -117,6 +128,9 @@ int run_bench(const args& a) {
   rec.k = k;
   rec.max_iterations = max_iterations;
   rec.build_s = build_s;
+  rec.algo = algo == search_algo::automatic ? "" : algo == search_algo::single_cta ? "single_cta" : "multi_cta";
+  rec.hash_bits = hash_bits;
+  rec.hash_reset_interval = hash_reset;
 
   std::printf("index     %s: %lld x %u %s, degree %u, metric %s\n", index_path.c_str(),
               static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
@@ -124,7 +138,7 @@ int run_bench(const args& a) {
   std::printf("queries   %lld, k %u, batch %s, %s, %s, best of %d\n", static_cast<long long>(nq),
               k, batch == 0 ? "all" : std::to_string(batch).c_str(), rec.system.c_str(),
               rec.device.c_str(), repeat);
-  std::printf("\n%6s %6s %10s %12s", "itopk", "width", ("recall@" + std::to_string(k)).c_str(),
+  std::printf("\n%6s %6s %4s %10s %12s", "itopk", "width", "team", ("recall@" + std::to_string(k)).c_str(),
               "QPS");
   if (batch > 0) std::printf(" %12s", batch == 1 ? "latency ms" : "ms/batch");
   if (want_stats) std::printf(" %10s %9s %8s %12s", "dist/q", "parents/q", "iters/q", "bytes/q");
@@ -138,47 +152,55 @@ int run_bench(const args& a) {
 
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
-  for (uint32_t width : widths) {
-    for (uint32_t itopk : sweep_itopk) {
-      search_params sp;
-      sp.itopk_size = itopk;
-      sp.search_width = width;
-      sp.max_iterations = max_iterations;
-      pass_result best;
-      for (int r = 0; r < repeat; ++r) {
-        pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist);
-        if (r == 0 || p.seconds < best.seconds) best = p;
-      }
-      rec.itopk = itopk;
-      rec.search_width = width;
-      rec.recall = recall({ids.data(), nq, k}, truth.ids.as<const uint32_t>(), k);
-      rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
-      rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
-      std::printf("%6u %6u %10.4f %12.0f", itopk, width, rec.recall, rec.qps);
-      if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
-      if (want_stats) {
-        // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
-        // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
-        // read (one row per distance) + graph rows read (one per parent).
-        cpu::search_stats st;
-        std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
-        cpu::search(idx, stats_queries, k, sp, sids.data(), nullptr, res.num_threads, &st);
-        const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
-        rec.dists_per_query = st.distances / q;
-        rec.parents_per_query = st.parents / q;
-        rec.iterations_per_query = st.iterations / q;
-        rec.hash_resets_per_query = st.hash_resets / q;
-        rec.bytes_per_query = rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
-                              rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
-        std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
-                    rec.iterations_per_query, rec.bytes_per_query);
-      }
-      std::printf("\n");
-      std::fflush(stdout);
-      if (json.is_open()) {
-        json << to_json(rec) << '\n';
-        json.flush();
-        if (!json) throw cagra::error("cannot write to '" + json_path + "'");
+  for (uint32_t team : teams) {
+    for (uint32_t width : widths) {
+      for (uint32_t itopk : sweep_itopk) {
+        search_params sp;
+        sp.itopk_size = itopk;
+        sp.search_width = width;
+        sp.max_iterations = max_iterations;
+        sp.team_size = team;
+        sp.algo = algo;
+        sp.hash_bits = hash_bits;
+        sp.hash_reset_interval = hash_reset;
+        pass_result best;
+        for (int r = 0; r < repeat; ++r) {
+          pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist);
+          if (r == 0 || p.seconds < best.seconds) best = p;
+        }
+        rec.itopk = itopk;
+        rec.search_width = width;
+        rec.team_size = team;
+        rec.recall = recall({ids.data(), nq, k}, truth.ids.as<const uint32_t>(), k);
+        rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
+        rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
+        std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width, team ? std::to_string(team).c_str() : "auto",
+                    rec.recall, rec.qps);
+        if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
+        if (want_stats) {
+          // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
+          // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
+          // read (one row per distance) + graph rows read (one per parent).
+          cpu::search_stats st;
+          std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
+          cpu::search(idx, stats_queries, k, sp, sids.data(), nullptr, res.num_threads, &st);
+          const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
+          rec.dists_per_query = st.distances / q;
+          rec.parents_per_query = st.parents / q;
+          rec.iterations_per_query = st.iterations / q;
+          rec.hash_resets_per_query = st.hash_resets / q;
+          rec.bytes_per_query = rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
+                                rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
+          std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
+                      rec.iterations_per_query, rec.bytes_per_query);
+        }
+        std::printf("\n");
+        std::fflush(stdout);
+        if (json.is_open()) {
+          json << to_json(rec) << '\n';
+          json.flush();
+          if (!json) throw cagra::error("cannot write to '" + json_path + "'");
+        }
       }
     }
   }
@@ -200,6 +222,10 @@ const command_spec& bench_command() {
           {"--itopk", nullptr, "LIST", "itopk values (default 16,32,64,96,128,192,256,384,512)"},
           {"--search-width", nullptr, "LIST", "search widths (default 1)"},
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
+          {"--team-size", nullptr, "LIST", "GPU threads per distance, swept: 0 = auto (default), 2..32"},
+          {"--algo", nullptr, "A", "GPU kernel: auto (default), single or multi (CTA)"},
+          {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
+          {"--hash-reset-interval", nullptr, "I", "forgettable hash: reset every I iterations (default 0 = never)"},
           {"--batch", nullptr, "B", "queries per search call: 0 = all (default); 1 = one query "
                                     "per call on one thread (latency)"},
           {"--repeat", nullptr, "R", "timed passes per point, the best is kept (default 1)"},

@@ -80,7 +80,12 @@ std::string to_json(const bench_record& r) {
     << ",\"k\":" << r.k << ",\"params\":{\"itopk\":" << r.itopk
     << ",\"search_width\":" << r.search_width << ",\"max_iterations\":" << r.max_iterations
     << ",\"threads\":" << r.threads << ",\"storage\":" << json_quote(r.storage)
-    << ",\"graph_degree\":" << r.graph_degree << "},\"recall\":" << json_number(r.recall, "%.6f")
+    << ",\"graph_degree\":" << r.graph_degree;
+  if (r.team_size) o << ",\"team_size\":" << r.team_size;
+  if (!r.algo.empty()) o << ",\"algo\":" << json_quote(r.algo);
+  if (r.hash_bits) o << ",\"hash_bits\":" << r.hash_bits;
+  if (r.hash_reset_interval) o << ",\"hash_reset_interval\":" << r.hash_reset_interval;
+  o << "},\"recall\":" << json_number(r.recall, "%.6f")
     << ",\"qps\":" << json_number(r.qps, "%.2f") << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));
   if (r.dists_per_query >= 0) {

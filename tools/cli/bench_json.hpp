@@ -24,6 +24,11 @@ struct bench_record {
   uint32_t search_width = 0;
   uint32_t max_iterations = 0;
   int threads = 0;
+  // Search settings for the ablations (written into params only when not the default: 0 / "").
+  uint32_t team_size = 0;
+  std::string algo;            // "single_cta" / "multi_cta" when forced
+  uint32_t hash_bits = 0;
+  uint32_t hash_reset_interval = 0;
   std::string storage;         // element type of the index's stored vectors ("u8", "f32", ...)
   uint32_t graph_degree = 0;
   double recall = 0;
