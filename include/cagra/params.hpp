@@ -66,7 +66,9 @@ struct index_params {
   knn_graph_params knn;
   reorder_kind reorder = reorder_kind::rank;
   storage_type storage = storage_type::same_as_input;
-  /** All randomness of the build comes from this seed: same seed, same graph. */
+  /** All randomness of the build comes from this seed: on the CPU backend, same seed, same graph
+   *  (any thread count). The GPU NN-descent is not bit-deterministic (which proposals survive a
+   *  full buffer depends on timing); the GPU optimize is (it equals the CPU's bit for bit). */
   uint64_t seed = 0;
 
   /** Throws one cagra::error listing every violated constraint (`rows` = dataset size). */

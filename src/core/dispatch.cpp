@@ -11,6 +11,8 @@
 #include "cpu/distance.hpp"
 #ifdef CAGRA_HAVE_CUDA
 #include "cuda/backend.hpp"
+#include "cuda/graph/nn_descent.hpp"
+#include "cuda/graph/optimize.hpp"
 #endif
 
 namespace cagra {
@@ -21,14 +23,19 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/** Build stages (kNN graph, optimize): the CUDA backend when asked for (it needs a visible GPU)
+ *  or for `automatic` when a GPU is visible; the CPU otherwise. */
 backend resolve_backend(const resources& res) {
-  if (res.target == backend::cuda) {
 #ifdef CAGRA_HAVE_CUDA
-    CAGRA_FAIL("the CUDA backend is not implemented yet in this version; use --backend cpu");
-#else
-    CAGRA_FAIL("this build has no CUDA backend (configure with -DCAGRA_CUDA=ON on a machine with nvcc)");
-#endif
+  if (res.target == backend::cuda) {
+    CAGRA_EXPECTS(cuda::device_count() > 0, "the CUDA backend was asked for but no CUDA device is visible");
+    return backend::cuda;
   }
+  if (res.target == backend::automatic && cuda::device_count() > 0) return backend::cuda;
+#else
+  CAGRA_EXPECTS(res.target != backend::cuda,
+                "this build has no CUDA backend (configure with -DCAGRA_CUDA=ON on a machine with nvcc)");
+#endif
   return backend::cpu;
 }
 
@@ -48,9 +55,10 @@ backend resolve_search_backend(const resources& res) {
 #endif
 }
 
-/** Exact or approximate kNN graph over `data` (already in its storage/compute type). */
-knn_graph knn_stage(const resources& res, const index_params& p, const host_matrix& data, knn_algo* used,
-                    uint32_t* iterations) {
+/** Exact or approximate kNN graph over `data` (already in its storage/compute type) on backend
+ *  `b` (resolved). */
+knn_graph knn_stage(const resources& res, backend b, const index_params& p, const host_matrix& data,
+                    knn_algo* used, uint32_t* iterations) {
   const uint32_t k = p.intermediate_graph_degree;
   const int64_t n = data.rows();
   knn_algo algo = p.knn.algo;
@@ -60,6 +68,20 @@ knn_graph knn_stage(const resources& res, const index_params& p, const host_matr
     algo = n <= std::max<int64_t>(10000, int64_t{4} * k * k) ? knn_algo::brute_force : knn_algo::nn_descent;
   if (used) *used = algo;
   if (iterations) *iterations = 0;
+#ifdef CAGRA_HAVE_CUDA
+  if (b == backend::cuda) {
+    if (algo == knn_algo::brute_force) {
+      CAGRA_EXPECTS(k <= cuda::brute_force_max_k(),
+                    "the CUDA brute-force kNN graph takes intermediate_graph_degree <= %u (got %u): use "
+                    "knn_algo::nn_descent or the CPU backend", cuda::brute_force_max_k(), k);
+      knn_graph g = cuda::brute_force(data, data, p.metric, k, true, res.device);
+      if (res.progress) res.progress("brute-force kNN", 1.0);
+      return g;
+    }
+    return cuda::nn_descent(data, p.metric, k, p.knn, p.seed, res.device, res.progress, iterations);
+  }
+#endif
+  (void)b;
   if (algo == knn_algo::brute_force)
     return cpu::brute_force(data, data, p.metric, k, true, res.num_threads, res.progress);
   return cpu::nn_descent(data, p.metric, k, p.knn, p.seed, res.num_threads, res.progress, iterations);
@@ -114,18 +136,24 @@ index build(const resources& res, const index_params& params, dataset_view datas
   params.validate(dataset.rows);
   build_report rep;
   rep.backend_used = resolve_backend(res);
+  const bool gpu = rep.backend_used == backend::cuda;
   const int nt = cpu::thread_count(res.num_threads);
   host_matrix stored = core::to_storage(dataset, params.metric, params.storage, nt);
+  // The graph is computed on the stored vectors; the CPU computes f16 storage in f32 (its f16
+  // distance is slow), the GPU reads the f16 rows themselves (half the device memory).
   host_matrix compute_copy;
-  if (stored.type() == dtype::f16) compute_copy = compute_matrix(dataset, params, nt);
-  const host_matrix& compute = stored.type() == dtype::f16 ? compute_copy : stored;
+  if (stored.type() == dtype::f16 && !gpu) compute_copy = compute_matrix(dataset, params, nt);
+  const host_matrix& compute = stored.type() == dtype::f16 && !gpu ? compute_copy : stored;
 
   const auto t1 = clock_type::now();
-  knn_graph knn = knn_stage(res, params, compute, &rep.knn_used, &rep.knn_iterations);
+  knn_graph knn = knn_stage(res, rep.backend_used, params, compute, &rep.knn_used, &rep.knn_iterations);
   rep.knn_seconds = seconds_since(t1);
   const auto t2 = clock_type::now();
-  std::vector<uint32_t> graph =
-      cpu::optimize(knn, params.graph_degree, params.reorder, res.num_threads, res.progress);
+  std::vector<uint32_t> graph;
+#ifdef CAGRA_HAVE_CUDA
+  if (gpu) graph = cuda::optimize(knn, params.graph_degree, params.reorder, {}, res.device, res.progress);
+#endif
+  if (!gpu) graph = cpu::optimize(knn, params.graph_degree, params.reorder, res.num_threads, res.progress);
   rep.optimize_seconds = seconds_since(t2);
   index idx(params.metric, std::move(stored), std::move(graph), params.graph_degree);
   rep.total_seconds = seconds_since(t0);
@@ -136,14 +164,21 @@ index build(const resources& res, const index_params& params, dataset_view datas
 knn_graph build_knn_graph(const resources& res, const index_params& params, dataset_view dataset) {
   check_dataset(dataset, "dataset");
   params.validate(dataset.rows);
-  resolve_backend(res);
+  const backend b = resolve_backend(res);
   host_matrix compute = compute_matrix(dataset, params, cpu::thread_count(res.num_threads));
-  return knn_stage(res, params, compute, nullptr, nullptr);
+  return knn_stage(res, b, params, compute, nullptr, nullptr);
 }
 
 std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint32_t graph_degree,
                                reorder_kind reorder, dataset_view dataset, metric m) {
-  resolve_backend(res);
+  const backend b = resolve_backend(res);
+  const auto run = [&](const knn_graph& g) {
+#ifdef CAGRA_HAVE_CUDA
+    if (b == backend::cuda) return cuda::optimize(g, graph_degree, reorder, {}, res.device, res.progress);
+#endif
+    (void)b;
+    return cpu::optimize(g, graph_degree, reorder, res.num_threads, res.progress);
+  };
   CAGRA_EXPECTS(knn.rows > 0 && knn.k > 0, "the kNN graph is empty");
   CAGRA_EXPECTS(knn.rows > int64_t{knn.k}, "the kNN graph has %lld rows but degree %u (needs rows > degree)",
                 (long long)knn.rows, knn.k);
@@ -163,9 +198,9 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
         CAGRA_EXPECTS(id < knn.rows, "kNN graph row %lld holds id %u >= %lld", (long long)i, id, (long long)knn.rows);
         with.distances[i * knn.k + j] = dist(x + i * data.cols(), x + int64_t{id} * data.cols());
       }
-    return cpu::optimize(with, graph_degree, reorder, res.num_threads, res.progress);
+    return run(with);
   }
-  return cpu::optimize(knn, graph_degree, reorder, res.num_threads, res.progress);
+  return run(knn);
 }
 
 void search(const resources& res, const search_params& params, const index& idx,

@@ -51,7 +51,8 @@ TEST(NnDescent, RecallOnSift5kAndFashionSubset) {
 
 TEST(NnDescent, DeterministicForSeedAndThreadCount) {
   host_matrix base = head(bigann10k().base, 3000);
-  resources one, two;
+  resources one, two;  // the CPU backend: deterministic (the GPU NN-descent is not)
+  one.target = two.target = backend::cpu;
   one.num_threads = 1;
   two.num_threads = 2;
   knn_graph a = build_knn_graph(one, nnd_params(16, 42), base);

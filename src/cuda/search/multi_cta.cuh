@@ -42,7 +42,7 @@
 #include "cuda/primitives/visited_hash.cuh"
 #include "cuda/search/multi_cta.hpp"
 #include "cuda/search/multi_cta_merge.cuh"
-#include "cuda/search/single_cta.cuh"  // mix64, hash_bytes, copy_bytes, query_elem, kParentFlag, kNoId
+#include "cuda/search/single_cta.cuh"  // mix64, copy_bytes, query_elem, kParentFlag, kNoId
 
 namespace cagra::cuda {
 namespace dev {
@@ -63,6 +63,22 @@ __device__ __forceinline__ bool device_hash_insert(uint32_t* keys, uint32_t bits
     if (old == id) return false;
   }
   return false;
+}
+
+/** Warp 0: a hash of the query's n bytes (p 8-aligned) for its random seeds, computed by 32 lanes
+ *  (the single-CTA kernel's hash_bytes is one thread's serial chain, ~3 us for a 1.5 KB f32
+ *  query, all of it batch-1 latency). Each 8-byte word is mixed with its index and the results
+ *  summed, so the value depends only on the bytes (not on the batch), as the CPU's seeds do;
+ *  it is not the CPU's value: this kernel is not bit-identical to the CPU anyway. */
+__device__ __forceinline__ uint64_t query_hash_warp(const uint8_t* p, uint32_t n) {
+  const uint32_t lane = threadIdx.x & 31u;
+  uint64_t h = 0;
+  for (uint32_t w = lane; w < n / 8; w += 32)
+    h += mix64(*reinterpret_cast<const uint64_t*>(p + 8 * w) ^ (uint64_t{w} * 0xD6E8FEB86659FD93ull));
+  if (lane == 0)
+    for (uint32_t i = n & ~7u; i < n; ++i) h += mix64(uint64_t{p[i]} ^ (uint64_t{i} << 40));
+  for (uint32_t off = 16; off > 0; off >>= 1) h += __shfl_xor_sync(kFullWarp, h, off);
+  return mix64(h ^ n);
 }
 
 /** Random initial node t of CTA c: a counter-based draw from the query's seed state. */
@@ -221,7 +237,10 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
   copy_bytes(raw, a.d_queries + qi * q_bytes, q_bytes);
   __syncthreads();
-  if (tid == 0) s_state = mix64(a.seed ^ hash_bytes(raw, q_bytes));
+  if (tid < 32) {
+    const uint64_t h = query_hash_warp(raw, q_bytes);
+    if (tid == 0) s_state = mix64(a.seed ^ h);
+  }
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
   __syncthreads();
   const uint64_t state = s_state;

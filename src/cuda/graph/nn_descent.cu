@@ -1,0 +1,482 @@
+// NN-descent on the GPU (GNND-like, Wang et al. 2021; our own code). The graph lives on the
+// device as keys [n, k] (orderable distance << 32 | id, rows ascending, so one unsigned compare
+// orders by (distance, id)) and "new" flags [n, k]. After a random start (init_kernel: k
+// distinct random neighbors per node from a counter-based hash of (seed, node, draw), exact
+// distances, a bitonic sort), each iteration runs four kernels with nothing shared between a
+// writer and a reader inside one kernel:
+//   sample — one warp per node: the first S new entries (flag cleared) and the first S old ones
+//            (S = round(sample_rate * k), at most 32); reverse lists by atomicAdd into [n, S]
+//            slots, later arrivals replacing a random slot (reservoir-like);
+//   join   — nn_descent_join.cu: one CTA per node, new x (new ∪ old) distances, proposals
+//            below the target's worst distance into per-node buffers [n, P] (P = max(2k, 128)
+//            rounded up to a power of two), overflow dropped;
+//   update — one CTA per node: its proposals are bitonic-sorted, duplicates and entries already
+//            in the list dropped (a pair's distance has the same bits wherever it is computed,
+//            see row_distance), then merged with the list by rank (merge path): the k smallest
+//            are kept, the inserted ones flagged new, and their number counted;
+//   stop   — after max_iterations or when fewer than termination_threshold * n * k entries
+//            changed (the CPU's rule).
+// Dataset: one device copy in its storage type, rows zero padded to 16 bytes.
+#include "cuda/graph/nn_descent.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/check.hpp"
+#include "cuda/memory.hpp"
+
+namespace cagra::cuda {
+namespace {
+
+using nnd_detail::make_key;
+using u64 = unsigned long long;
+
+constexpr uint32_t kMaxK = 512;
+constexpr uint32_t kMaxSample = 32;
+constexpr uint32_t kThreads = 256;
+constexpr uint32_t kFull = 0xFFFFFFFFu;
+
+__host__ __device__ __forceinline__ uint32_t pow2_at_least(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+uint32_t proposal_capacity(uint32_t k) { return pow2_at_least(std::max<uint32_t>(2 * k, 128)); }
+size_t row_u4_for(int64_t dim, dtype t) { return (size_t(dim) * dtype_size(t) + 15) / 16; }
+
+__host__ __device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/** Ascending bitonic sort of n (a power of two) keys in shared memory, by the whole CTA. */
+__device__ void block_sort(u64* a, uint32_t n) {
+  for (uint32_t size = 2; size <= n; size <<= 1)
+    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
+      for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
+        const uint32_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+        const bool up = (i & size) == 0;
+        const u64 x = a[i], y = a[j];
+        if ((x > y) == up) {
+          a[i] = y;
+          a[j] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+/** Number of entries of the ascending a[0, n) below key. */
+__device__ __forceinline__ uint32_t lower_bound(const u64* a, uint32_t n, u64 key) {
+  uint32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) >> 1;
+    if (a[mid] < key) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/** One CTA per node: k distinct random neighbors (warp 0 draws them), distances, sorted row. */
+template <typename T>
+__global__ void init_kernel(const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, uint32_t kp2,
+                            uint64_t seed, bool dot, bool cosine, u64* keys, uint8_t* flags) {
+  extern __shared__ u64 sk[];                                 // [kp2]
+  uint32_t* ids = reinterpret_cast<uint32_t*>(sk + kp2);      // [k]
+  const int64_t u = blockIdx.x;
+  const uint32_t t = threadIdx.x, lane = t & 31u;
+  if (t < 32) {
+    uint32_t m = 0;
+    const uint64_t base = mix64(seed ^ mix64(uint64_t(u)));
+    for (uint32_t round = 0; m < k; ++round) {
+      const uint64_t h = mix64(base + uint64_t(round) * 32 + lane);
+      const uint32_t c = uint32_t(((h >> 32) * uint64_t(n)) >> 32);
+      bool ok = c != uint32_t(u);
+      const uint32_t same = __match_any_sync(kFull, c);
+      ok = ok && (__ffs(same) - 1) == int(lane);  // the lowest lane drawing c
+      for (uint32_t j = 0; j < m && ok; ++j) ok = ids[j] != c;
+      const uint32_t b = __ballot_sync(kFull, ok);
+      const uint32_t pos = m + __popc(b & ((1u << lane) - 1u));
+      if (ok && pos < k) ids[pos] = c;
+      m = min(k, m + __popc(b));
+      __syncwarp();
+    }
+  }
+  __syncthreads();
+  const uint4* ru = data + u * row_u4;
+  for (uint32_t j = t; j < kp2; j += blockDim.x) {
+    u64 key = ~0ull;
+    if (j < k) key = make_key(nnd_detail::row_distance<T>(ru, data + int64_t(ids[j]) * row_u4, row_u4, dot, cosine), ids[j]);
+    sk[j] = key;
+  }
+  __syncthreads();
+  block_sort(sk, kp2);
+  for (uint32_t j = t; j < k; j += blockDim.x) {
+    keys[u * k + j] = sk[j];
+    flags[u * k + j] = 1;
+  }
+}
+
+/** Appends u to v's reverse list; past s entries, the arrival replaces a random slot. */
+__device__ __forceinline__ void add_reverse(uint32_t* rev, uint32_t* rcnt, uint32_t v, uint32_t u, uint32_t s,
+                                            uint64_t salt) {
+  const uint32_t slot = atomicAdd(rcnt + v, 1u);
+  if (slot < s) {
+    rev[int64_t(v) * s + slot] = u;
+  } else {
+    const uint64_t h = mix64(salt ^ (uint64_t(u) << 32) ^ v);
+    const uint32_t r = uint32_t(((h & 0xFFFFFFFFull) * (uint64_t(slot) + 1)) >> 32);
+    if (r < s) rev[int64_t(v) * s + r] = u;
+  }
+}
+
+/** One warp per node: forward samples (new ones lose their flag) and the reverse lists. */
+__global__ void sample_kernel(const u64* keys, uint8_t* flags, int64_t n, uint32_t k, uint32_t s,
+                              uint32_t* fwd_new, uint32_t* fwd_old, uint32_t* rev_new, uint32_t* rev_old,
+                              uint32_t* rcnt_new, uint32_t* rcnt_old, uint64_t salt) {
+  const int64_t u = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  const uint32_t lane = threadIdx.x & 31u;
+  if (u >= n) return;
+  const uint32_t lt = (1u << lane) - 1u;
+  uint32_t nn = 0, no = 0;
+  for (uint32_t j0 = 0; j0 < k && (nn < s || no < s); j0 += 32) {
+    const uint32_t j = j0 + lane;
+    const bool valid = j < k;
+    const bool is_new = valid && flags[u * k + j] != 0;
+    const bool is_old = valid && !is_new;
+    const uint32_t bn = __ballot_sync(kFull, is_new), bo = __ballot_sync(kFull, is_old);
+    const uint32_t id = valid ? uint32_t(keys[u * k + j]) : 0;
+    const uint32_t pn = nn + __popc(bn & lt), po = no + __popc(bo & lt);
+    if (is_new && pn < s) {
+      fwd_new[u * s + pn] = id;
+      flags[u * k + j] = 0;
+      add_reverse(rev_new, rcnt_new, id, uint32_t(u), s, salt);
+    }
+    if (is_old && po < s) {
+      fwd_old[u * s + po] = id;
+      add_reverse(rev_old, rcnt_old, id, uint32_t(u), s, salt ^ 0x5555555555555555ull);
+    }
+    nn = min(s, nn + __popc(bn));
+    no = min(s, no + __popc(bo));
+  }
+  for (uint32_t i = nn + lane; i < s; i += 32) fwd_new[u * s + i] = kInvalidId;
+  for (uint32_t i = no + lane; i < s; i += 32) fwd_old[u * s + i] = kInvalidId;
+}
+
+/** One CTA per node: merges its proposals into its list (see the file comment). counters[0] +=
+ *  entries inserted, counters[1] += proposals dropped for lack of room. Resets pcount. */
+__global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* props, uint32_t* pcount,
+                              uint32_t cap, u64* counters) {
+  extern __shared__ u64 sm[];
+  u64* lk = sm;             // [k] the list
+  u64* ok_keys = lk + k;    // [k] the result
+  u64* pk = ok_keys + k;    // [cap] proposals
+  u64* vk = pk + cap;       // [cap] surviving proposals
+  uint8_t* lf = reinterpret_cast<uint8_t*>(vk + cap);  // [k]
+  uint8_t* of = lf + k;                                  // [k]
+  __shared__ uint32_t wtot[kThreads / 32];
+  __shared__ uint32_t s_nv, s_added;
+  const int64_t v = blockIdx.x;
+  const uint32_t t = threadIdx.x, lane = t & 31u, warp = t >> 5;
+  const uint32_t offered = pcount[v];
+  if (offered == 0) return;
+  __syncthreads();  // every thread has read pcount[v]
+  if (t == 0) {
+    pcount[v] = 0;
+    if (offered > cap) atomicAdd(counters + 1, u64(offered - cap));
+    s_nv = 0;
+    s_added = 0;
+  }
+  const uint32_t np = min(offered, cap), np2 = pow2_at_least(np);
+  for (uint32_t i = t; i < np2; i += blockDim.x) pk[i] = i < np ? props[v * cap + i] : ~0ull;
+  for (uint32_t i = t; i < k; i += blockDim.x) {
+    lk[i] = keys[v * k + i];
+    lf[i] = flags[v * k + i];
+  }
+  __syncthreads();
+  block_sort(pk, np2);
+  const u64 worst = lk[k - 1];
+  // Surviving proposals: distinct, below the worst entry, not already in the list.
+  for (uint32_t b0 = 0; b0 < np; b0 += blockDim.x) {
+    const uint32_t i = b0 + t;
+    bool ok = false;
+    u64 key = 0;
+    if (i < np) {
+      key = pk[i];
+      ok = key < worst && (i == 0 || pk[i - 1] != key);
+      if (ok) {
+        const uint32_t r = lower_bound(lk, k, key);
+        ok = !(r < k && lk[r] == key);
+      }
+    }
+    const uint32_t b = __ballot_sync(kFull, ok);
+    if (lane == 0) wtot[warp] = __popc(b);
+    __syncthreads();
+    uint32_t before = s_nv;
+    for (uint32_t w = 0; w < warp; ++w) before += wtot[w];
+    if (ok) vk[before + __popc(b & ((1u << lane) - 1u))] = key;
+    __syncthreads();
+    if (t == 0)
+      for (uint32_t w = 0; w < blockDim.x / 32; ++w) s_nv += wtot[w];
+    __syncthreads();
+  }
+  const uint32_t nv = s_nv;
+  if (nv == 0) return;
+  uint32_t added = 0;
+  for (uint32_t q = t; q < nv; q += blockDim.x) {
+    const uint32_t pos = q + lower_bound(lk, k, vk[q]);
+    if (pos < k) {
+      ok_keys[pos] = vk[q];
+      of[pos] = 1;
+      ++added;
+    }
+  }
+  for (uint32_t i = t; i < k; i += blockDim.x) {
+    const uint32_t pos = i + lower_bound(vk, nv, lk[i]);
+    if (pos < k) {
+      ok_keys[pos] = lk[i];
+      of[pos] = lf[i];
+    }
+  }
+  if (added) atomicAdd(&s_added, added);
+  __syncthreads();
+  for (uint32_t i = t; i < k; i += blockDim.x) {
+    keys[v * k + i] = ok_keys[i];
+    flags[v * k + i] = of[i];
+  }
+  if (t == 0 && s_added) atomicAdd(counters, u64(s_added));
+}
+
+/** Keys -> ids and distances. */
+__global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, float* dists) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+    const u64 key = keys[i];
+    ids[i] = uint32_t(key);
+    dists[i] = nnd_detail::key_distance(key);
+  }
+}
+
+bool verbose() {
+  static const bool v = [] {
+    const char* e = std::getenv("CAGRA_NND_VERBOSE");
+    return e && *e && *e != '0';
+  }();
+  return v;
+}
+
+/** CAGRA_NND_VERBOSE: GPU time between marks (timing events exist only then). */
+class phase_timer {
+ public:
+  phase_timer(cudaStream_t s, bool on) : s_(s), on_(on) {
+    if (on_)
+      for (auto& e : ev_) CAGRA_CUDA_TRY(cudaEventCreate(&e));
+  }
+  ~phase_timer() {
+    if (on_)
+      for (auto& e : ev_) CAGRA_CUDA_TRY_NO_THROW(cudaEventDestroy(e));
+  }
+  phase_timer(const phase_timer&) = delete;
+  phase_timer& operator=(const phase_timer&) = delete;
+  void mark(int i) {
+    if (on_) CAGRA_CUDA_TRY(cudaEventRecord(ev_[i], s_));
+  }
+  float ms(int a, int b) const {
+    float x = 0;
+    if (on_) CAGRA_CUDA_TRY(cudaEventElapsedTime(&x, ev_[a], ev_[b]));
+    return x;
+  }
+
+ private:
+  cudaStream_t s_;
+  bool on_;
+  cudaEvent_t ev_[4] = {};
+};
+
+struct run_state {
+  int64_t n;
+  uint32_t k, s, cap, row_u4;
+  device_buffer<uint4> data;
+  device_buffer<u64> keys, props, counters;
+  device_buffer<uint8_t> flags;
+  device_buffer<uint32_t> fwd_new, fwd_old, rev_new, rev_old, rcnt, pcount;
+};
+
+template <typename T>
+void launch_init(run_state& r, uint64_t seed, bool dot, bool cosine, cudaStream_t st) {
+  const uint32_t kp2 = pow2_at_least(r.k);
+  const size_t smem = kp2 * sizeof(u64) + r.k * sizeof(uint32_t);
+  init_kernel<T><<<unsigned(r.n), 128, smem, st>>>(r.data.data(), r.row_u4, r.n, r.k, kp2, seed, dot, cosine,
+                                                   r.keys.data(), r.flags.data());
+  CAGRA_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+uint32_t nn_descent_max_k() { return kMaxK; }
+
+size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k) {
+  const size_t n = size_t(std::max<int64_t>(rows, 0));
+  const size_t per_row = row_u4_for(dim, t) * 16          // the dataset
+                         + size_t(k) * (sizeof(u64) + 1)   // keys + flags
+                         + size_t(proposal_capacity(k)) * sizeof(u64) + sizeof(uint32_t)  // proposals
+                         + 4 * size_t(kMaxSample) * sizeof(uint32_t)  // fwd / rev samples
+                         + 2 * sizeof(uint32_t);                      // reverse counts
+  return n * per_row + 64;
+}
+
+knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p, uint64_t seed,
+                     int device, const cpu::progress_fn& progress, uint32_t* iterations_run) {
+  const int64_t n = data.rows(), dim = data.cols();
+  CAGRA_EXPECTS(k >= 1 && static_cast<int64_t>(k) < n, "NN-descent needs 1 <= k < rows (k = %u, rows = %lld)", k,
+                (long long)n);
+  CAGRA_EXPECTS(k <= kMaxK, "the GPU NN-descent takes k <= %u (got k = %u); use the CPU backend or brute force",
+                kMaxK, k);
+  CAGRA_EXPECTS(n <= kMaxRows, "the GPU NN-descent takes at most %lld rows (got %lld)", (long long)kMaxRows,
+                (long long)n);
+  const dtype t = data.type();
+  CAGRA_EXPECTS(t == dtype::f32 || t == dtype::f16 || t == dtype::u8 || t == dtype::i8,
+                "the GPU NN-descent takes f32, f16, u8 or i8 vectors, not %s", to_string(t));
+  CAGRA_EXPECTS(dim >= 1, "the dataset has no columns");
+  CAGRA_EXPECTS(dtype_size(t) != 1 || dim <= 16384,
+                "the GPU NN-descent takes byte vectors of dimension <= 16384 (exact int32 sums), got %lld",
+                (long long)dim);
+  CAGRA_EXPECTS(p.sample_rate > 0.0f, "NN-descent sample_rate must be > 0 (got %g)", double(p.sample_rate));
+
+  device_guard guard(device);
+  const size_t need = nn_descent_device_bytes(n, dim, t, k);
+  size_t free_b = 0, total_b = 0;
+  CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  CAGRA_EXPECTS(need <= free_b,
+                "the GPU NN-descent needs %zu bytes (%.1f MiB) of device memory for %lld x %lld %s rows with k = %u, "
+                "but device %d has only %zu bytes (%.1f MiB) free",
+                need, need / 1048576.0, (long long)n, (long long)dim, to_string(t), k, device, free_b,
+                free_b / 1048576.0);
+
+  cuda_stream stream;
+  const cudaStream_t st = stream.get();
+  run_state r;
+  r.n = n;
+  r.k = k;
+  r.s = std::min<uint32_t>(kMaxSample, std::max<uint32_t>(1, uint32_t(p.sample_rate * float(k) + 0.5f)));
+  r.cap = proposal_capacity(k);
+  r.row_u4 = uint32_t(row_u4_for(dim, t));
+  const size_t nk = size_t(n) * k;
+  r.data.reserve(size_t(n) * r.row_u4);
+  r.keys.reserve(nk);
+  r.flags.reserve(nk);
+  r.props.reserve(size_t(n) * r.cap);
+  r.pcount.reserve(size_t(n));
+  r.fwd_new.reserve(size_t(n) * r.s);
+  r.fwd_old.reserve(size_t(n) * r.s);
+  r.rev_new.reserve(size_t(n) * r.s);
+  r.rev_old.reserve(size_t(n) * r.s);
+  r.rcnt.reserve(2 * size_t(n));
+  r.counters.reserve(2);
+
+  phase_timer timer(st, verbose());
+  timer.mark(0);
+  // The dataset, rows zero padded to 16 bytes.
+  const size_t src_pitch = size_t(dim) * dtype_size(t), dst_pitch = size_t(r.row_u4) * 16;
+  if (dst_pitch != src_pitch) CAGRA_CUDA_TRY(cudaMemsetAsync(r.data.data(), 0, dst_pitch * size_t(n), st));
+  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(r.data.data(), dst_pitch, data.data(), src_pitch, src_pitch, size_t(n),
+                                   cudaMemcpyHostToDevice, st));
+  CAGRA_CUDA_TRY(cudaMemsetAsync(r.pcount.data(), 0, size_t(n) * sizeof(uint32_t), st));
+
+  const bool dot = m != metric::l2, cosine = m == metric::cosine;
+  switch (t) {
+    case dtype::f32: launch_init<float>(r, seed, dot, cosine, st); break;
+    case dtype::f16: launch_init<__half>(r, seed, dot, cosine, st); break;
+    case dtype::u8: launch_init<uint8_t>(r, seed, dot, cosine, st); break;
+    default: launch_init<int8_t>(r, seed, dot, cosine, st); break;
+  }
+  timer.mark(1);
+  knn_graph g;  // the host result, allocated (zero-filled) while the GPU runs the first iteration
+  g.rows = n;
+  g.k = k;
+  auto allocate_result = [&] {
+    if (g.ids.size() == nk) return;
+    g.ids.resize(nk);
+    g.distances.resize(nk);
+  };
+  if (verbose()) {
+    stream.sync();
+    std::fprintf(stderr, "[gpu nn-descent] n=%lld dim=%lld %s k=%u S=%u P=%u: upload + random init %.2f ms\n",
+                 (long long)n, (long long)dim, to_string(t), k, r.s, r.cap, timer.ms(0, 1));
+  }
+
+  nnd_detail::join_args ja;
+  ja.data = r.data.data();
+  ja.row_u4 = r.row_u4;
+  ja.keys = r.keys.data();
+  ja.k = k;
+  ja.s = r.s;
+  ja.cap = r.cap;
+  ja.fwd_new = r.fwd_new.data();
+  ja.fwd_old = r.fwd_old.data();
+  ja.rev_new = r.rev_new.data();
+  ja.rev_old = r.rev_old.data();
+  ja.rcnt_new = r.rcnt.data();
+  ja.rcnt_old = r.rcnt.data() + n;
+  ja.props = r.props.data();
+  ja.pcount = r.pcount.data();
+  ja.n = n;
+  ja.dot = dot;
+  ja.cosine = cosine;
+
+  const size_t update_smem = size_t(k) * (2 * sizeof(u64) + 2) + size_t(r.cap) * 2 * sizeof(u64);
+  if (update_smem > 48 * 1024)
+    CAGRA_CUDA_TRY(cudaFuncSetAttribute(update_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(update_smem)));
+  const double stop = double(p.termination_threshold) * double(n) * k;
+  const unsigned sample_blocks = unsigned((n * 32 + kThreads - 1) / kThreads);
+  uint32_t it = 0;
+  while (it < p.max_iterations) {
+    CAGRA_CUDA_TRY(cudaMemsetAsync(r.rcnt.data(), 0, 2 * size_t(n) * sizeof(uint32_t), st));
+    CAGRA_CUDA_TRY(cudaMemsetAsync(r.counters.data(), 0, 2 * sizeof(u64), st));
+    const uint64_t salt = mix64(seed ^ (uint64_t(it + 1) << 40));
+    timer.mark(0);
+    sample_kernel<<<sample_blocks, kThreads, 0, st>>>(r.keys.data(), r.flags.data(), n, k, r.s, r.fwd_new.data(),
+                                                       r.fwd_old.data(), r.rev_new.data(), r.rev_old.data(),
+                                                       r.rcnt.data(), r.rcnt.data() + n, salt);
+    CAGRA_CUDA_CHECK_LAUNCH();
+    timer.mark(1);
+    nnd_detail::launch_join(t, ja, st);
+    timer.mark(2);
+    update_kernel<<<unsigned(n), kThreads, update_smem, st>>>(r.keys.data(), r.flags.data(), k, r.props.data(),
+                                                              r.pcount.data(), r.cap, r.counters.data());
+    CAGRA_CUDA_CHECK_LAUNCH();
+    timer.mark(3);
+    allocate_result();
+    u64 counters[2] = {0, 0};
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(counters, r.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, st));
+    stream.sync();
+    ++it;
+    if (verbose())
+      std::fprintf(stderr,
+                   "[gpu nn-descent] iteration %u: %llu entries changed, %llu proposals dropped; sample %.2f ms, "
+                   "join %.2f ms, update %.2f ms\n",
+                   it, counters[0], counters[1], timer.ms(0, 1), timer.ms(1, 2), timer.ms(2, 3));
+    if (progress) progress("NN-descent", double(it) / p.max_iterations);
+    if (double(counters[0]) < stop) break;
+  }
+  if (iterations_run) *iterations_run = it;
+
+  // Ids and distances, decoded into the proposal buffer (n * cap * 8 >= n * k * 8 bytes).
+  allocate_result();
+  uint32_t* d_ids = reinterpret_cast<uint32_t*>(r.props.data());
+  float* d_dist = reinterpret_cast<float*>(d_ids + nk);
+  decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(r.keys.data(), nk, d_ids,
+                                                                                      d_dist);
+  CAGRA_CUDA_CHECK_LAUNCH();
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(g.ids.data(), d_ids, nk * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(g.distances.data(), d_dist, nk * sizeof(float), cudaMemcpyDeviceToHost, st));
+  stream.sync();
+  if (progress) progress("NN-descent", 1.0);
+  return g;
+}
+
+}  // namespace cagra::cuda
