@@ -12,8 +12,9 @@
 # holding base.{u8bin,fbin}, query.{u8bin,fbin} and gt.ibin (k = 100): the recipes in
 # docs/datasets.md (sift-wall-1m: l2; minilm-1m: cosine). Carry third_party/ (hnswlib).
 # Environment: BUILD_DIR (build-device), THREADS (all), DEGREE (32), INTERMEDIATE (64),
-# BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), BUDGET_S (560:
-# optional steps are skipped past it), SKIP_HNSW=1 leaves hnswlib out.
+# BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), ABLATIONS=1 adds
+# the paper's Q-B1/Q-B2/Q-B3 sweeps, BUDGET_S (560: optional steps are skipped past it),
+# SKIP_HNSW=1 leaves hnswlib out.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 NAME=${1:?usage: device-bench-real.sh NAME [METRIC]}
@@ -94,7 +95,32 @@ bench_index() {  # STORAGE LABEL
   run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
     --threads "$THREADS" --repeat 2 --itopk 16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
 }
-case "$base" in *.fbin) bench_index f32 ;; *) bench_index input ;; esac
+case "$base" in *.fbin) main_storage=f32 ;; *) main_storage=input ;; esac
+bench_index "$main_storage"
+
+# The paper's search ablations on the same index (ABLATIONS=1), JSON lines in $OUT/NAME-ablations.jsonl:
+# Q-B1 team size, Q-B2 forgettable vs standard hash (single-CTA), Q-B3 single vs multi-CTA by batch size.
+if [ "${ABLATIONS:-0}" = 1 ] && [ $SECONDS -lt $((BUDGET_S - 120)) ]; then
+  idx="$W/$NAME-$main_storage.cagra"
+  A=(--dataset "$NAME" --json "$OUT/$NAME-ablations.jsonl" -k 10)
+  run_bench "Q-B1 team size (batch 10000, single-CTA)" "$idx" "$queries" "$gt" --backend cuda --repeat 3 \
+    --itopk 32,64,128 --team-size 2,4,8,16,32 --algo single "${A[@]}"
+  run_bench "Q-B2 standard hash (auto size)" "$idx" "$queries" "$gt" --backend cuda --repeat 3 \
+    --itopk 32,64,128,256 --algo single "${A[@]}"
+  for hb in 9 10 11; do
+    for ri in 1 2 4; do
+      run_bench "Q-B2 forgettable hash 2^$hb, reset every $ri" "$idx" "$queries" "$gt" --backend cuda --repeat 3 \
+        --itopk 32,64,128,256 --algo single --hash-bits "$hb" --hash-reset-interval "$ri" "${A[@]}"
+    done
+  done
+  for b in 1 10 100 1000 10000; do
+    for algo in single multi; do
+      [ $SECONDS -lt "$BUDGET_S" ] || break 2
+      run_bench "Q-B3 batch $b, $algo-CTA" "$idx" "$queries" "$gt" --backend cuda --batch "$b" \
+        --itopk 32,64,128 --algo "$algo" "${A[@]}"
+    done
+  done
+fi
 
 if [ "${SKIP_HNSW:-0}" != 1 ]; then
   say "hnswlib M=16 efC=200 ($THREADS threads; batch 1 on one thread)"
