@@ -11,7 +11,7 @@
 //
 //   graph_metrics DATASET [--graph-degree 32] [--intermediate-degree 96] [--limit N]
 //                 [--threads T] [--json FILE] [--dataset NAME] [--metric l2|ip|cosine]
-//                 [--backend cpu|cuda|auto] [--knn-recall N]
+//                 [--backend cpu|cuda|auto] [--knn-recall N] [--two-hop-samples N]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,7 +43,7 @@ int main(int argc, char** argv) try {
   }
   std::string path = argv[1], json, name = path;
   uint32_t d = 32, k = 96;
-  int64_t limit = 0, recall_rows = 1000;
+  int64_t limit = 0, recall_rows = 1000, two_hop_samples = 0;
   int threads = 0;
   cagra::metric m = cagra::metric::l2;
   cagra::backend b = cagra::backend::cpu;
@@ -58,6 +58,7 @@ int main(int argc, char** argv) try {
     else if (o == "--metric") m = cagra::parse_metric(v);
     else if (o == "--backend") b = cagra::parse_backend(v);
     else if (o == "--knn-recall") recall_rows = std::stoll(v);
+    else if (o == "--two-hop-samples") two_hop_samples = std::stoll(v);
     else throw cagra::error("unknown option " + o);
   }
   cagra::host_matrix data = cagra::io::read_matrix(path);
@@ -127,7 +128,7 @@ int main(int argc, char** argv) try {
 #endif
     if (!gpu) g = cagra::cpu::optimize(knn, d, v.kind, v.steps, threads, {});
     double opt_s = now() - t;
-    cagra::graph_stats st = cagra::analyze(res, {g.data(), knn.rows, int64_t(d)});
+    cagra::graph_stats st = cagra::analyze(res, {g.data(), knn.rows, int64_t(d)}, two_hop_samples);
     std::printf("%-22s %12.1f %10lld %8lld %10.2f\n", v.label, st.avg_two_hop,
                 (long long)st.strong_components, (long long)st.weak_components, opt_s);
     if (out)

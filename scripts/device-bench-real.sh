@@ -13,7 +13,7 @@
 # docs/datasets.md (sift-wall-1m: l2; minilm-1m: cosine). Carry third_party/ (hnswlib).
 # Environment: BUILD_DIR (build-device), THREADS (all), DEGREE (32), INTERMEDIATE (64),
 # BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), ABLATIONS=1 adds
-# the paper's Q-B1/Q-B2/Q-B3 sweeps, BUDGET_S (560: optional steps are skipped past it),
+# the paper's Q-B1/Q-B2/Q-B3 sweeps, GRAPH_METRICS=1 the kNN recall and graph metrics, BUDGET_S (560: optional steps are skipped past it),
 # SKIP_HNSW=1 leaves hnswlib out, SKIP_CAGRA=1 runs hnswlib alone (a set too large for one
 # 10-minute call is benchmarked in two back-to-back calls on the warm machine).
 set -uo pipefail
@@ -52,7 +52,7 @@ say "configure + build ($BUILD_DIR, CUDA sm_90, cagra_cli + hnswlib_peer)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" \
   >"$W/build.log" 2>&1 &&
-  cmake --build "$BUILD_DIR" -j "$JOBS" --target cagra_cli hnswlib_peer >>"$W/build.log" 2>&1 ||
+  cmake --build "$BUILD_DIR" -j "$JOBS" --target cagra_cli hnswlib_peer graph_metrics >>"$W/build.log" 2>&1 ||
   { say "build failed"; tail -30 "$W/build.log"; exit 1; }
 C="$BUILD_DIR/cagra"
 
@@ -90,9 +90,11 @@ bench_index() {  # STORAGE LABEL
   build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$W/build-$storage.log")
   local common=(--dataset "$NAME" --json "$J" -k 10 --build-s "$build_s")
   run_bench "cuda $storage, batch 10000" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
-    --itopk 16,24,32,48,64,96,128,192,256,384,512 "${common[@]}"
+    --itopk 16,20,24,28,32,40,48,64,96,128,192,256,384,512 --search-width 1,2 "${common[@]}"
   run_bench "cuda $storage, batch 1" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
     --itopk 16,32,64,128 --search-width 4,8,16,32 "${common[@]}"
+  run_bench "cuda $storage, batch 1, 3 iterations per CTA" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
+    --itopk 16 --search-width 32,64 --max-iterations 3 "${common[@]}"
   [ "$storage" = f16 ] && return
   run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
     --threads "$THREADS" --repeat 2 --itopk 16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
@@ -123,6 +125,15 @@ if [ "${SKIP_CAGRA:-0}" != 1 ] && [ "${ABLATIONS:-0}" = 1 ] && [ $SECONDS -lt $(
         --itopk 32,64,128 --algo "$algo" "${A[@]}"
     done
   done
+fi
+
+# The kNN graph's recall and the optimization steps' graph metrics (paper Q-A1/Q-A2) at the
+# default degrees (64, intermediate 128), built on the GPU (GRAPH_METRICS=1).
+if [ "${GRAPH_METRICS:-0}" = 1 ]; then
+  say "graph metrics (GPU build, default degrees 64/128; 2-hop over 100,000 sampled nodes)"
+  "$BUILD_DIR/graph_metrics" "$base" --graph-degree 64 --intermediate-degree 128 --metric "$METRIC" \
+    --backend cuda --knn-recall 1000 --two-hop-samples 100000 --threads "$THREADS" --dataset "$NAME" \
+    --json "$OUT/$NAME-graph.jsonl" 2>&1 | tee -a "$L" || rc=1
 fi
 
 if [ "${SKIP_HNSW:-0}" != 1 ]; then
