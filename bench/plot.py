@@ -7,7 +7,7 @@ results file is only ever appended to, so by default each curve keeps only its m
 re-running a benchmark replaces its curve instead of zig-zagging it with the old one.
 
   plot.py RESULTS.jsonl [...] --dataset NAME --batch B -o OUT.png [--title T] [--k K]
-  plot.py RESULTS.jsonl [...] --build --dataset NAME -o OUT.png
+  plot.py RESULTS.jsonl [...] --build --dataset NAME -o OUT.png [--systems S1,S2]
   plot.py --qps-at 0.90,0.95,0.99 RESULTS.jsonl [...] [--dataset NAME] [--batch B]
 """
 import argparse
@@ -214,6 +214,9 @@ def main():
     ap.add_argument("-o", "--output")
     ap.add_argument("--title")
     ap.add_argument("--build", action="store_true", help="bar chart of build_s per system")
+    ap.add_argument("--systems", metavar="S1,S2,...",
+                    help="only these systems (e.g. leave out cagra-cpu in a build chart when it "
+                         "searched the GPU-built index)")
     ap.add_argument("--qps-at", metavar="R1,R2,...",
                     help="print QPS at these recall levels instead of plotting")
     ap.add_argument("--all-runs", action="store_true",
@@ -236,7 +239,11 @@ def main():
         if args.batch is None and not args.build:
             die("--batch 0|1 is required for a recall/QPS plot")
 
-    points = select(load(args.files), args.dataset, None if args.build else args.batch, args.k)
+    points = load(args.files)
+    if args.systems:
+        keep = set(args.systems.split(","))
+        points = [p for p in points if p["system"] in keep]
+    points = select(points, args.dataset, None if args.build else args.batch, args.k)
     if not points:
         what = [f"dataset '{args.dataset}'" if args.dataset else None,
                 f"batch {args.batch}" if args.batch is not None and not args.build else None,

@@ -41,8 +41,8 @@ for storage in input f32; do
     "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --repeat 5 \
       --itopk 10,12,16,24,32,48,64,96,128,256,512 --search-width "$widths" "${common[@]}"
     echo "== $storage storage: cuda, batch 1"
-    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --batch 1 --itopk 10,16,32,64,128 \
-      "${common[@]}"
+    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --batch 1 --itopk 10,16,32,64 \
+      --search-width 4,8,16,32 "${common[@]}"
     echo "== $storage storage: cpu ($THREADS threads), batch 10000"
     "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cpu --threads "$THREADS" --repeat 3 \
       --itopk 10,12,16,24,32,48,64,128 "${common[@]}"
