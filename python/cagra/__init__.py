@@ -20,7 +20,8 @@ Vectors are 2-D, C-contiguous arrays of float32, float16, uint8 or int8 (numpy, 
 DLPack producer such as torch or cupy). Arrays in host memory are used in place. CUDA arrays
 are accepted when the CUDA backend is built: :meth:`Index.search` reads CUDA queries in place
 on the GPU and returns CUDA results (no host copy); :func:`build`, :func:`brute_force` and
-:func:`optimize` run on the CPU and copy CUDA arrays to the host first. Other dtypes and
+:func:`optimize` copy CUDA arrays to the host first (the build itself runs on the GPU when
+``backend`` is ``"auto"`` or ``"cuda"`` and one is visible). Other dtypes and
 non-contiguous arrays are refused, never silently converted.
 
 Errors: ``CagraError`` (a subclass of ``ValueError``) carries the C++ library's message for
@@ -401,9 +402,10 @@ def build(
         knn_sample_rate: NN-descent's sample rate (rho), in (0, 1].
         reorder: edge ordering when pruning: ``"rank"`` (CAGRA) or ``"distance"``.
         storage: stored element type: ``"same"`` as the input, ``"f32"`` or ``"f16"``.
-        seed: all randomness of the build; same seed and data, same graph.
-        backend: ``"auto"``, ``"cpu"`` or ``"cuda"``; a backend this build or machine cannot
-            run raises CagraError.
+        seed: all randomness of the build; same seed and data, same graph on the CPU backend
+            (the GPU NN-descent is not bit-deterministic; its graphs reach the same recall).
+        backend: ``"auto"`` (the GPU when built and visible), ``"cpu"`` or ``"cuda"``; a
+            backend this build or machine cannot run raises CagraError.
         num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``).
     """
     p = _index_params(

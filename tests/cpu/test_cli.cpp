@@ -288,12 +288,37 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   EXPECT_NE(lines[4].find("\"threads\":1,"), std::string::npos) << lines[4];
   EXPECT_NE(lines[4].find("\"build_s\":1.5}"), std::string::npos) << lines[4];
 
+  // The ablation settings (paper Q-B1/Q-B2/Q-B3): swept team sizes, a forced kernel and the hash
+  // go into params only when set; bad values are usage errors.
+  const std::string ablation = temp_path("ablation.jsonl");
+  r = run_cli({"bench", idx, query, truth, "--itopk", "32", "--team-size", "4,8", "--algo", "single",
+               "--hash-bits", "10", "--hash-reset-interval", "2", "--json", ablation});
+  ASSERT_EQ(r.status, 0) << r.err;
+  lines.clear();
+  std::ifstream f3(ablation);
+  for (std::string line; std::getline(f3, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u) << "one point per team size";
+  for (const char* field : {"\"team_size\":4", "\"algo\":\"single_cta\"", "\"hash_bits\":10",
+                            "\"hash_reset_interval\":2"})
+    EXPECT_NE(lines[0].find(field), std::string::npos) << field << " in " << lines[0];
+  EXPECT_NE(lines[1].find("\"team_size\":8"), std::string::npos) << lines[1];
+  expect_error({"bench", idx, query, truth, "--team-size", "3"}, 2);
+  expect_error({"bench", idx, query, truth, "--algo", "fastest"}, 2);
+
   const std::string gt = temp_path("bigann_gt.ibin");
-  r = run_cli({"gt", base, query, "-k", "10", "-o", gt});
+  const std::string gt_json = temp_path("gt.jsonl");
+  r = run_cli({"gt", base, query, "-k", "10", "-o", gt, "--json", gt_json, "--dataset", "bigann10k"});
   ASSERT_EQ(r.status, 0) << r.err;
   r = run_cli({"eval", gt, truth, "-k", "10"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "recall@10=1.0000\n");
+  // The exact search's QPS as one more bench record, recall 1.
+  std::ifstream f4(gt_json);
+  std::string rec;
+  ASSERT_TRUE(std::getline(f4, rec));
+  for (const char* field : {"\"system\":\"", "-brute-force\"", "\"dataset\":\"bigann10k\"", "\"n\":9900",
+                            "\"nq\":100", "\"k\":10", "\"recall\":1.000000", "\"qps\":"})
+    EXPECT_NE(rec.find(field), std::string::npos) << field << " in " << rec;
 }
 
 }  // namespace

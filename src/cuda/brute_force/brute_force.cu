@@ -28,6 +28,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
+#include "cuda/primitives/bitonic.cuh"
 
 #define CAGRA_CUBLAS_TRY(call)                                                                 \
   do {                                                                                         \
@@ -97,24 +98,6 @@ __global__ void norms_kernel(const float* x, int64_t rows, int64_t dim, float* o
   if (lane == 0) out[warp] = s;
 }
 
-/** Ascending bitonic sort of n (a power of two) keys in shared memory, by the whole CTA. */
-__device__ void bitonic_sort(unsigned long long* a, uint32_t n) {
-  for (uint32_t size = 2; size <= n; size <<= 1) {
-    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
-      for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
-        const uint32_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
-        const bool up = (i & size) == 0;
-        const unsigned long long x = a[i], y = a[j];
-        if ((x > y) == up) {
-          a[i] = y;
-          a[j] = x;
-        }
-      }
-      __syncthreads();
-    }
-  }
-}
-
 /** One CTA per query of the tile: merges the tile's distances into the query's running top-k
  *  (global `state`, [tile queries, slots] keys, ascending, kMaxKey for empty). */
 __global__ void select_kernel(const float* dots, int64_t data_tile, int64_t d0, int64_t q0,
@@ -156,7 +139,7 @@ __global__ void select_kernel(const float* dots, int64_t data_tile, int64_t d0, 
     const bool merge = count + blockDim.x > buffer || (last && count > 0);
     __syncthreads();  // every thread has read `count` before anyone changes it
     if (merge) {
-      bitonic_sort(keys, sort_size);
+      dev::block_sort_u64(keys, sort_size);
       for (uint32_t i = slots + threadIdx.x; i < sort_size; i += blockDim.x) keys[i] = kMaxKey;
       if (threadIdx.x == 0) {
         count = 0;
@@ -197,7 +180,7 @@ __global__ void refine_kernel(const unsigned long long* state, uint32_t slots, u
     }
   }
   __syncthreads();
-  bitonic_sort(keys, slots);
+  dev::block_sort_u64(keys, slots);
   for (uint32_t i = threadIdx.x; i < k; i += blockDim.x) {
     ids[qi * k + i] = uint32_t(keys[i]);
     distances[qi * k + i] = from_orderable(uint32_t(keys[i] >> 32));

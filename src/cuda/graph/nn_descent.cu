@@ -28,6 +28,7 @@
 
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
+#include "cuda/primitives/bitonic.cuh"
 
 namespace cagra::cuda {
 namespace {
@@ -53,23 +54,6 @@ __host__ __device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64 
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
-}
-
-/** Ascending bitonic sort of n (a power of two) keys in shared memory, by the whole CTA. */
-__device__ void block_sort(u64* a, uint32_t n) {
-  for (uint32_t size = 2; size <= n; size <<= 1)
-    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
-      for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
-        const uint32_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
-        const bool up = (i & size) == 0;
-        const u64 x = a[i], y = a[j];
-        if ((x > y) == up) {
-          a[i] = y;
-          a[j] = x;
-        }
-      }
-      __syncthreads();
-    }
 }
 
 /** Number of entries of the ascending a[0, n) below key. */
@@ -115,7 +99,7 @@ __global__ void init_kernel(const uint4* data, uint32_t row_u4, int64_t n, uint3
     sk[j] = key;
   }
   __syncthreads();
-  block_sort(sk, kp2);
+  dev::block_sort_u64(sk, kp2);
   for (uint32_t j = t; j < k; j += blockDim.x) {
     keys[u * k + j] = sk[j];
     flags[u * k + j] = 1;
@@ -199,7 +183,7 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
     lf[i] = flags[v * k + i];
   }
   __syncthreads();
-  block_sort(pk, np2);
+  dev::block_sort_u64(pk, np2);
   const u64 worst = lk[k - 1];
   // Surviving proposals: distinct, below the worst entry, not already in the list.
   for (uint32_t b0 = 0; b0 < np; b0 += blockDim.x) {

@@ -27,6 +27,7 @@
 #include "cuda/check.hpp"
 #include "cuda/graph/optimize.hpp"
 #include "cuda/memory.hpp"
+#include "cuda/primitives/bitonic.cuh"
 
 namespace cagra::cuda {
 namespace {
@@ -71,23 +72,6 @@ __device__ __forceinline__ int32_t lookup(const uint32_t* keys, const uint32_t* 
     if (k == id) return static_cast<int32_t>(ranks[h]);
     if (k == kEmpty) return -1;
   }
-}
-
-/** Ascending bitonic sort of n (a power of two) keys in shared memory, by the whole CTA. */
-__device__ void bitonic_sort_u64(unsigned long long* a, uint32_t n) {
-  for (uint32_t size = 2; size <= n; size <<= 1)
-    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
-      for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
-        const uint32_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
-        const bool up = (i & size) == 0;
-        const unsigned long long x = a[i], y = a[j];
-        if ((x > y) == up) {
-          a[i] = y;
-          a[j] = x;
-        }
-      }
-      __syncthreads();
-    }
 }
 
 /** Step 1 for rows [x0, x0 + gridDim.x). kMode 0: validate and copy the first `degree` ids (no
@@ -200,7 +184,7 @@ __global__ void reorder_kernel(const uint32_t* __restrict__ ids, const float* __
     for (uint32_t r = threadIdx.x; r < sort_n; r += blockDim.x)
       keys[r] = r < k ? (static_cast<unsigned long long>(count[r]) << 32) | r : ~0ull;
     __syncthreads();
-    bitonic_sort_u64(keys, sort_n);
+    dev::block_sort_u64(keys, sort_n);
     for (uint32_t i = threadIdx.x; i < degree; i += blockDim.x)
       pruned[x * degree + i] = row[static_cast<uint32_t>(keys[i] & 0xFFFFFFFFu)];
   }

@@ -206,4 +206,23 @@ __device__ void merge_into_top(G g, float* td, uint32_t* ti, uint32_t m, uint32_
   g.sync();
 }
 
+/** The whole CTA: ascending bitonic sort of n (a power of two) 64-bit keys in shared memory
+ *  (key = orderable distance bits << 32 | id: one unsigned compare orders by (distance, id)).
+ *  Used by the brute force's running top-k, the NN-descent update and the optimize's prune. */
+__device__ inline void block_sort_u64(unsigned long long* a, uint32_t n) {
+  for (uint32_t size = 2; size <= n; size <<= 1)
+    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
+      for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
+        const uint32_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+        const bool up = (i & size) == 0;
+        const unsigned long long x = a[i], y = a[j];
+        if ((x > y) == up) {
+          a[i] = y;
+          a[j] = x;
+        }
+      }
+      __syncthreads();
+    }
+}
+
 }  // namespace cagra::cuda::dev
