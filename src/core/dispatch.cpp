@@ -87,6 +87,16 @@ knn_graph knn_stage(const resources& res, backend b, const index_params& p, cons
   return cpu::nn_descent(data, p.metric, k, p.knn, p.seed, res.num_threads, res.progress, iterations);
 }
 
+/** Graph optimization (paper §III-B) on backend `b` (resolved); both give the same bytes. */
+std::vector<uint32_t> optimize_stage(const resources& res, backend b, const knn_graph& knn, uint32_t degree,
+                                     reorder_kind reorder) {
+#ifdef CAGRA_HAVE_CUDA
+  if (b == backend::cuda) return cuda::optimize(knn, degree, reorder, {}, res.device, res.progress);
+#endif
+  (void)b;
+  return cpu::optimize(knn, degree, reorder, res.num_threads, res.progress);
+}
+
 /** The matrix the graph is computed on: the storage itself, or f32 when storage is f16. */
 host_matrix compute_matrix(dataset_view dataset, const index_params& p, int nt) {
   storage_type s = p.storage == storage_type::f16 ? storage_type::f32 : p.storage;
@@ -149,11 +159,7 @@ index build(const resources& res, const index_params& params, dataset_view datas
   knn_graph knn = knn_stage(res, rep.backend_used, params, compute, &rep.knn_used, &rep.knn_iterations);
   rep.knn_seconds = seconds_since(t1);
   const auto t2 = clock_type::now();
-  std::vector<uint32_t> graph;
-#ifdef CAGRA_HAVE_CUDA
-  if (gpu) graph = cuda::optimize(knn, params.graph_degree, params.reorder, {}, res.device, res.progress);
-#endif
-  if (!gpu) graph = cpu::optimize(knn, params.graph_degree, params.reorder, res.num_threads, res.progress);
+  std::vector<uint32_t> graph = optimize_stage(res, rep.backend_used, knn, params.graph_degree, params.reorder);
   rep.optimize_seconds = seconds_since(t2);
   index idx(params.metric, std::move(stored), std::move(graph), params.graph_degree);
   rep.total_seconds = seconds_since(t0);
@@ -172,13 +178,6 @@ knn_graph build_knn_graph(const resources& res, const index_params& params, data
 std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint32_t graph_degree,
                                reorder_kind reorder, dataset_view dataset, metric m) {
   const backend b = resolve_backend(res);
-  const auto run = [&](const knn_graph& g) {
-#ifdef CAGRA_HAVE_CUDA
-    if (b == backend::cuda) return cuda::optimize(g, graph_degree, reorder, {}, res.device, res.progress);
-#endif
-    (void)b;
-    return cpu::optimize(g, graph_degree, reorder, res.num_threads, res.progress);
-  };
   CAGRA_EXPECTS(knn.rows > 0 && knn.k > 0, "the kNN graph is empty");
   CAGRA_EXPECTS(knn.rows > int64_t{knn.k}, "the kNN graph has %lld rows but degree %u (needs rows > degree)",
                 (long long)knn.rows, knn.k);
@@ -198,9 +197,9 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
         CAGRA_EXPECTS(id < knn.rows, "kNN graph row %lld holds id %u >= %lld", (long long)i, id, (long long)knn.rows);
         with.distances[i * knn.k + j] = dist(x + i * data.cols(), x + int64_t{id} * data.cols());
       }
-    return run(with);
+    return optimize_stage(res, b, with, graph_degree, reorder);
   }
-  return run(knn);
+  return optimize_stage(res, b, knn, graph_degree, reorder);
 }
 
 void search(const resources& res, const search_params& params, const index& idx,
