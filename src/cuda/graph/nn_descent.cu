@@ -17,7 +17,7 @@
 //   stop   — after max_iterations or when fewer than termination_threshold * n * k entries
 //            changed (the CPU's rule).
 // Dataset: one device copy in its storage type, rows zero padded to 16 bytes.
-#include "cuda/graph/nn_descent.hpp"
+#include "cuda/graph/nn_descent_detail.cuh"
 
 #include <algorithm>
 #include <cstdio>

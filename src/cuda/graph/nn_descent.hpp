@@ -1,6 +1,7 @@
 // NN-descent on the GPU (paper §III-A): the intermediate kNN graph of the CUDA build.
 // Plain C++ (no CUDA types), so that src/core/dispatch.cpp can call it without nvcc; the
-// kernels live in nn_descent.cu (driver, init, sample, update) and nn_descent_join.cu (join).
+// kernels live in nn_descent.cu (driver, init, sample, update) and nn_descent_join.cu (join),
+// which share the device helpers of nn_descent_detail.cuh.
 //
 // Same contract as cpu::nn_descent: `data` in storage type (f32, f16, u8, i8; rows already unit
 // for cosine), distances as cpu::distance (l2: squared L2; inner_product: -<a, b>; cosine:
@@ -15,13 +16,6 @@
 #include <cagra/cagra.hpp>
 
 #include "cpu/backend.hpp"  // progress_fn
-#ifdef __CUDACC__
-#include <type_traits>
-
-#include <cuda_fp16.h>
-
-#include "cuda/primitives/team_distance.cuh"  // dev::dp4 (exact byte products)
-#endif
 
 namespace cagra::cuda {
 
@@ -41,112 +35,5 @@ size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k);
 knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
                      uint64_t seed, int device, const cpu::progress_fn& progress,
                      uint32_t* iterations_run);
-
-#ifdef __CUDACC__
-// Shared by nn_descent.cu and nn_descent_join.cu (device code only).
-namespace nnd_detail {
-
-/** The local join (nn_descent_join.cu): one CTA per node. Pointers are device memory. */
-struct join_args {
-  const uint4* data;               // [n, row_u4] rows, zero padded to 16 bytes
-  uint32_t row_u4;                 // 16-byte words per row
-  const unsigned long long* keys;  // [n, k] (orderable distance << 32 | id), rows ascending
-  uint32_t k, s, cap;              // degree, sample size (<= 32), proposal capacity per node
-  const uint32_t *fwd_new, *fwd_old;    // [n, s], kInvalidId padded
-  const uint32_t *rev_new, *rev_old;    // [n, s], the first min(rcnt, s) valid
-  const uint32_t *rcnt_new, *rcnt_old;  // [n]
-  unsigned long long* props;            // [n, cap] proposals (keys) to each node
-  uint32_t* pcount;                     // [n] proposals offered (may exceed cap)
-  int64_t n;
-  bool dot, cosine;  // inner product or cosine (else l2); cosine: 1 - dot
-};
-void launch_join(dtype t, const join_args& a, cudaStream_t stream);
-
-/** Float bits mapped so that unsigned order is float order (as in brute_force.cu). */
-__device__ __forceinline__ uint32_t orderable(float f) {
-  const uint32_t u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ float from_orderable(uint32_t u) {
-  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
-}
-/** Sort key: (distance, id) order as one unsigned 64-bit compare. */
-__device__ __forceinline__ unsigned long long make_key(float d, uint32_t id) {
-  return (static_cast<unsigned long long>(orderable(d)) << 32) | id;
-}
-__device__ __forceinline__ float key_distance(unsigned long long key) {
-  return from_orderable(static_cast<uint32_t>(key >> 32));
-}
-/** The metric's distance from the accumulated sum (squared L2, or the dot product); -0 -> +0 so
- *  that equal distances have equal key bits. */
-__device__ __forceinline__ float finish_distance(float acc, bool dot, bool cosine) {
-  const float d = !dot ? acc : cosine ? 1.0f - acc : -acc;
-  return d == 0.0f ? 0.0f : d;
-}
-
-/** 16-byte word -> values. Float rows (f32: 4, f16: 8 elements) give floats; byte rows give 4
- *  packed 32-bit words (4 bytes each, for dp4a). kPer values per 16-byte word. */
-template <typename T> struct unpack_traits { static constexpr uint32_t kPer = 4; static constexpr bool kBytes = true; };
-template <> struct unpack_traits<float> { static constexpr uint32_t kPer = 4; static constexpr bool kBytes = false; };
-template <> struct unpack_traits<__half> { static constexpr uint32_t kPer = 8; static constexpr bool kBytes = false; };
-
-template <typename T>
-__device__ __forceinline__ void unpack_floats(const uint4& v, float* out) {
-  if constexpr (std::is_same_v<T, float>) {
-    out[0] = __uint_as_float(v.x); out[1] = __uint_as_float(v.y);
-    out[2] = __uint_as_float(v.z); out[3] = __uint_as_float(v.w);
-  } else {
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&w[i]));
-      out[2 * i] = f.x;
-      out[2 * i + 1] = f.y;
-    }
-  }
-}
-
-/** Distance of rows a and b, accumulated element by element in index order (float rows: one fp32
- *  accumulator, fmaf; byte rows: exact integers). The join kernel accumulates in the same order,
- *  so both produce the same bits for the same pair. */
-template <typename T>
-__device__ float row_distance(const uint4* a, const uint4* b, uint32_t row_u4, bool dot, bool cosine) {
-  if constexpr (unpack_traits<T>::kBytes) {
-    int ab = 0, aa = 0, bb = 0;
-    for (uint32_t q = 0; q < row_u4; ++q) {
-      const uint4 x = __ldg(a + q), y = __ldg(b + q);
-      ab = dev::dp4<T>(x.x, y.x, ab); ab = dev::dp4<T>(x.y, y.y, ab);
-      ab = dev::dp4<T>(x.z, y.z, ab); ab = dev::dp4<T>(x.w, y.w, ab);
-      if (!dot) {
-        aa = dev::dp4<T>(x.x, x.x, aa); aa = dev::dp4<T>(x.y, x.y, aa);
-        aa = dev::dp4<T>(x.z, x.z, aa); aa = dev::dp4<T>(x.w, x.w, aa);
-        bb = dev::dp4<T>(y.x, y.x, bb); bb = dev::dp4<T>(y.y, y.y, bb);
-        bb = dev::dp4<T>(y.z, y.z, bb); bb = dev::dp4<T>(y.w, y.w, bb);
-      }
-    }
-    return finish_distance(static_cast<float>(dot ? ab : aa + bb - 2 * ab), dot, cosine);
-  } else {
-    constexpr uint32_t P = unpack_traits<T>::kPer;
-    float acc = 0.0f;
-    for (uint32_t q = 0; q < row_u4; ++q) {
-      float x[P], y[P];
-      unpack_floats<T>(__ldg(a + q), x);
-      unpack_floats<T>(__ldg(b + q), y);
-#pragma unroll
-      for (uint32_t e = 0; e < P; ++e) {
-        if (dot) {
-          acc = fmaf(x[e], y[e], acc);
-        } else {
-          const float t = x[e] - y[e];
-          acc = fmaf(t, t, acc);
-        }
-      }
-    }
-    return finish_distance(acc, dot, cosine);
-  }
-}
-
-}  // namespace nnd_detail
-#endif
 
 }  // namespace cagra::cuda

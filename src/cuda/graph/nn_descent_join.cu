@@ -18,7 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda/check.hpp"
-#include "cuda/graph/nn_descent.hpp"
+#include "cuda/graph/nn_descent_detail.cuh"
 
 namespace cagra::cuda::nnd_detail {
 namespace {
