@@ -6,6 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CAGRA_HAVE_F16C_PATH 1
+#endif
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define CAGRA_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -74,8 +79,58 @@ CAGRA_MULTIVERSION float dot_f32(const float* q, const float* x, size_t dim) {
   return s;
 }
 
-// Half rows are rare on the CPU (f16 storage is a GPU feature); a scalar conversion is enough.
+// Half rows: with F16C (every x86-64 CPU with AVX2 since 2013) eight halves are widened per
+// instruction; without it, a scalar conversion. The scalar path converted every element in
+// software and made an f16 index 8x slower to search on the CPU than an f32 one (bigann10k,
+// one thread: 1.8K vs 14.9K QPS at itopk 64).
+#ifdef CAGRA_HAVE_F16C_PATH
+
+namespace {
+
+__attribute__((target("avx2,fma,f16c"))) float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma,f16c"))) float l2_f16_f16c(const float* q, const half* x, size_t dim) {
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= dim; i += 8) {
+    const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(q + i), xv);
+    acc = _mm256_fmadd_ps(d, d, acc);
+  }
+  float s = hsum256(acc);
+  for (; i < dim; ++i) {
+    const float d = q[i] - half_to_float(x[i]);
+    s += d * d;
+  }
+  return s;
+}
+
+__attribute__((target("avx2,fma,f16c"))) float dot_f16_f16c(const float* q, const half* x, size_t dim) {
+  __m256 acc = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= dim; i += 8) {
+    const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), xv, acc);
+  }
+  float s = hsum256(acc);
+  for (; i < dim; ++i) s += q[i] * half_to_float(x[i]);
+  return s;
+}
+
+const bool kF16C = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+
+}  // namespace
+#endif
+
 float l2_f16(const float* q, const half* x, size_t dim) {
+#ifdef CAGRA_HAVE_F16C_PATH
+  if (kF16C) return l2_f16_f16c(q, x, dim);
+#endif
   float s = 0;
   for (size_t i = 0; i < dim; ++i) {
     float d = q[i] - half_to_float(x[i]);
@@ -85,6 +140,9 @@ float l2_f16(const float* q, const half* x, size_t dim) {
 }
 
 float dot_f16(const float* q, const half* x, size_t dim) {
+#ifdef CAGRA_HAVE_F16C_PATH
+  if (kF16C) return dot_f16_f16c(q, x, dim);
+#endif
   float s = 0;
   for (size_t i = 0; i < dim; ++i) s += q[i] * half_to_float(x[i]);
   return s;
