@@ -207,19 +207,35 @@ class nn_descent_run {
 #pragma omp parallel num_threads(nt_) reduction(+ : changed)
     {
       const uint32_t t = static_cast<uint32_t>(omp_get_thread_num()), nt = static_cast<uint32_t>(nt_);
-      std::vector<proposal> mine;
+      // This thread's targets are t, t + nt, ...: its proposals are bucketed by target (a counting
+      // sort), then each bucket is sorted by (distance, id). That is the order a full sort by
+      // (target, distance, id) gives (the three fields are the whole proposal), at O(P) plus
+      // small sorts instead of O(P log P): the full sort was a quarter of the build's time.
+      const size_t slots = static_cast<size_t>((n_ - t + nt - 1) / nt);
+      std::vector<uint32_t> start(slots + 1, 0);
+      size_t total = 0;
       for (const auto& buf : props_)
         for (const proposal& p : buf)
-          if (p.target % nt == t) mine.push_back(p);
-      std::sort(mine.begin(), mine.end(), [](const proposal& a, const proposal& b) {
-        return a.target < b.target || (a.target == b.target && neighbor{a.dist, a.id} < neighbor{b.dist, b.id});
-      });
+          if (p.target % nt == t) {
+            ++start[p.target / nt + 1];
+            ++total;
+          }
+      for (size_t i = 0; i < slots; ++i) start[i + 1] += start[i];
+      std::vector<proposal> mine(total);
+      std::vector<uint32_t> fill(start.begin(), start.end() - 1);
+      for (const auto& buf : props_)
+        for (const proposal& p : buf)
+          if (p.target % nt == t) mine[fill[p.target / nt]++] = p;
       std::vector<neighbor> merged;
       std::vector<uint8_t> merged_new;
-      for (size_t s = 0, e; s < mine.size(); s = e) {
-        const uint32_t v = mine[s].target;
-        for (e = s; e < mine.size() && mine[e].target == v; ++e) {}
-        changed += merge_into(v, mine.data() + s, mine.data() + e, merged, merged_new);
+      for (size_t i = 0; i < slots; ++i) {
+        proposal* b = mine.data() + start[i];
+        proposal* e = mine.data() + start[i + 1];
+        if (b == e) continue;
+        std::sort(b, e, [](const proposal& x, const proposal& y) {
+          return neighbor{x.dist, x.id} < neighbor{y.dist, y.id};
+        });
+        changed += merge_into(b->target, b, e, merged, merged_new);
       }
     }
     return changed;
