@@ -1,14 +1,20 @@
 // Helpers the CUDA search suites share (test_cuda_search.cpp, test_cuda_multi_cta.cpp): a search
-// answer, the CPU backend's answer as the oracle, and the checks every GPU answer must pass.
+// answer, the CPU backend's answer as the oracle, the GPU's answer, the checks every GPU answer
+// must pass, and the small inputs both build.
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include <cagra/cagra.hpp>
+
+#include "core/convert.hpp"
+#include "cpu/backend.hpp"
+#include "cuda/backend.hpp"
 
 namespace cagra::test {
 
@@ -43,6 +49,57 @@ inline void expect_well_formed(const result& r, int64_t n, const std::string& wh
     std::sort(row.begin(), row.end());
     ASSERT_EQ(std::adjacent_find(row.begin(), row.end()), row.end()) << what << ": duplicate id, query " << q;
   }
+}
+
+/** cuda::search of the rows of q (the user's type) with p as given, `batch` rows per call
+ *  (0: all in one). Outputs start as garbage (12345 / -1) so unwritten slots show. */
+inline result gpu_search(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p,
+                         int64_t batch = 0) {
+  p.validate(k, idx.size(), idx.graph_degree());
+  const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
+  const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
+           q.rows(), k};
+  if (batch <= 0) batch = q.rows();
+  const size_t row_bytes = qc.size_bytes() / size_t(qc.rows());
+  for (int64_t first = 0; first < q.rows(); first += batch) {
+    const int64_t n = std::min(batch, q.rows() - first);
+    host_matrix part(qc.type(), n, qc.cols());
+    std::memcpy(part.data(), qc.row_bytes(first), size_t(n) * row_bytes);
+    cuda::search(idx, part, k, p, plan, r.ids.data() + first * k, r.dist.data() + first * k, 0);
+  }
+  return r;
+}
+
+inline index_params small_params(uint32_t d = 32, metric m = metric::l2) {
+  index_params p;
+  p.graph_degree = d;
+  p.intermediate_graph_degree = 2 * d;
+  p.metric = m;
+  return p;
+}
+
+inline search_params itopk(uint32_t m) {
+  search_params p;
+  p.itopk_size = m;
+  return p;
+}
+
+/** u8 rows as f32 times `scale`. */
+inline host_matrix scaled_f32(const host_matrix& u8, float scale) {
+  host_matrix out(dtype::f32, u8.rows(), u8.cols());
+  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
+    out.as<float>().data[i] = static_cast<const uint8_t*>(u8.data())[i] * scale;
+  return out;
+}
+
+/** `rows` rows cycling through m's rows. */
+inline host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
+  host_matrix out(m.type(), rows, m.cols());
+  const size_t rb = m.size_bytes() / m.rows();
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(static_cast<uint8_t*>(out.data()) + i * rb, m.row_bytes(i % m.rows()), rb);
+  return out;
 }
 
 }  // namespace cagra::test

@@ -25,27 +25,12 @@
 namespace cagra::test {
 namespace {
 
-/** cuda::search of the rows of q (the user's type), `batch` rows per call, with `algo`. */
+/** The GPU's answer with kernel `algo` (multi-CTA unless asked otherwise). */
 result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, search_params p,
                search_algo algo = search_algo::multi_cta, int64_t batch = 0) {
   p.algo = algo;
-  p.validate(k, idx.size(), idx.graph_degree());
-  const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
-  const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
-  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
-           q.rows(), k};
-  if (batch <= 0) batch = q.rows();
-  const size_t row_bytes = qc.size_bytes() / size_t(qc.rows());
-  for (int64_t first = 0; first < q.rows(); first += batch) {
-    const int64_t n = std::min(batch, q.rows() - first);
-    host_matrix part(qc.type(), n, qc.cols());
-    std::memcpy(part.data(), qc.row_bytes(first), size_t(n) * row_bytes);
-    cuda::search(idx, part, k, p, plan, r.ids.data() + first * k, r.dist.data() + first * k, 0);
-  }
-  return r;
+  return gpu_search(idx, q, k, p, batch);
 }
-
-/** Every id valid (< n), no duplicates in a row, distances ascending. */
 
 /** Runs both backends: multi-CTA recall >= CPU recall - 1 point, and a well-formed output. */
 double compare(const std::string& what, const cagra::index& idx, const host_matrix& q,
@@ -59,39 +44,10 @@ double compare(const std::string& what, const cagra::index& idx, const host_matr
   return rg;
 }
 
-index_params small_params(uint32_t d = 32, metric m = metric::l2) {
-  index_params p;
-  p.graph_degree = d;
-  p.intermediate_graph_degree = 2 * d;
-  p.metric = m;
-  return p;
-}
-
-search_params itopk(uint32_t m) {
-  search_params p;
-  p.itopk_size = m;
-  return p;
-}
-
-host_matrix scaled_f32(const host_matrix& u8, float scale) {
-  host_matrix out(dtype::f32, u8.rows(), u8.cols());
-  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
-    out.as<float>().data[i] = static_cast<const uint8_t*>(u8.data())[i] * scale;
-  return out;
-}
-
 host_matrix halved_i8(const host_matrix& u8) {
   host_matrix out(dtype::i8, u8.rows(), u8.cols());
   for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
     out.as<int8_t>().data[i] = int8_t(static_cast<const uint8_t*>(u8.data())[i] / 2);
-  return out;
-}
-
-host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
-  host_matrix out(m.type(), rows, m.cols());
-  const size_t rb = m.size_bytes() / m.rows();
-  for (int64_t i = 0; i < rows; ++i)
-    std::memcpy(static_cast<uint8_t*>(out.data()) + i * rb, m.row_bytes(i % m.rows()), rb);
   return out;
 }
 

@@ -26,16 +26,8 @@ result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const 
   // below the SM count; tests/cuda/test_cuda_multi_cta.cpp covers that kernel and the choice).
   search_params p = params;
   if (p.algo == search_algo::automatic) p.algo = search_algo::single_cta;
-  p.validate(k, idx.size(), idx.graph_degree());
-  const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
-  const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
-  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
-           q.rows(), k};
-  cuda::search(idx, qc, k, p, plan, r.ids.data(), r.dist.data(), 0);
-  return r;
+  return gpu_search(idx, q, k, p);
 }
-
-/** Every id valid (< n), no duplicates in a row, distances ascending. */
 
 int64_t identical_rows(const result& a, const result& b) {
   int64_t same = 0;
@@ -63,34 +55,6 @@ result compare(const char* what, const cagra::index& idx, const host_matrix& q,
     EXPECT_EQ(differ, 0u) << what << ": distances differ from the CPU's";
   }
   return g;
-}
-
-index_params small_params(uint32_t d = 32) {
-  index_params p;
-  p.graph_degree = d;
-  p.intermediate_graph_degree = 2 * d;
-  return p;
-}
-
-search_params itopk(uint32_t m) {
-  search_params p;
-  p.itopk_size = m;
-  return p;
-}
-
-host_matrix scaled_f32(const host_matrix& u8, float scale) {
-  host_matrix out(dtype::f32, u8.rows(), u8.cols());
-  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i)
-    out.as<float>().data[i] = static_cast<const uint8_t*>(u8.data())[i] * scale;
-  return out;
-}
-
-host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
-  host_matrix out(m.type(), rows, m.cols());
-  const size_t rb = m.size_bytes() / m.rows();
-  for (int64_t i = 0; i < rows; ++i)
-    std::memcpy(static_cast<uint8_t*>(out.data()) + i * rb, m.row_bytes(i % m.rows()), rb);
-  return out;
 }
 
 class CudaSearch : public bigann_gpu_suite {};
