@@ -79,9 +79,14 @@ bench_index() {  # STORAGE LABEL
   run_bench "cuda $storage, batch 10000" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
     --itopk 16,20,24,28,32,40,48,64,96,128,192,256,384,512 --search-width 1,2 "${common[@]}"
   run_bench "cuda $storage, batch 1" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-    --itopk 16,32,64,128 --search-width 4,8,16,32 "${common[@]}"
-  run_bench "cuda $storage, batch 1, 3 iterations per CTA" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-    --itopk 16 --search-width 32,64 --max-iterations 3 "${common[@]}"
+    --itopk 16,32,64,128 --search-width 4,8,16,32,64 "${common[@]}"
+  run_bench "cuda $storage, batch 1, persistent kernel" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
+    --persistent --itopk 16,32,64 --search-width 8,16,32,64 "${common[@]}"
+  for it in 2 3; do
+    run_bench "cuda $storage, batch 1, persistent kernel, $it iterations per CTA" "$idx" "$queries" "$gt" \
+      --backend cuda --batch 1 --persistent --itopk 16,32 --search-width 16,32,64 --max-iterations "$it" \
+      "${common[@]}"
+  done
   [ "$storage" = f16 ] && return
   run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
     --threads "$THREADS" --repeat 2 --itopk 16,24,32,48,64,96,128,192,256 --stats "${common[@]}"

@@ -97,6 +97,11 @@ struct search_params {
   uint32_t num_random_samplings = 0;
   /** Seed of the random initial nodes (mixed with the query's row number). */
   uint64_t seed = 0;
+  /** GPU, one query per call (batch 1, multi-CTA): keep the search kernel resident between
+   *  calls, polling for the next query, instead of launching it per call (saves the launch, the
+   *  synchronize and cold instruction caches; docs/cuda.md). Its CTAs hold their SMs until the
+   *  index is searched another way or destroyed, or 1 s passes without a query. */
+  bool persistent = false;
 
   /** Throws one cagra::error listing every violated constraint. */
   void validate(uint32_t k, int64_t rows, uint32_t graph_degree) const;

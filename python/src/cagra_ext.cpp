@@ -461,6 +461,7 @@ NB_MODULE(_cagra, m) {
       .def_rw("algo", &sp::algo)
       .def_rw("hash_bits", &sp::hash_bits)
       .def_rw("hash_reset_interval", &sp::hash_reset_interval)
+      .def_rw("persistent", &sp::persistent)
       .def_rw("num_random_samplings", &sp::num_random_samplings)
       .def_rw("seed", &sp::seed);
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include <cagra/index.hpp>
 
@@ -23,7 +24,13 @@ struct backend_state {
 
 namespace cagra::cuda {
 
+struct index_state;
+/** Stops the index's persistent search kernel if one runs (search.cu); never throws. */
+void stop_persistent(index_state& st) noexcept;
+
 struct index_state final : detail::backend_state {
+  ~index_state() override { stop_persistent(*this); }  // before the buffers it uses go
+
   int device = 0;
   int64_t rows = 0;
   uint32_t dim = 0, degree = 0;
@@ -46,12 +53,26 @@ struct index_state final : detail::backend_state {
   pinned_buffer<uint8_t> host_queries;  // [nq, dim] of the query type
   pinned_buffer<uint32_t> host_ids;     // [nq, k]
   pinned_buffer<float> host_distances;  // [nq, k]
+  // The multi-CTA kernel's results there: words value | tag << 32, polled by the host (the
+  // tag is the call's, never 0; the buffers start zeroed).
+  pinned_buffer<uint64_t> host_tagged_ids;    // [nq, k]
+  pinned_buffer<uint64_t> host_tagged_dists;  // [nq, k]
+  uint32_t result_tag = 0;                    // the last call's tag
+  // Persistent batch-1 search (search_params::persistent): the resident kernel's job words
+  // (the query, tagged with the job's seq = result_tag), stop flag and device state.
+  bool persistent_running = false;
+  std::vector<uint64_t> persistent_key;       // the launch configuration it runs with
+  pinned_buffer<uint64_t> persistent_words;   // [query words]
+  pinned_buffer<uint32_t> persistent_stop;    // [1]
+  device_buffer<uint32_t> persistent_hash;    // [2 << hash_bits]
+  device_buffer<uint32_t> persistent_counters;  // done[2], job word, the query's words
   // Multi-CTA search only (grow-only too), for the queries of one launch ("chunk"):
   device_buffer<uint32_t> mcta_hash;   // 2 halves of [chunk, 1 << hash_bits]: per query the visited set
   size_t mcta_half = 0;                // words per half
   size_t mcta_dirty[2] = {0, 0};       // leading words of each half the last launch on it wrote
   uint32_t mcta_next = 0;              // the half the next launch searches with (the other is empty)
-  device_buffer<uint32_t> mcta_done;   // [chunk] CTAs finished per query (0 between launches)
+  device_buffer<uint32_t> mcta_done;   // [chunk + 1] CTAs finished per query, then queries merged
+                                       // in the launch (all 0 between launches)
   device_buffer<uint32_t> mcta_ids;    // [chunk, n_ctas, 32] each CTA's list
   device_buffer<float> mcta_dists;     // [chunk, n_ctas, 32]
 };

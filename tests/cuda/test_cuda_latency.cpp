@@ -10,9 +10,16 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+#include <cagra/io.hpp>
+
 #include "bigann_fixture.hpp"
 #include "core/convert.hpp"
 #include "cpu/backend.hpp"
+#include "cuda/search/multi_cta.hpp"
 
 namespace cagra::test {
 namespace {
@@ -121,6 +128,157 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
   search_params p;
   search({}, p, idx, q1, k, {ids.data(), 1, k}, {dist.data(), 1, k});
   EXPECT_LT(ids[0], idx.size());
+}
+
+/** Means over traced multi-CTA calls (multi_cta.hpp's stamps), in microseconds. */
+struct trace_summary {
+  double query_copy = 0, query_convert = 0, init_claim = 0, init = 0, pick = 0, claim = 0, iteration0 = 0,
+         iteration = 0, published = 0, counted = 0, merged = 0, span = 0;
+};
+
+trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_t n_ctas) {
+  constexpr uint32_t S = cuda::kMultiCtaTraceSlots;
+  trace_summary m;
+  double iter_sum = 0, claim_n = 0, init_claim_n = 0;
+  uint64_t iter_n = 0;
+  const auto us = [](uint64_t a, uint64_t b) { return b > a ? (b - a) * 1e-3 : 0.0; };
+  for (const std::vector<uint64_t>& t : calls) {
+    uint64_t t0 = ~0ull, published = 0, counted = 0, merged = 0;
+    for (uint32_t c = 0; c < n_ctas; ++c) {
+      const uint64_t* r = t.data() + size_t{c} * S;
+      t0 = std::min(t0, r[cuda::kTraceStart]);
+      published = std::max(published, r[cuda::kTracePublished]);
+      counted = std::max(counted, r[cuda::kTraceCounted]);
+      merged = std::max(merged, r[cuda::kTraceEnd]);
+      m.query_copy += us(r[cuda::kTraceStart], r[cuda::kTraceQueryCopied]);
+      m.query_convert += us(r[cuda::kTraceQueryCopied], r[cuda::kTraceQueryReady]);
+      if (r[cuda::kTraceInitClaimed]) {
+        m.init_claim += us(r[cuda::kTraceQueryReady], r[cuda::kTraceInitClaimed]);
+        ++init_claim_n;
+      }
+      m.init += us(r[cuda::kTraceQueryReady], r[cuda::kTraceInitDone]);
+      m.pick += us(r[cuda::kTraceInitDone], r[cuda::kTracePicked0]);
+      if (r[cuda::kTraceClaimed0]) {
+        m.claim += us(r[cuda::kTracePicked0], r[cuda::kTraceClaimed0]);
+        ++claim_n;
+      }
+      m.iteration0 += us(r[cuda::kTraceInitDone], r[cuda::kTraceIteration0]);
+      for (uint32_t i = cuda::kTraceIteration0 + 1; i < cuda::kTracePublished && r[i] != 0; ++i, ++iter_n)
+        iter_sum += us(r[i - 1], r[i]);
+    }
+    m.published += us(t0, published);
+    m.counted += us(published, counted);
+    m.merged += us(counted, merged);
+    m.span += us(t0, merged);
+  }
+  const double n = double(calls.size()), nc = n * n_ctas;
+  m.query_copy /= nc;
+  m.query_convert /= nc;
+  m.init_claim = init_claim_n ? m.init_claim / init_claim_n : 0;
+  m.init /= nc;
+  m.pick /= nc;
+  m.claim = claim_n ? m.claim / claim_n : 0;
+  m.iteration0 /= nc;
+  m.iteration = iter_n ? iter_sum / iter_n : 0;
+  m.published /= n;
+  m.counted /= n;
+  m.merged /= n;
+  m.span /= n;
+  return m;
+}
+
+// The batch-1 multi-CTA call taken apart on the GPU's clock (multi_cta.hpp's trace stamps: each
+// CTA's phases, the merging CTA's end); the call's host time minus the kernel's span is launch,
+// wait and host work. The latency modes are switched on one by one: results polled as tagged
+// words instead of a stream synchronize ("tagged"), the query inside the launch ("inline"); then
+// the persistent kernel (host time only). On bigann10k (L2-resident), and on a 1M-scale index in DRAM when
+// CAGRA_LATENCY_INDEX (a saved .cagra) and CAGRA_LATENCY_QUERIES are set
+// (scripts/device-latency.sh).
+TEST_F(CudaLatency, TracedMultiCta) {
+  const char* index_path = std::getenv("CAGRA_LATENCY_INDEX");
+  const char* query_path = std::getenv("CAGRA_LATENCY_QUERIES");
+  std::unique_ptr<cagra::index> loaded;
+  std::unique_ptr<host_matrix> loaded_queries;
+  const cagra::index* idx = u8_;
+  const host_matrix* queries = &set_->queries;
+  std::string name = "bigann10k";
+  if (index_path && query_path) {
+    loaded = std::make_unique<cagra::index>(cagra::load(index_path));
+    loaded_queries = std::make_unique<host_matrix>(io::read_matrix(query_path));
+    idx = loaded.get();
+    queries = loaded_queries.get();
+    name = index_path;
+  }
+  const uint32_t k = 10, n_q = std::min<uint32_t>(200, uint32_t(queries->rows()));
+  std::vector<host_matrix> q1;
+  for (uint32_t i = 0; i < n_q; ++i) {
+    const dataset_view v(queries->row_bytes(i), queries->type(), 1, queries->cols());
+    q1.push_back(core::queries_for(v, idx->storage_dtype(), idx->metric(), 1));
+  }
+  std::vector<uint32_t> ids(k), first(n_q);
+  std::vector<float> dist(k);
+  uint64_t* d_trace = nullptr;
+  const uint32_t max_ctas = 128;
+  const size_t trace_words = size_t{max_ctas} * cuda::kMultiCtaTraceSlots;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_trace), trace_words * 8), cudaSuccess);
+  cuda::multi_cta_debug& hooks = cuda::multi_cta_debug_hooks();
+  const cuda::multi_cta_debug saved = hooks;
+  struct mode {
+    const char* name;
+    bool tagged, inline_query;
+  };
+  const mode modes[] = {{"baseline", false, false}, {"+tagged", true, false}, {"+inline", true, true}};
+  std::printf("[ latency  ] traced multi-CTA batch 1 on %s (%lld x %u %s, degree %u), %u queries\n", name.c_str(),
+              (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()), idx->graph_degree(), n_q);
+  for (uint32_t ctas : {16u, 32u}) {
+    for (uint32_t iters : {2u, 4u}) {
+      search_params p;
+      p.itopk_size = 32;
+      p.search_width = ctas;
+      p.max_iterations = iters;
+      p.algo = search_algo::multi_cta;
+      const cpu::search_plan plan = cpu::make_search_plan(p, k, idx->size(), idx->graph_degree());
+      for (const mode& md : modes) {
+        hooks.host_flag = md.tagged;
+        hooks.inline_query = md.inline_query;
+        hooks.trace = nullptr;
+        uint32_t qi = 0;
+        const double call = mean_us(2000, [&] {
+          cuda::search(*idx, q1[qi++ % n_q], k, p, plan, ids.data(), dist.data(), 0);
+        });
+        hooks.trace = d_trace;
+        std::vector<std::vector<uint64_t>> calls;
+        for (uint32_t i = 0; i < n_q; ++i) {
+          ASSERT_EQ(cudaMemset(d_trace, 0, trace_words * 8), cudaSuccess);
+          cuda::search(*idx, q1[i], k, p, plan, ids.data(), dist.data(), 0);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          calls.emplace_back(trace_words);
+          ASSERT_EQ(cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_LT(ids[0], idx->size());
+          ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
+          first[i] = ids[0];
+        }
+        const trace_summary t = summarize(calls, ctas);
+        std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us = span %5.1f + launch/wait/host %4.1f | "
+                    "query %.1f + %.1f, init %.1f (claim %.1f), pick %.1f, claim %.1f, iteration0 %.1f, next "
+                    "%.2f each, all published %.1f, counted +%.1f, merged +%.1f\n",
+                    ctas, iters, md.name, call, t.span, call - t.span, t.query_copy, t.query_convert, t.init,
+                    t.init_claim, t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
+      }
+      // The persistent kernel (no launch, no synchronize, warm instruction caches): host time only.
+      hooks = saved;
+      hooks.trace = nullptr;
+      search_params pp = p;
+      pp.persistent = true;
+      uint32_t qi = 0;
+      const double call = mean_us(2000, [&] {
+        cuda::search(*idx, q1[qi++ % n_q], k, pp, plan, ids.data(), dist.data(), 0);
+      });
+      std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, "persistent", call);
+    }
+  }
+  hooks = saved;
+  cudaFree(d_trace);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -201,6 +202,50 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
   EXPECT_GE(recall({ids.data(), 100, 10}, truth(), 10), 0.98);
   search({}, itopk(5000), *u8_, head(set_->queries, 2), 10, {ids.data(), 2, 10}, {});
   EXPECT_GE(recall({ids.data(), 2, 10}, {truth().data, 2, truth().cols}, 10), 0.9);
+}
+
+// search_params::persistent: the resident kernel answers query after query like a launch per
+// query does (recall within a point of the CPU, well-formed rows, every type), survives a
+// change of configuration (relaunch), a batch search in between (stopped, then relaunched), an
+// idle pause past its lifetime (it leaves; the next query launches it again) and the index's
+// destruction (stopped first).
+TEST_F(CudaMultiCta, PersistentKernel) {
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255), q_f = scaled_f32(set_->queries, 1.0f / 255);
+  for (uint32_t it : {32u, 64u}) {
+    search_params p = itopk(it);
+    p.search_width = 16;
+    p.persistent = true;
+    const result c = cpu_run(*u8_, set_->queries, 10, p);
+    const result g = gpu_run(*u8_, set_->queries, 10, p, search_algo::multi_cta, 1);
+    const double rc = recall(c.view(), truth(), 10), rg = recall(g.view(), truth(), 10);
+    std::printf("[ cuda     ] persistent u8 itopk %u, 16 CTAs, queries one by one: recall@10 cpu %.4f gpu %.4f\n",
+                it, rc, rg);
+    EXPECT_GE(rg, rc - 0.01);
+    expect_well_formed(g, u8_->size(), "persistent");
+    // A batch in between stops the kernel; the next batch-1 query starts it again.
+    const result b = gpu_run(*u8_, set_->queries, 10, itopk(it), search_algo::multi_cta, 10);
+    expect_well_formed(b, u8_->size(), "batch between persistent runs");
+  }
+  {  // f16 storage, cosine, k = 1 and distances; then the index goes while the kernel runs
+    index_params ip = small_params(32, metric::cosine);
+    ip.storage = storage_type::f16;
+    const cagra::index f16 = build({}, ip, base_f);
+    search_params p = itopk(32);
+    p.persistent = true;
+    const result g = gpu_run(f16, q_f, 1, p, search_algo::multi_cta, 1);
+    expect_well_formed(g, f16.size(), "persistent f16 cosine");
+    const result c = cpu_run(f16, q_f, 1, p);
+    EXPECT_GE(recall(g.view(), c.view(), 1), 0.9);
+  }
+  // Idle past the kernel's lifetime (1 s): it leaves; the next query finds it gone and relaunches.
+  search_params p = itopk(32);
+  p.persistent = true;
+  const host_matrix q1 = repeat_rows(set_->queries, 1);
+  const result before = gpu_run(*u8_, q1, 10, p, search_algo::multi_cta, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  const result after = gpu_run(*u8_, q1, 10, p, search_algo::multi_cta, 1);
+  expect_well_formed(after, u8_->size(), "persistent after idle exit");
+  EXPECT_EQ(recall(after.view(), before.view(), 10) > 0.8, true);
 }
 
 TEST_F(CudaMultiCta, SanitizerCase) {

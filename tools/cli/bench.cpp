@@ -65,6 +65,7 @@ int run_bench(const args& a) {
   else if (algo_name != "auto") throw usage_error("--algo: expected auto, single or multi, got '" + algo_name + "'");
   const auto hash_bits = static_cast<uint32_t>(a.uint("--hash-bits", 0, 0, 24));
   const auto hash_reset = static_cast<uint32_t>(a.uint("--hash-reset-interval", 0, 0, 1u << 20));
+  const bool persistent = a.has("--persistent");
   const auto batch = static_cast<int64_t>(a.uint("--batch", 0, 0, kMaxRows));
   const auto repeat = static_cast<int>(a.uint("--repeat", 1, 1, 1000));
   const double build_s = a.real("--build-s", -1, 0, 1e12);
@@ -131,6 +132,7 @@ int run_bench(const args& a) {
   rec.algo = algo == search_algo::automatic ? "" : algo == search_algo::single_cta ? "single_cta" : "multi_cta";
   rec.hash_bits = hash_bits;
   rec.hash_reset_interval = hash_reset;
+  rec.persistent = persistent;
 
   std::printf("index     %s: %lld x %u %s, degree %u, metric %s\n", index_path.c_str(),
               static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
@@ -163,6 +165,7 @@ int run_bench(const args& a) {
         sp.algo = algo;
         sp.hash_bits = hash_bits;
         sp.hash_reset_interval = hash_reset;
+        sp.persistent = persistent;
         pass_result best;
         for (int r = 0; r < repeat; ++r) {
           pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist);
@@ -226,6 +229,7 @@ const command_spec& bench_command() {
           {"--algo", nullptr, "A", "GPU kernel: auto (default), single or multi (CTA)"},
           {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
           {"--hash-reset-interval", nullptr, "I", "forgettable hash: reset every I iterations (default 0 = never)"},
+          {"--persistent", nullptr, nullptr, "GPU batch 1: keep the search kernel resident between queries"},
           {"--batch", nullptr, "B", "queries per search call: 0 = all (default); 1 = one query "
                                     "per call on one thread (latency)"},
           {"--repeat", nullptr, "R", "timed passes per point, the best is kept (default 1)"},

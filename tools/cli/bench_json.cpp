@@ -85,6 +85,7 @@ std::string to_json(const bench_record& r) {
   if (!r.algo.empty()) o << ",\"algo\":" << json_quote(r.algo);
   if (r.hash_bits) o << ",\"hash_bits\":" << r.hash_bits;
   if (r.hash_reset_interval) o << ",\"hash_reset_interval\":" << r.hash_reset_interval;
+  if (r.persistent) o << ",\"persistent\":true";
   o << "},\"recall\":" << json_number(r.recall, "%.6f")
     << ",\"qps\":" << json_number(r.qps, "%.2f") << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));

@@ -29,6 +29,7 @@ struct bench_record {
   std::string algo;            // "single_cta" / "multi_cta" when forced
   uint32_t hash_bits = 0;
   uint32_t hash_reset_interval = 0;
+  bool persistent = false;
   std::string storage;         // element type of the index's stored vectors ("u8", "f32", ...)
   uint32_t graph_degree = 0;
   double recall = 0;

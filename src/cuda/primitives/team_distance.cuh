@@ -174,4 +174,62 @@ __device__ __forceinline__ int team_sum_bytes(const uint4* row, const uint4* q16
   return acc;
 }
 
+/** Chunks per lane that a latency-bound distance (team_load_head) loads before the first use:
+ *  one memory round trip for rows of up to 4 x kTeam chunks (128-d f32 at team 8, 128-d u8 at
+ *  team 2), where team_sum keeps two loads in flight (two round trips for such a row). */
+constexpr uint32_t kHeadChunks = 4;
+
+/** The first kHeadChunks chunks of a lane's share of a row (zero past the row). */
+struct row_head {
+  uint4 v[kHeadChunks];
+};
+
+/** Issues the loads of the lane's first kHeadChunks chunks of `row` (chunk lane + j kTeam). */
+template <uint32_t kTeam>
+__device__ __forceinline__ row_head team_load_head(const uint4* row, uint32_t n_chunks, uint32_t lane) {
+  row_head h;
+#pragma unroll
+  for (uint32_t j = 0; j < kHeadChunks; ++j) {
+    const uint32_t c = lane + j * kTeam;
+    h.v[j] = c < n_chunks ? __ldg(row + c) : make_uint4(0, 0, 0, 0);
+  }
+  return h;
+}
+
+/** team_sum (float rows) with the head already loaded; the rest of a longer row is read here. */
+template <typename T, uint32_t kTeam, bool kDot>
+__device__ __forceinline__ float team_sum_head(const row_head& h, const uint4* row, const float4* q4,
+                                               uint32_t n_chunks, uint32_t lane) {
+  float acc = 0.0f;
+#pragma unroll
+  for (uint32_t j = 0; j < kHeadChunks; ++j) {
+    const uint32_t c = lane + j * kTeam;
+    if (c < n_chunks) acc = chunk_accumulate<T, kDot>(h.v[j], q4, c, acc);
+  }
+  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
+    acc = chunk_accumulate<T, kDot>(__ldg(row + c), q4, c, acc);
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
+}
+
+/** team_sum_bytes with the head already loaded. */
+template <typename T, uint32_t kTeam, bool kDot>
+__device__ __forceinline__ int team_sum_bytes_head(const row_head& h, const uint4* row, const uint4* q16,
+                                                   uint32_t n_chunks, uint32_t lane) {
+  int acc = 0;
+#pragma unroll
+  for (uint32_t j = 0; j < kHeadChunks; ++j) {
+    const uint32_t c = lane + j * kTeam;
+    if (c < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(h.v[j], q16[c], acc);
+  }
+  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
+    acc = chunk_accumulate_bytes<T, kDot>(__ldg(row + c), q16[c], acc);
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
+}
+
 }  // namespace cagra::cuda::dev

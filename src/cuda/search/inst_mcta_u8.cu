@@ -5,5 +5,8 @@
 #include "cuda/search/multi_cta.cuh"
 
 namespace cagra::cuda {
-template void launch_multi_cta<uint8_t>(const multi_cta_args&, uint32_t, uint32_t, uint32_t, size_t, cudaStream_t);
+template void launch_multi_cta<uint8_t>(const multi_cta_args&, uint32_t, uint32_t, uint32_t, size_t, cudaStream_t,
+                                          const inline_query*);
+template void launch_multi_cta_persistent<uint8_t>(const multi_cta_args&, const persistent_launch&, uint32_t, uint32_t,
+                                              size_t, cudaStream_t);
 }  // namespace cagra::cuda

@@ -49,20 +49,37 @@ namespace dev {
 
 constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 
-/** Inserts `id` into the query's device hash: true when this call inserted it (the node is the
- *  caller's), false when it was there already or no free slot was found within
- *  kMultiCtaMaxProbe probes (then the node is skipped). One atomicCAS per probe and no read
- *  before it: an atomic costs one L2 round trip like a load, and a read first made the common
- *  case (a new node) two round trips, on the critical path of every iteration. */
-__device__ __forceinline__ bool device_hash_insert(uint32_t* keys, uint32_t bits, uint32_t id) {
+/** Home slot of `id` in a device hash of 2^bits slots. */
+__device__ __forceinline__ uint32_t hash_home(uint32_t id, uint32_t bits) { return (id * 0x9E3779B1u) >> (32 - bits); }
+
+/** The rest of an insertion whose probe at slot h returned `old`: true when this call inserted
+ *  `id` (the node is the caller's), false when it was there already or no free slot was found
+ *  within kMultiCtaMaxProbe probes (then the node is skipped). */
+__device__ __forceinline__ bool device_hash_finish(uint32_t* keys, uint32_t bits, uint32_t id, uint32_t h,
+                                                   uint32_t old) {
   const uint32_t mask = (1u << bits) - 1u;
-  uint32_t h = (id * 0x9E3779B1u) >> (32 - bits);
-  for (uint32_t p = 0; p < kMultiCtaMaxProbe; ++p, h = (h + 1) & mask) {
-    const uint32_t old = atomicCAS(keys + h, kEmptySlot, id);
+  for (uint32_t p = 1;; ++p) {
     if (old == kEmptySlot) return true;
-    if (old == id) return false;
+    if (old == id || p == kMultiCtaMaxProbe) return false;
+    h = (h + 1) & mask;
+    old = atomicCAS(keys + h, kEmptySlot, id);
   }
-  return false;
+}
+
+/** Inserts `id` into the query's device hash (device_hash_finish says what it returns). One
+ *  atomicCAS per probe and no read before it: an atomic costs one L2 round trip like a load, and
+ *  a read first made the common case (a new node) two round trips, on the critical path of every
+ *  iteration. */
+__device__ __forceinline__ bool device_hash_insert(uint32_t* keys, uint32_t bits, uint32_t id) {
+  const uint32_t h = hash_home(id, bits);
+  return device_hash_finish(keys, bits, id, h, atomicCAS(keys + h, kEmptySlot, id));
+}
+
+/** Nanoseconds of the GPU's global timer (the same clock on every SM). */
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
 }
 
 /** Warp 0: a hash of the query's n bytes (p 8-aligned) for its random seeds, computed by 32 lanes
@@ -108,20 +125,27 @@ __device__ void convert_query_mc(uint32_t dim, uint32_t n_chunks, const Q* rq, u
   }
 }
 
-/** The distance of row `id` to the query, computed by the calling team (all kTeam lanes). */
+/** Row `id` of the dataset as 16-byte chunks. */
+__device__ __forceinline__ const uint4* dataset_row(const multi_cta_args& a, uint32_t id) {
+  return reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{id} * a.row_stride);
+}
+
+/** The distance of `row` to the query, computed by the calling team (all kTeam lanes) from the
+ *  head of the row the lanes already loaded (team_load_head: every load of a row of up to
+ *  4 x kTeam chunks in flight at once, one memory round trip: this kernel is latency-bound). */
 template <typename T, uint32_t kTeam>
-__device__ __forceinline__ float team_distance(const multi_cta_args& a, const void* q, int qq, uint32_t id,
-                                               uint32_t lane) {
-  const uint4* row = reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{id} * a.row_stride);
+__device__ __forceinline__ float team_distance(const multi_cta_args& a, const void* q, int qq, const row_head& h,
+                                               const uint4* row, uint32_t lane) {
   if constexpr (elem_traits<T>::is_byte) {
     const uint4* q16 = static_cast<const uint4*>(q);
-    if (a.metric == kMetricL2) return __int2float_rn(qq + team_sum_bytes<T, kTeam, false>(row, q16, a.n_chunks, lane));
-    const float dot = __int2float_rn(team_sum_bytes<T, kTeam, true>(row, q16, a.n_chunks, lane));
+    if (a.metric == kMetricL2)
+      return __int2float_rn(qq + team_sum_bytes_head<T, kTeam, false>(h, row, q16, a.n_chunks, lane));
+    const float dot = __int2float_rn(team_sum_bytes_head<T, kTeam, true>(h, row, q16, a.n_chunks, lane));
     return a.metric == kMetricCosine ? 1.0f - dot : -dot;
   } else {
     const float4* q4 = static_cast<const float4*>(q);
-    if (a.metric == kMetricL2) return team_sum<T, kTeam, false>(row, q4, a.n_chunks, lane);
-    const float dot = team_sum<T, kTeam, true>(row, q4, a.n_chunks, lane);
+    if (a.metric == kMetricL2) return team_sum_head<T, kTeam, false>(h, row, q4, a.n_chunks, lane);
+    const float dot = team_sum_head<T, kTeam, true>(h, row, q4, a.n_chunks, lane);
     return a.metric == kMetricCosine ? 1.0f - dot : -dot;
   }
 }
@@ -132,7 +156,8 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
                                    float* dists, uint32_t n) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < n; s += n_teams) {
-    const float d = team_distance<T, kTeam>(a, q, qq, ids[s], lane);
+    const uint4* row = dataset_row(a, ids[s]);
+    const float d = team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
     if (lane == 0) dists[s] = d;
   }
 }
@@ -200,8 +225,10 @@ __device__ __forceinline__ uint32_t pick_parent(uint32_t& li) {
   return parent;
 }
 
+/** The kernel's body; `query` is the query's bytes (query type, dim elements): in global or
+ *  mapped host memory, or in the launch's parameters (multi_cta_search_inline). */
 template <typename T, uint32_t kTeam>
-__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const multi_cta_args a) {
+__device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const uint8_t* query) {
   using Q = typename query_elem<T>::type;
   const float far = __int_as_float(0x7F800000);  // +inf: an empty list entry
   extern __shared__ __align__(16) uint8_t smem[];
@@ -217,6 +244,12 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
 
   const uint32_t tid = threadIdx.x, nt = blockDim.x;
   const uint64_t qi = a.query_offset + blockIdx.y;
+  // Timestamps of the first query's CTAs (multi_cta_debug::trace; off unless a test asks).
+  uint64_t* trace = a.d_trace && blockIdx.y == 0 ? a.d_trace + blockIdx.x * kMultiCtaTraceSlots : nullptr;
+  const auto stamp = [&](uint32_t slot) {
+    if (trace && tid == 0) trace[slot] = global_ns();
+  };
+  stamp(kTraceStart);
   uint32_t* keys = a.d_hash + (uint64_t{blockIdx.y} << a.hash_bits);
 
   // The other hash half, emptied for the next launch: this CTA's slice of it (stores only; the
@@ -235,8 +268,9 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
     s_n[0] = 0;
   }
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
-  copy_bytes(raw, a.d_queries + qi * q_bytes, q_bytes);
+  if (query) copy_bytes(raw, query, q_bytes);  // null: the persistent kernel put it there
   __syncthreads();
+  stamp(kTraceQueryCopied);
   if (tid < 32) {
     const uint64_t h = query_hash_warp(raw, q_bytes);
     if (tid == 0) s_state = mix64(a.seed ^ h);
@@ -244,13 +278,16 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
   __syncthreads();
   const uint64_t state = s_state;
+  stamp(kTraceQueryReady);
   for (uint32_t t = tid; t < a.n_init; t += nt) {
     const uint32_t id = initial_node(state, blockIdx.x, t, a.n_init, a.n_rows);
     if (device_hash_insert(keys, a.hash_bits, id)) cand_i[atomicAdd(&s_n[0], 1u)] = id;
   }
   __syncthreads();
+  stamp(kTraceInitClaimed);
   compute_candidates<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n[0]);
   __syncthreads();
+  stamp(kTraceInitDone);
 
   float ld = far;  // warp 0: the list, entry `lane`
   uint32_t li = kNoId;
@@ -270,17 +307,19 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
     if (!pick) break;
     const uint32_t parent = s_parent;
     if (parent == kNoId && iter >= a.min_iterations) break;
+    if (iter == 0) stamp(kTracePicked0);
 
     // Step 3: the parent's neighbors that no CTA met before; their distances.
     uint32_t* count = &s_n[(iter + 1) & 1];
+    const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
     if (parent != kNoId)
-      for (uint32_t t = tid; t < a.degree; t += nt) {
-        const uint32_t id = a.d_graph[uint64_t{parent} * a.degree + t];
-        if (device_hash_insert(keys, a.hash_bits, id)) cand_i[atomicAdd(count, 1u)] = id;
-      }
+      for (uint32_t t = tid; t < a.degree; t += nt)
+        if (device_hash_insert(keys, a.hash_bits, row[t])) cand_i[atomicAdd(count, 1u)] = row[t];
     __syncthreads();
+    if (iter == 0) stamp(kTraceClaimed0);
     compute_candidates<T, kTeam>(a, q, s_qq, cand_i, cand_d, *count);
     __syncthreads();
+    if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }
 
   const uint64_t part = uint64_t{blockIdx.y} * a.n_ctas * kMultiCtaList;
@@ -288,6 +327,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
     a.d_part_ids[part + blockIdx.x * kMultiCtaList + tid] = li == kNoId ? kNoId : li & kIdMask;
     a.d_part_dists[part + blockIdx.x * kMultiCtaList + tid] = ld;
   }
+  stamp(kTracePublished);
   // The last CTA of the query merges (threadfence reduction: each CTA publishes its list before
   // it counts itself; the last one to count sees every list).
   __shared__ bool s_last;
@@ -296,40 +336,194 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
   if (tid == 0) s_last = atomicAdd(a.d_done + blockIdx.y, 1u) == a.n_ctas - 1;
   __syncthreads();
   if (!s_last) return;
+  // Every CTA of the query has counted itself: the counter is free again (reset before the
+  // results go out, so that a job the host posts after seeing them finds it at 0; the fence
+  // below orders the reset before the result writes).
+  if (tid == 0) {
+    a.d_done[blockIdx.y] = 0;
+  }
   __threadfence();
+  stamp(kTraceCounted);
   float* md = reinterpret_cast<float*>(smem + a.smem_merge);
   uint32_t* mi = reinterpret_cast<uint32_t*>(smem + a.smem_merge + size_t{a.merge_p2} * sizeof(float));
   const uint64_t out = qi * a.k;
+  const result_writer w{a.d_ids ? a.d_ids + out : nullptr, a.d_distances ? a.d_distances + out : nullptr,
+                        a.h_tagged_ids ? a.h_tagged_ids + out : nullptr,
+                        a.h_tagged_dists ? a.h_tagged_dists + out : nullptr, a.tag};
   if (a.k <= kHeadMergeMaxK && a.n_ctas <= 128)
-    merge_query_heads(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas, a.k, md, mi, a.d_ids + out,
-                      a.d_distances ? a.d_distances + out : nullptr);
+    merge_query_heads(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas, a.k, md, mi, w);
   else
     merge_query_lists(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas * kMultiCtaList, a.merge_p2, a.k, md,
-                      mi, a.d_ids + out, a.d_distances ? a.d_distances + out : nullptr);
-  if (tid == 0) a.d_done[blockIdx.y] = 0;  // ready for the next launch
+                      mi, w);
+  stamp(kTraceMerged);
+  stamp(kTraceEnd);
+}
+
+template <typename T, uint32_t kTeam>
+__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const multi_cta_args a) {
+  const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(typename query_elem<T>::type));
+  multi_cta_body<T, kTeam>(a, a.d_queries + (a.query_offset + blockIdx.y) * q_bytes);
+}
+
+/** One query whose bytes came with the launch (no PCIe read of mapped memory at batch 1). */
+template <typename T, uint32_t kTeam>
+__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
+    multi_cta_search_inline(const multi_cta_args a, const __grid_constant__ inline_query query) {
+  multi_cta_body<T, kTeam>(a, query.bytes);
+}
+
+/** Persistent mode (search_params::persistent, batch 1): the kernel stays resident and takes one
+ *  query after another from mapped host memory, so a query costs no launch and no synchronize,
+ *  and runs on SMs whose instruction caches already hold the kernel (a fresh launch of this
+ *  kernel on a 1M-row set spends microseconds refetching code that the data evicted from L2).
+ *
+ *  The host posts job `seq` by writing the query as LL words (4 data bytes | seq << 32, as in
+ *  NCCL's low-latency protocol: each 8-byte word arrives whole, so a word with the new seq holds
+ *  new data and no flag or fence is needed). CTA 0 alone polls the host (one PCIe read in flight;
+ *  every CTA polling made PCIe the bottleneck: 70 us a query at 16 CTAs, 400 us at 64), copies
+ *  the query to device memory and publishes seq in a device word that the other CTAs poll in
+ *  L2. Job seq uses hash half seq & 1 (and empties the other) and finish counter done[seq & 1],
+ *  and writes its results tagged with seq. The host posts a job only after it has the last
+ *  one's results, so no CTA ever runs ahead into a job whose state the previous one still uses.
+ *
+ *  Exit: the host raises *h_stop (then synchronizes the stream), or CTA 0 finds no job for
+ *  lifetime_ns; either way it publishes "leave" and every CTA returns. A job posted as the
+ *  kernel leaves finds no kernel: the host sees the stream finish without results and launches
+ *  again, starting at that job. */
+struct persistent_args {
+  const uint64_t* h_words;     // [n_words] the query as LL words
+  const uint32_t* h_stop;      // raised by the host: leave
+  uint32_t* d_hash;            // 2 halves of 2^hash_bits slots
+  uint32_t* d_counters;        // done[2]
+  unsigned long long* d_job;   // seq of the job CTA 0 published, | 1 << 32 to leave
+  uint32_t* d_query;           // [n_words] the job's query, copied by CTA 0
+  uint32_t n_words;
+  uint32_t first_seq;
+  uint64_t lifetime_ns;
+};
+constexpr unsigned long long kLeave = 1ull << 32;
+
+template <typename T, uint32_t kTeam>
+__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
+    multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint32_t* raw = reinterpret_cast<uint32_t*>(smem + a.smem_raw);
+  __shared__ uint32_t s_go;  // 0: poll again, 1: run the job, 2: leave
+  const uint32_t tid = threadIdx.x;
+  const size_t half = size_t{1} << a.hash_bits;
+  uint64_t idle_since = global_ns();
+  for (uint32_t seq = p.first_seq;; seq = seq + 1 == 0 ? 1 : seq + 1) {
+    for (;;) {  // wait for job seq
+      if (tid == 0) {
+        uint32_t go = 0;
+        if (blockIdx.x == 0) {
+          if (*reinterpret_cast<const volatile uint32_t*>(p.h_stop)) {
+            go = 2;
+          } else if (uint32_t(reinterpret_cast<const volatile uint64_t*>(p.h_words)[p.n_words - 1] >> 32) == seq) {
+            go = 1;
+          } else if (global_ns() - idle_since > p.lifetime_ns) {
+            go = 2;
+          }
+          if (go == 2) atomicExch(p.d_job, kLeave);
+        } else {
+          const unsigned long long job = *reinterpret_cast<volatile unsigned long long*>(p.d_job);
+          go = job & kLeave ? 2 : uint32_t(job) == seq ? 1 : 0;
+          if (go == 1) __threadfence();  // the query words were written before the job word
+        }
+        s_go = go;
+      }
+      __syncthreads();
+      const uint32_t go = s_go;
+      __syncthreads();
+      if (go == 2) return;
+      if (go == 0) continue;
+      if (blockIdx.x != 0) {
+        for (uint32_t w = tid; w < p.n_words; w += blockDim.x) raw[w] = __ldcg(p.d_query + w);
+        break;
+      }
+      // CTA 0: the words all carry seq once the last does (the host wrote them in order), but
+      // check; then hand the query to the other CTAs.
+      bool ok = true;
+      for (uint32_t w = tid; w < p.n_words; w += blockDim.x) {
+        const uint64_t v = reinterpret_cast<const volatile uint64_t*>(p.h_words)[w];
+        ok &= uint32_t(v >> 32) == seq;
+        raw[w] = uint32_t(v);
+        p.d_query[w] = uint32_t(v);
+      }
+      if (__syncthreads_and(ok)) {
+        if (tid == 0) {
+          __threadfence();
+          atomicExch(p.d_job, seq);
+        }
+        break;
+      }
+    }
+    multi_cta_args job = a;
+    job.d_hash = p.d_hash + (seq & 1) * half;
+    job.d_clear = reinterpret_cast<uint4*>(p.d_hash + ((seq + 1) & 1) * half);
+    job.clear_vec4 = half / 4;
+    job.d_done = p.d_counters + (seq & 1);
+    job.tag = seq;
+    multi_cta_body<T, kTeam>(job, nullptr);
+    __syncthreads();
+    idle_since = global_ns();
+  }
 }
 
 }  // namespace dev
 
 template <typename T, uint32_t kTeam>
 void launch_multi_cta_team(const multi_cta_args& args, uint32_t n_queries, uint32_t block, size_t smem,
-                           cudaStream_t stream) {
-  auto kernel = dev::multi_cta_search<T, kTeam>;
+                           cudaStream_t stream, const inline_query* query) {
+  const dim3 grid(args.n_ctas, n_queries);
+  if (query) {
+    auto kernel = dev::multi_cta_search_inline<T, kTeam>;
+    if (smem > 48 * 1024)
+      CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, block, smem, stream>>>(args, *query);
+  } else {
+    auto kernel = dev::multi_cta_search<T, kTeam>;
+    if (smem > 48 * 1024)
+      CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    kernel<<<grid, block, smem, stream>>>(args);
+  }
+  CAGRA_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, uint32_t kTeam>
+void launch_persistent_team(const multi_cta_args& args, const persistent_launch& pl, uint32_t block, size_t smem,
+                            cudaStream_t stream) {
+  auto kernel = dev::multi_cta_persistent<T, kTeam>;
   if (smem > 48 * 1024)
     CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<dim3(args.n_ctas, n_queries), block, smem, stream>>>(args);
+  const dev::persistent_args p{pl.h_words,   pl.h_stop, pl.d_hash,    pl.d_counters, pl.d_job,
+                               pl.d_query,   pl.n_words, pl.first_seq, pl.lifetime_ns};
+  kernel<<<dim3(args.n_ctas, 1), block, smem, stream>>>(args, p);
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
-void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block, size_t smem,
-                      cudaStream_t stream) {
+void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
+                                 uint32_t block, size_t smem, cudaStream_t stream) {
   switch (team) {
-    case 2: return launch_multi_cta_team<T, 2>(args, n_queries, block, smem, stream);
-    case 4: return launch_multi_cta_team<T, 4>(args, n_queries, block, smem, stream);
-    case 8: return launch_multi_cta_team<T, 8>(args, n_queries, block, smem, stream);
-    case 16: return launch_multi_cta_team<T, 16>(args, n_queries, block, smem, stream);
-    case 32: return launch_multi_cta_team<T, 32>(args, n_queries, block, smem, stream);
+    case 2: return launch_persistent_team<T, 2>(args, pl, block, smem, stream);
+    case 4: return launch_persistent_team<T, 4>(args, pl, block, smem, stream);
+    case 8: return launch_persistent_team<T, 8>(args, pl, block, smem, stream);
+    case 16: return launch_persistent_team<T, 16>(args, pl, block, smem, stream);
+    case 32: return launch_persistent_team<T, 32>(args, pl, block, smem, stream);
+    default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
+  }
+}
+
+template <typename T>
+void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block, size_t smem,
+                      cudaStream_t stream, const inline_query* query) {
+  switch (team) {
+    case 2: return launch_multi_cta_team<T, 2>(args, n_queries, block, smem, stream, query);
+    case 4: return launch_multi_cta_team<T, 4>(args, n_queries, block, smem, stream, query);
+    case 8: return launch_multi_cta_team<T, 8>(args, n_queries, block, smem, stream, query);
+    case 16: return launch_multi_cta_team<T, 16>(args, n_queries, block, smem, stream, query);
+    case 32: return launch_multi_cta_team<T, 32>(args, n_queries, block, smem, stream, query);
     default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
   }
 }

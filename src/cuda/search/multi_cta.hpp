@@ -25,6 +25,31 @@ constexpr uint32_t kMultiCtaMaxBlock = 256;
  *  bounds the loop of a table too small, e.g. an explicit tiny hash_bits). */
 constexpr uint32_t kMultiCtaMaxProbe = 128;
 
+/** Timestamps (globaltimer ns) per CTA in a trace (multi_cta_debug::trace), 0 where not taken. */
+enum multi_cta_trace_slot : uint32_t {
+  kTraceStart = 0,
+  kTraceQueryCopied,    // the query's bytes in shared memory
+  kTraceQueryReady,     // converted, seeds drawn
+  kTraceInitClaimed,    // initial nodes inserted into the hash (two-step mode only)
+  kTraceInitDone,       // their distances
+  kTracePicked0,        // iteration 0: list merged, parent picked
+  kTraceClaimed0,       // iteration 0: the parent's neighbors inserted (two-step mode only)
+  kTraceIteration0,     // end of iteration i at kTraceIteration0 + i
+  kTracePublished = 19,  // the CTA's list written
+  kTraceCounted,        // the merging CTA: found itself last
+  kTraceMerged,         // the merging CTA: results written
+  kTraceEnd,            // the merging CTA: done
+  kMultiCtaTraceSlots = 24
+};
+constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
+
+/** Largest query (bytes of the query type) passed inside the launch's parameters at batch 1:
+ *  the kernel then reads it from the constant bank instead of over PCIe from mapped memory. */
+constexpr uint32_t kInlineQueryMax = 2048;
+struct inline_query {
+  alignas(16) uint8_t bytes[kInlineQueryMax];
+};
+
 /** Everything one launch needs, passed by value (POD). Shapes in the comments; "chunk" is the
  *  launch's queries (grid.y), n_ctas is grid.x. */
 struct multi_cta_args {
@@ -37,6 +62,9 @@ struct multi_cta_args {
   uint32_t* d_done;           // [chunk] CTAs finished per query: 0 at launch, the last resets it
   uint32_t* d_ids;            // [n_queries, k] results (+ query_offset * k); device or mapped host
   float* d_distances;         // [n_queries, k] or null
+  uint64_t* h_tagged_ids;     // null, or mapped host [n_queries, k] words id | tag << 32 (the
+  uint64_t* h_tagged_dists;   // host polls them: no stream synchronize) and distance bits | tag << 32
+  uint64_t* d_trace;          // null, or [n_ctas, kMultiCtaTraceSlots] globaltimer stamps of query 0
   uint4* d_clear;             // words of the other hash half to empty during this launch ...
   uint64_t clear_vec4;        // ... as this many 16-byte stores, spread over all CTAs
   uint64_t n_rows;            // N
@@ -47,13 +75,14 @@ struct multi_cta_args {
   uint32_t n_chunks;          // 16-byte chunks per row = row_stride / 16
   uint32_t degree;            // d
   uint32_t n_ctas;            // CTAs per query (= grid.x)
-  uint32_t n_init;            // random initial nodes per CTA: d * samplings
+  uint32_t n_init;            // random initial nodes per CTA
   uint32_t cand_cap;          // max(d, n_init): capacity of the candidate list
   uint32_t max_iterations, min_iterations;
   uint32_t hash_bits;         // log2(slots) of the per-query device hash
   uint32_t k;                 // results per query
   uint32_t merge_p2;          // n_ctas * 32 rounded up to a power of two (the merge's sort)
   uint32_t metric;            // cagra::metric
+  uint32_t tag;               // the call's tag in h_tagged_* (never 0)
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
@@ -62,11 +91,45 @@ struct multi_cta_args {
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
 };
 
+/** Measurement hooks, for tests and benchmarks only (not thread-safe; the defaults are the
+ *  production behaviour). trace: device memory of n_ctas x kMultiCtaTraceSlots words that the
+ *  next launches stamp for their first query. host_flag: small host batches poll tagged results
+ *  in mapped memory (true) instead of synchronizing the stream (false). inline_query: a batch-1
+ *  host query travels in the launch's parameters. The environment variables
+ *  CAGRA_MCTA_HOST_FLAG and CAGRA_MCTA_INLINE_QUERY (0/1) set them at the first use. */
+struct multi_cta_debug {
+  uint64_t* trace = nullptr;
+  bool host_flag = true;
+  bool inline_query = true;
+};
+multi_cta_debug& multi_cta_debug_hooks();
+
+/** A persistent batch-1 search kernel (multi_cta.cuh says how it works): where its jobs come
+ *  from and its own state. */
+struct persistent_launch {
+  const uint64_t* h_words = nullptr;  // mapped [n_words]: the query as words data | seq << 32
+  const uint32_t* h_stop = nullptr;   // mapped flag: the kernel leaves when it is non-zero
+  uint32_t* d_hash = nullptr;         // [2 << hash_bits], all kEmptySlot at launch
+  uint32_t* d_counters = nullptr;     // [2], all 0 at launch
+  unsigned long long* d_job = nullptr;  // [1], 0 at launch
+  uint32_t* d_query = nullptr;        // [n_words]
+  uint32_t n_words = 0;               // 4-byte words of the query
+  uint32_t first_seq = 1;             // the first job's seq (never 0)
+  uint64_t lifetime_ns = 0;           // the kernel leaves after this long without a job
+};
+
+/** Launches the persistent kernel (one query per job, args.n_ctas CTAs; args.h_tagged_* take
+ *  the results of every job, tagged with its seq). Checks the launch. */
+template <typename T>
+void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
+                                 uint32_t block, size_t smem_bytes, cudaStream_t stream);
+
 /** Launches the search kernel for storage type T (float, __half, uint8_t, int8_t) with `team`
  *  lanes per distance: grid (args.n_ctas, n_queries), `block` threads; the last CTA of each
- *  query merges the lists into its top k. Checks the launch. */
+ *  query merges the lists into its top k. Checks the launch. `query` (n_queries = 1 only): the
+ *  query's bytes passed in the launch instead of read from args.d_queries. */
 template <typename T>
 void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block,
-                      size_t smem_bytes, cudaStream_t stream);
+                      size_t smem_bytes, cudaStream_t stream, const inline_query* query = nullptr);
 
 }  // namespace cagra::cuda

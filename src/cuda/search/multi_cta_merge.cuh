@@ -18,12 +18,33 @@
 
 namespace cagra::cuda::dev {
 
+/** Where the merge writes a query's k results: ids (and distances, unless null), or, when
+ *  tagged_ids is set, 64-bit words value | tag << 32 that the host polls in mapped memory. An
+ *  aligned 8-byte store reaches the host whole, so a word carrying the call's tag holds the
+ *  call's value: no fence and no flag after the results (NCCL's LL protocol relies on the same). */
+struct result_writer {
+  uint32_t* ids;
+  float* distances;
+  uint64_t* tagged_ids;
+  uint64_t* tagged_distances;
+  uint32_t tag;
+
+  __device__ __forceinline__ void put(uint32_t pos, uint32_t id, float d) const {
+    if (tagged_ids) {
+      tagged_ids[pos] = id | uint64_t{tag} << 32;
+      if (tagged_distances) tagged_distances[pos] = __float_as_uint(d) | uint64_t{tag} << 32;
+    } else {
+      ids[pos] = id;
+      if (distances) distances[pos] = d;
+    }
+  }
+};
+
 /** The whole CTA (>= 32 threads): `n` entries part_ids/part_dists (read past L1: other CTAs
  *  wrote them) sorted in d/id[0, np2) of shared memory, the first k distinct valid ids written
- *  to ids/distances[0, k) (distances may be null). */
+ *  to `out` (positions [0, k)). */
 __device__ inline void merge_query_lists(const uint32_t* part_ids, const float* part_dists, uint32_t n,
-                                         uint32_t np2, uint32_t k, float* d, uint32_t* id, uint32_t* ids,
-                                         float* distances) {
+                                         uint32_t np2, uint32_t k, float* d, uint32_t* id, const result_writer& out) {
   constexpr uint32_t kInvalid = 0xFFFFFFFFu;  // cagra::kInvalidId
   const float far = __int_as_float(0x7F800000);
   for (uint32_t i = threadIdx.x; i < np2; i += blockDim.x) {
@@ -42,29 +63,32 @@ __device__ inline void merge_query_lists(const uint32_t* part_ids, const float* 
     const bool keep = x != kInvalid && !(i > 0 && id[i - 1] == x);
     const uint32_t ballot = __ballot_sync(0xFFFFFFFFu, keep);
     const uint32_t pos = written + __popc(ballot & ((1u << lane) - 1u));
-    if (keep && pos < k) {
-      ids[pos] = x;
-      if (distances) distances[pos] = d[i];
-    }
+    if (keep && pos < k) out.put(pos, x, d[i]);
     written += __popc(ballot);
   }
-  for (uint32_t o = written + lane; o < k; o += 32) {
-    ids[o] = kInvalid;
-    if (distances) distances[o] = far;
-  }
+  for (uint32_t o = written + lane; o < k; o += 32) out.put(o, kInvalid, far);
 }
 
 /** Largest k that merge_query_heads takes (beyond it the sort of merge_query_lists is cheaper
  *  than k rounds). */
 constexpr uint32_t kHeadMergeMaxK = 64;
 
+/** Order-preserving 32-bit keys of floats (a < b iff key(a) < key(b), as unsigned), and back. */
+__device__ __forceinline__ uint32_t float_key(float f) {
+  const uint32_t b = __float_as_uint(f);
+  return b ^ (b >> 31 ? 0xFFFFFFFFu : 0x80000000u);
+}
+__device__ __forceinline__ float key_float(uint32_t k) { return __uint_as_float(k ^ (k >> 31 ? 0x80000000u : 0xFFFFFFFFu)); }
+
 /** The same result as merge_query_lists for k <= kHeadMergeMaxK and n_lists <= 128 sorted lists
  *  of 32 distinct-across-lists entries, faster: the lists go to shared memory (d/id[l * 32 + i])
- *  in one load, then warp 0 takes the k smallest by k rounds of a warp-wide minimum over the
- *  lists' heads (each lane owns lists lane, lane + 32, ...). At 16 lists and k = 10 that is 10
- *  rounds of a few shuffles instead of the 45 barrier-separated stages of a 512-entry sort. */
+ *  in one load, then warp 0 takes the k smallest in k rounds; each lane owns lists lane,
+ *  lane + 32, ... and offers the smallest of their heads; two warp reductions (redux.sync: the
+ *  smallest distance key, then the smallest id at that distance) name the winner, whose list
+ *  moves on. A round is a handful of instructions (a shuffle tree took 15 dependent shuffles:
+ *  10 rounds cost ~3 us of batch-1 latency). */
 __device__ inline void merge_query_heads(const uint32_t* part_ids, const float* part_dists, uint32_t n_lists,
-                                         uint32_t k, float* d, uint32_t* id, uint32_t* ids, float* distances) {
+                                         uint32_t k, float* d, uint32_t* id, const result_writer& out) {
   constexpr uint32_t kInvalid = 0xFFFFFFFFu;
   const float far = __int_as_float(0x7F800000);
   const uint32_t n = n_lists * 32;
@@ -92,32 +116,20 @@ __device__ inline void merge_query_heads(const uint32_t* part_ids, const float* 
         }
       }
     }
-    uint32_t winner = lane;
-    for (uint32_t off = 16; off > 0; off >>= 1) {
-      const float od = __shfl_xor_sync(0xFFFFFFFFu, bd, off);
-      const uint32_t oi = __shfl_xor_sync(0xFFFFFFFFu, bi, off);
-      const uint32_t ow = __shfl_xor_sync(0xFFFFFFFFu, winner, off);
-      if (key_less(od, oi, bd, bi) || (od == bd && oi == bi && ow < winner)) {
-        bd = od;
-        bi = oi;
-        winner = ow;
-      }
-    }
-    if (bi == kInvalid) {  // every list is used up: pad
-      for (uint32_t o = r + lane; o < k; o += 32) {
-        ids[o] = kInvalid;
-        if (distances) distances[o] = far;
-      }
+    const bool valid = bi != kInvalid;
+    if (__ballot_sync(0xFFFFFFFFu, valid) == 0) {  // every list is used up: pad
+      for (uint32_t o = r + lane; o < k; o += 32) out.put(o, kInvalid, far);
       return;
     }
-    if (lane == winner) {
+    const uint32_t key = valid ? float_key(bd) : 0xFFFFFFFFu;
+    const uint32_t kmin = __reduce_min_sync(0xFFFFFFFFu, valid ? key : 0xFFFFFFFFu);
+    const bool tied = valid && key == kmin;
+    const uint32_t imin = __reduce_min_sync(0xFFFFFFFFu, tied ? bi : 0xFFFFFFFFu);
+    if (tied && bi == imin) {  // the winner (ids are distinct across the lists)
 #pragma unroll
       for (uint32_t s = 0; s < 4; ++s) head[s] += s == bs ? 1u : 0u;
     }
-    if (lane == 0) {
-      ids[r] = bi;
-      if (distances) distances[r] = bd;
-    }
+    if (lane == 0) out.put(r, imin, key_float(kmin));
   }
 }
 

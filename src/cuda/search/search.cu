@@ -9,8 +9,12 @@
 // kernels read the queries from and write the results to mapped pinned host memory, so a
 // batch-1 call is one launch and one synchronize.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include <cuda_fp16.h>
 
@@ -150,7 +154,11 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
   const auto lists_for = [](uint32_t entries) { return (entries + kMultiCtaList - 1) / kMultiCtaList; };
   a.n_ctas = std::min(std::max({plan.width, lists_for(plan.itopk), lists_for(2 * k)}),
                       lists_for(kMultiCtaMaxItopk));
-  a.n_init = st.degree * samplings;
+  // Random initial nodes: d per CTA (one round of distances). The CTAs together draw n_ctas x d
+  // nodes, already more than the single-CTA search's d x samplings; drawing d x samplings per CTA
+  // as well (3 rounds on 1M rows) cost ~4 us of batch-1 latency in the first list merge and
+  // distance rounds (tests/cuda/test_cuda_latency.cpp). An explicit num_random_samplings is kept.
+  a.n_init = st.degree * (params.num_random_samplings ? samplings : 1u);
   a.cand_cap = std::max(st.degree, a.n_init);
   // Iterations per CTA: an explicit max_iterations is each CTA's cap; the automatic one is the
   // single-CTA budget (itopk + 16 + log2 N expansions, cpu::make_search_plan) shared by the
@@ -209,6 +217,29 @@ void dispatch_device_type(dtype t, F&& f) {
 
 }  // namespace
 
+multi_cta_debug& multi_cta_debug_hooks() {
+  static multi_cta_debug hooks = [] {
+    multi_cta_debug h;
+    const auto flag = [](const char* name) {
+      const char* e = std::getenv(name);
+      return e && (e[0] == '0' || e[0] == '1') && e[1] == 0 ? e[0] - '0' : -1;
+    };
+    h.host_flag = flag("CAGRA_MCTA_HOST_FLAG") != 0;
+    h.inline_query = flag("CAGRA_MCTA_INLINE_QUERY") != 0;
+    return h;
+  }();
+  return hooks;
+}
+
+void stop_persistent(index_state& st) noexcept {
+  if (!st.persistent_running) return;
+  *reinterpret_cast<volatile uint32_t*>(st.persistent_stop.data()) = 1;
+  const cudaError_t e = cudaStreamSynchronize(st.stream.get());
+  if (e != cudaSuccess) std::fprintf(stderr, "cagra: stopping the persistent search kernel: %s\n", cudaGetErrorString(e));
+  *reinterpret_cast<volatile uint32_t*>(st.persistent_stop.data()) = 0;
+  st.persistent_running = false;
+}
+
 bool can_search(const index& idx, uint32_t k, const search_params& params) {
   const dtype t = idx.storage_dtype();
   const bool type_ok = t == dtype::f32 || t == dtype::f16 || t == dtype::u8 || t == dtype::i8;
@@ -254,12 +285,23 @@ search_algo check_search(const index& idx, int64_t nq, uint32_t k, const search_
   return algo;
 }
 
+/** The latency path of a small host batch through the multi-CTA kernel: the results as tagged
+ *  words in mapped memory (the host polls them instead of synchronizing the stream) and, at
+ *  batch 1, the query inside the launch. */
+struct latency_io {
+  uint64_t* tagged_ids = nullptr;    // mapped [nq, k]
+  uint64_t* tagged_dists = nullptr;  // mapped [nq, k] or null
+  uint32_t tag = 0;                  // this call's tag (never 0)
+  const inline_query* query = nullptr;
+};
+
 /** The kernels over `nq` device-resident queries of the query type (`d_queries`, 4-byte
  *  aligned) into device [nq, k] ids/distances (distances may be null), queued on `stream`.
- *  The caller holds st.workspace_mutex and has made `device` current. */
-void run_kernels(const index& idx, index_state& st, search_algo algo, const uint8_t* d_queries, int64_t nq,
+ *  The caller holds st.workspace_mutex and has made `device` current. With `io`, a multi-CTA
+ *  search writes its results there instead (and returns true); a single-CTA one ignores it. */
+bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint8_t* d_queries, int64_t nq,
                  uint32_t k, const search_params& params, const cpu::search_plan& plan, uint32_t* d_ids,
-                 float* d_distances, int device, cudaStream_t stream) {
+                 float* d_distances, int device, cudaStream_t stream, const latency_io* io = nullptr) {
   int smem_limit = 0;
   CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (algo == search_algo::single_cta) {
@@ -283,6 +325,7 @@ void run_kernels(const index& idx, index_state& st, search_algo algo, const uint
         launch_single_cta<T>(a, lp.team, grid, lp.block, lp.smem, stream);
       }
     });
+    return false;
   } else {
     const multi_launch_plan lp = make_multi_cta_plan(st, k, params, plan, idx.metric());
     CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
@@ -291,6 +334,8 @@ void run_kernels(const index& idx, index_state& st, search_algo algo, const uint
     const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
     const size_t half = size_t{chunk} << lp.args.hash_bits;
     const size_t part = size_t{chunk} * lp.args.n_ctas * kMultiCtaList;
+    if (st.mcta_half < half || st.mcta_done.size() < chunk || st.mcta_ids.size() < part)
+      st.stream.sync();  // a kernel of the last call may still be exiting (it returned on its results)
     if (st.mcta_half < half) {  // both halves (re)allocated empty (kEmptySlot: all-ones bytes)
       st.mcta_half = 0;
       st.mcta_hash = device_buffer<uint32_t>(2 * half);
@@ -313,24 +358,153 @@ void run_kernels(const index& idx, index_state& st, search_algo algo, const uint
     a.d_done = st.mcta_done.data();
     a.d_ids = d_ids;
     a.d_distances = d_distances;
+    a.d_trace = multi_cta_debug_hooks().trace;
     dispatch_device_type(st.type, [&](auto tag) {
       using T = decltype(tag);
       for (int64_t first = 0; first < nq; first += chunk) {
         const uint32_t n = static_cast<uint32_t>(std::min<int64_t>(chunk, nq - first));
         a.query_offset = static_cast<uint64_t>(first);
+        if (io) {  // [nq, k] like d_ids: the kernel writes row query_offset + blockIdx.y
+          a.h_tagged_ids = io->tagged_ids;
+          a.h_tagged_dists = io->tagged_dists;
+          a.tag = io->tag;
+        }
         // This launch searches with half h (empty: only the half of the last launch is ever
         // dirty) and empties the other one, which the last launch used.
         const uint32_t h = st.mcta_next;
         a.d_hash = st.mcta_hash.data() + h * st.mcta_half;
         a.d_clear = reinterpret_cast<uint4*>(st.mcta_hash.data() + (1 - h) * st.mcta_half);
         a.clear_vec4 = st.mcta_dirty[1 - h] / 4;  // words are a multiple of 2^10
-        launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream);
+        launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream, io && nq == 1 ? io->query : nullptr);
         st.mcta_dirty[1 - h] = 0;
         st.mcta_dirty[h] = size_t{n} << a.hash_bits;
         st.mcta_next = 1 - h;
       }
     });
+    return io != nullptr;
   }
+}
+
+/** Waits until every word of tagged[0, n) carries `tag` (the kernel writes each result as one
+ *  8-byte word), spinning on mapped memory: no stream synchronize on the latency path. Every
+ *  4096 polls (a few microseconds) it asks the stream, so that a failed launch or a kernel fault is reported instead
+ *  of waited on forever. Returns false when the stream finished without every word tagged. */
+bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cudaStream_t stream) {
+  size_t done = 0;  // words [0, done) carry the tag (each is written once per call)
+  for (uint32_t poll = 1;; ++poll) {
+    while (done < n && uint32_t(tagged[done] >> 32) == tag) ++done;
+    if (done == n) break;
+    if (poll % 4096 == 0) {
+      const cudaError_t e = cudaStreamQuery(stream);
+      if (e == cudaSuccess) {
+        while (done < n && uint32_t(tagged[done] >> 32) == tag) ++done;
+        if (done < n) return false;
+        break;
+      }
+      if (e != cudaErrorNotReady) CAGRA_CUDA_TRY(e);
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
+
+/** The next call's tag (never 0: tagged buffers start zeroed). */
+uint32_t next_tag(index_state& st) { return ++st.result_tag == 0 ? ++st.result_tag : st.result_tag; }
+
+/** Grows a tagged buffer, zeroed (tag 0 is never a call's). */
+void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n) {
+  if (n <= b.size()) return;
+  b.reserve(n);
+  std::memset(b.data(), 0, n * sizeof(uint64_t));
+}
+
+/** Results of one query from the tagged words. */
+void untag(const uint64_t* ids_w, const uint64_t* dists_w, size_t n, uint32_t* ids, float* distances) {
+  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<uint32_t>(ids_w[i]);
+  if (distances)
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t bits = static_cast<uint32_t>(dists_w[i]);
+      std::memcpy(distances + i, &bits, sizeof bits);
+    }
+}
+
+/** How long the persistent kernel waits for a job before it leaves (its SMs are busy polling
+ *  until then): long enough for any online query stream, short enough that an idle process
+ *  gives the GPU back within a second. */
+constexpr uint64_t kPersistentLifetimeNs = 1'000'000'000;
+
+/** One batch-1 query through the index's persistent kernel (multi_cta.cuh), launched on first
+ *  use and again when the configuration changes or it left on its own. */
+void persistent_search(const index& idx, index_state& st, const uint8_t* query, size_t q_bytes, uint32_t k,
+                       const search_params& params, const cpu::search_plan& plan, uint32_t* ids, float* distances,
+                       int device) {
+  const multi_launch_plan lp = make_multi_cta_plan(st, k, params, plan, idx.metric());
+  int smem_limit = 0;
+  CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CAGRA_EXPECTS(lp.smem + 512 <= size_t(smem_limit),
+                "the multi-CTA search needs %zu bytes of shared memory per CTA, more than the device's %d", lp.smem,
+                smem_limit);
+  const multi_cta_args& p = lp.args;
+  const uint32_t n_words = static_cast<uint32_t>((q_bytes + 3) / 4);
+  const std::vector<uint64_t> key{p.n_ctas,         p.n_init,   p.max_iterations, p.min_iterations, p.hash_bits,
+                                  p.k,              p.seed,     p.metric,         lp.team,          lp.block,
+                                  lp.smem,          n_words,    uint64_t(st.type)};
+  if (st.persistent_running && key != st.persistent_key) stop_persistent(st);
+  const cudaStream_t stream = st.stream.get();
+  if (!st.persistent_running) {  // the buffers may change only while no kernel runs
+    if (st.persistent_words.size() < n_words) st.persistent_words.reserve(n_words);
+    st.persistent_stop.reserve(1);
+    st.persistent_hash.reserve(size_t{2} << p.hash_bits);
+    st.persistent_counters.reserve(4 + n_words);  // done[2], the job word (8 bytes), the query
+    st.mcta_ids.reserve(size_t{p.n_ctas} * kMultiCtaList);
+    st.mcta_dists.reserve(size_t{p.n_ctas} * kMultiCtaList);
+    reserve_zeroed(st.host_tagged_ids, k);
+    reserve_zeroed(st.host_tagged_dists, k);
+  }
+  // Post the job: the query as words data | seq << 32, the last one last (x86 stores become
+  // visible in program order; the volatile stores keep the compiler's order).
+  const uint32_t seq = next_tag(st);
+  volatile uint64_t* words = st.persistent_words.data();
+  for (uint32_t w = 0; w < n_words; ++w) {
+    uint32_t v = 0;
+    std::memcpy(&v, query + 4 * w, std::min<size_t>(4, q_bytes - 4 * size_t{w}));
+    words[w] = v | uint64_t{seq} << 32;
+  }
+  for (int attempt = 0;; ++attempt) {
+    if (!st.persistent_running) {
+      *reinterpret_cast<volatile uint32_t*>(st.persistent_stop.data()) = 0;
+      CAGRA_CUDA_TRY(cudaMemsetAsync(st.persistent_hash.data(), 0xFF, st.persistent_hash.bytes(), stream));
+      CAGRA_CUDA_TRY(cudaMemsetAsync(st.persistent_counters.data(), 0, st.persistent_counters.bytes(), stream));
+      multi_cta_args a = p;
+      a.d_dataset = st.dataset.data();
+      a.d_graph = st.graph.data();
+      a.d_part_ids = st.mcta_ids.data();
+      a.d_part_dists = st.mcta_dists.data();
+      a.h_tagged_ids = st.host_tagged_ids.data();
+      a.h_tagged_dists = st.host_tagged_dists.data();
+      persistent_launch pl;
+      pl.h_words = st.persistent_words.data();
+      pl.h_stop = st.persistent_stop.data();
+      pl.d_hash = st.persistent_hash.data();
+      pl.d_counters = st.persistent_counters.data();
+      pl.d_job = reinterpret_cast<unsigned long long*>(st.persistent_counters.data() + 2);
+      pl.d_query = st.persistent_counters.data() + 4;
+      pl.n_words = n_words;
+      pl.first_seq = seq;
+      pl.lifetime_ns = kPersistentLifetimeNs;
+      dispatch_device_type(st.type, [&](auto tag) {
+        launch_multi_cta_persistent<decltype(tag)>(a, pl, lp.team, lp.block, lp.smem, stream);
+      });
+      st.persistent_running = true;
+      st.persistent_key = key;
+    }
+    if (wait_for_tagged(st.host_tagged_ids.data(), k, seq, stream) &&
+        wait_for_tagged(st.host_tagged_dists.data(), k, seq, stream))
+      break;
+    st.persistent_running = false;  // it left (idle) just as the job came: launch again
+    CAGRA_EXPECTS(attempt < 2, "internal error: the persistent search kernel ended without answering");
+  }
+  untag(st.host_tagged_ids.data(), st.host_tagged_dists.data(), k, ids, distances);
 }
 
 /** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
@@ -364,16 +538,49 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
   const cudaStream_t stream = st->stream.get();
   const size_t q_bytes = queries.size_bytes();
   const size_t n_out = size_t(nq) * k;
+  const multi_cta_debug& hooks = multi_cta_debug_hooks();
+  if (nq == 1 && params.persistent && algo == search_algo::multi_cta && hooks.host_flag) {
+    persistent_search(idx, *st, static_cast<const uint8_t*>(queries.data()), q_bytes, k, params, plan, ids, distances,
+                      device);
+    return;
+  }
+  stop_persistent(*st);
   if (nq <= kMappedMaxQueries) {  // latency: the kernels use the pinned host buffers in place
+    const bool tagged = algo == search_algo::multi_cta && hooks.host_flag;
+    // The last call may have returned on its results while its CTAs were still exiting: nothing
+    // it may use is freed before the stream is done.
+    const bool grow = q_bytes > st->host_queries.size() ||
+                      (tagged ? n_out > st->host_tagged_ids.size() || (distances && n_out > st->host_tagged_dists.size())
+                              : n_out > st->host_ids.size() || (distances && n_out > st->host_distances.size()));
+    if (grow) st->stream.sync();
     st->host_queries.reserve(q_bytes);
-    st->host_ids.reserve(n_out);
-    if (distances) st->host_distances.reserve(n_out);
     std::memcpy(st->host_queries.data(), queries.data(), q_bytes);
-    run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, st->host_ids.data(),
-                distances ? st->host_distances.data() : nullptr, device, stream);
-    st->stream.sync();
-    std::memcpy(ids, st->host_ids.data(), n_out * sizeof(uint32_t));
-    if (distances) std::memcpy(distances, st->host_distances.data(), n_out * sizeof(float));
+    if (!tagged) {
+      st->host_ids.reserve(n_out);
+      if (distances) st->host_distances.reserve(n_out);
+      run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, st->host_ids.data(),
+                  distances ? st->host_distances.data() : nullptr, device, stream);
+      st->stream.sync();
+      std::memcpy(ids, st->host_ids.data(), n_out * sizeof(uint32_t));
+      if (distances) std::memcpy(distances, st->host_distances.data(), n_out * sizeof(float));
+      return;
+    }
+    reserve_zeroed(st->host_tagged_ids, n_out);
+    if (distances) reserve_zeroed(st->host_tagged_dists, n_out);
+    latency_io io;
+    io.tagged_ids = st->host_tagged_ids.data();
+    io.tagged_dists = distances ? st->host_tagged_dists.data() : nullptr;
+    io.tag = next_tag(*st);
+    inline_query iq;
+    if (nq == 1 && q_bytes <= kInlineQueryMax && hooks.inline_query) {
+      std::memcpy(iq.bytes, queries.data(), q_bytes);
+      io.query = &iq;
+    }
+    run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, nullptr, nullptr, device, stream, &io);
+    CAGRA_EXPECTS(wait_for_tagged(io.tagged_ids, n_out, io.tag, stream) &&
+                      (!distances || wait_for_tagged(io.tagged_dists, n_out, io.tag, stream)),
+                  "internal error: the multi-CTA search finished without writing every result");
+    untag(io.tagged_ids, io.tagged_dists, n_out, ids, distances);
     return;
   }
   st->queries.reserve(q_bytes);
@@ -423,6 +630,7 @@ void search_device(const index& idx, dataset_view queries, uint32_t k, const sea
   std::shared_ptr<index_state> st = device_index(idx, device);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   const cudaStream_t stream = st->stream.get();
+  stop_persistent(*st);
   // The caller's arrays were written on the legacy default stream (cupy's and torch's default):
   // our non-blocking stream waits for it. Work on other streams is the caller's to finish.
   st->after_default_stream.order(cudaStreamLegacy, stream);

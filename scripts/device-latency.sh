@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Batch-1 latency on the lent GPU, taken apart: builds the CUDA tests and the CLI, runs the
+# CudaLatency suite on bigann10k (L2-resident) and, on a 1M-scale index in device memory (DRAM),
+# the traced multi-CTA breakdown (tests/cuda/test_cuda_latency.cpp: the kernel's phases on the
+# GPU clock, each latency mode on and off) plus a batch-1 recall/QPS sweep with the latency modes
+# on and off (multi_cta.hpp's CAGRA_MCTA_* knobs). Logs go to $OUT/latency.log.
+#
+#   OUT=$OUT bash scripts/device-latency.sh [NAME]
+#
+# NAME: a data set staged into $DATA_ROOT/NAME (scripts/stage.sh; base.*, query.*, gt.ibin);
+# without it a SYNTHETIC 1M x 128 clustered set (bench/make_synthetic.py) is made on the machine.
+# Carry data/shared (bigann10k). Environment: BUILD_DIR (build-device), DEGREE (32),
+# ITOPK (16,32,64), WIDTHS (16,32,64).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+OUT=${OUT:-/tmp/out}
+BUILD_DIR=${BUILD_DIR:-build-device}
+DEGREE=${DEGREE:-32}
+NAME=${1:-}
+W=/tmp/cagra-latency
+mkdir -p "$OUT" "$W"
+L="$OUT/latency.log"
+say() { echo "[$(printf '%4d' $SECONDS)s] $*" | tee -a "$L"; }
+
+say "configure + build ($BUILD_DIR)"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCAGRA_BUILD_BENCH=OFF >"$W/build.log" 2>&1 &&
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cuda_tests cagra_cli >>"$W/build.log" 2>&1 ||
+  { say "build failed"; tail -30 "$W/build.log"; exit 1; }
+C="$BUILD_DIR/cagra"
+T="$BUILD_DIR/tests/cagra_cuda_tests"
+
+say "CudaLatency on bigann10k"
+"$T" --gtest_filter='CudaLatency.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
+
+if [ -n "$NAME" ]; then
+  D=${DATA_ROOT:-/tmp/cagra-data}/$NAME
+else
+  D="$W/synthetic-1m"
+  if [ ! -s "$D/gt.ibin" ]; then
+    say "SYNTHETIC 1M x 128 clustered set (bench/make_synthetic.py) and its exact truth (GPU)"
+    python3 bench/make_synthetic.py "$D" --n 1000000 --queries 10000 --dim 128 2>&1 | tail -2 | tee -a "$L"
+    "$C" gt "$D/base.fbin" "$D/query.fbin" -k 100 -o "$D/gt.ibin" --backend cuda --force 2>&1 | tail -1
+  fi
+fi
+pick() { for f in "$D/$1".u8bin "$D/$1".fbin "$D/$1".i8bin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
+base=$(pick base)
+queries=$(pick query)
+idx="$W/$(basename "$D")-d$DEGREE.cagra"
+if [ ! -s "$idx" ]; then
+  say "build $idx (GPU, degree $DEGREE)"
+  "$C" build "$base" -o "$idx" --graph-degree "$DEGREE" --intermediate-degree $((2 * DEGREE)) --force 2>&1 |
+    grep -E "^(build|time)" | tee -a "$L"
+fi
+
+say "traced multi-CTA breakdown on $(basename "$D")"
+CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaLatency.TracedMultiCta' 2>&1 |
+  grep -E "latency|OK|FAILED" | tee -a "$L"
+
+# Batch-1 recall/QPS with the latency modes (multi_cta.hpp's knobs) all off, then the automatic
+# choice, then the persistent kernel (--persistent).
+for mode in "off 0 0 0 0" "auto" "persistent"; do
+  set -- $mode
+  label=$1
+  envs=()
+  extra=()
+  [ "$label" = persistent ] && extra=(--persistent)
+  [ $# -ge 2 ] && envs+=(CAGRA_MCTA_SPECULATE=$2)
+  [ $# -ge 5 ] && envs+=(CAGRA_MCTA_PREFETCH=$3 CAGRA_MCTA_HOST_FLAG=$4 CAGRA_MCTA_INLINE_QUERY=$5)
+  say "batch 1, latency modes: $label ${envs[*]}"
+  env "${envs[@]}" "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda \
+    --batch 1 -k 10 --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" "${extra[@]}" 2>&1 |
+    grep -vE "^\s*$" | tee -a "$L"
+done
+say "done"
