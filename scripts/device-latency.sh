@@ -57,16 +57,15 @@ say "traced multi-CTA breakdown on $(basename "$D")"
 CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaLatency.TracedMultiCta' 2>&1 |
   grep -E "latency|OK|FAILED" | tee -a "$L"
 
-# Batch-1 recall/QPS with the latency modes (multi_cta.hpp's knobs) all off, then the automatic
-# choice, then the persistent kernel (--persistent).
-for mode in "off 0 0 0 0" "auto" "persistent"; do
+# Batch-1 recall/QPS with the latency modes (multi_cta.hpp's knobs) off, then on (the default),
+# then the persistent kernel (--persistent).
+for mode in "off 0 0" "auto" "persistent"; do
   set -- $mode
   label=$1
   envs=()
   extra=()
   [ "$label" = persistent ] && extra=(--persistent)
-  [ $# -ge 2 ] && envs+=(CAGRA_MCTA_SPECULATE=$2)
-  [ $# -ge 5 ] && envs+=(CAGRA_MCTA_PREFETCH=$3 CAGRA_MCTA_HOST_FLAG=$4 CAGRA_MCTA_INLINE_QUERY=$5)
+  [ $# -ge 3 ] && envs+=(CAGRA_MCTA_HOST_FLAG=$2 CAGRA_MCTA_INLINE_QUERY=$3)
   say "batch 1, latency modes: $label ${envs[*]}"
   env "${envs[@]}" "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda \
     --batch 1 -k 10 --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" "${extra[@]}" 2>&1 |

@@ -33,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_fp16.h>
 
@@ -472,60 +473,51 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
 
 }  // namespace dev
 
-template <typename T, uint32_t kTeam>
-void launch_multi_cta_team(const multi_cta_args& args, uint32_t n_queries, uint32_t block, size_t smem,
-                           cudaStream_t stream, const inline_query* query) {
-  const dim3 grid(args.n_ctas, n_queries);
-  if (query) {
-    auto kernel = dev::multi_cta_search_inline<T, kTeam>;
-    if (smem > 48 * 1024)
-      CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    kernel<<<grid, block, smem, stream>>>(args, *query);
-  } else {
-    auto kernel = dev::multi_cta_search<T, kTeam>;
-    if (smem > 48 * 1024)
-      CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    kernel<<<grid, block, smem, stream>>>(args);
-  }
+/** Launches `kernel` with `smem` bytes of dynamic shared memory (opting in above 48 KB). */
+template <typename... P, typename... A>
+void launch_with_smem(void (*kernel)(P...), dim3 grid, uint32_t block, size_t smem, cudaStream_t stream,
+                      const A&... args) {
+  if (smem > 48 * 1024)
+    CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  kernel<<<grid, block, smem, stream>>>(args...);
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, uint32_t kTeam>
-void launch_persistent_team(const multi_cta_args& args, const persistent_launch& pl, uint32_t block, size_t smem,
-                            cudaStream_t stream) {
-  auto kernel = dev::multi_cta_persistent<T, kTeam>;
-  if (smem > 48 * 1024)
-    CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  const dev::persistent_args p{pl.h_words,   pl.h_stop, pl.d_hash,    pl.d_counters, pl.d_job,
-                               pl.d_query,   pl.n_words, pl.first_seq, pl.lifetime_ns};
-  kernel<<<dim3(args.n_ctas, 1), block, smem, stream>>>(args, p);
-  CAGRA_CUDA_CHECK_LAUNCH();
+/** Calls f(std::integral_constant<uint32_t, team>{}) for a supported team size. */
+template <typename F>
+void with_team(uint32_t team, F&& f) {
+  switch (team) {
+    case 2: return f(std::integral_constant<uint32_t, 2>{});
+    case 4: return f(std::integral_constant<uint32_t, 4>{});
+    case 8: return f(std::integral_constant<uint32_t, 8>{});
+    case 16: return f(std::integral_constant<uint32_t, 16>{});
+    case 32: return f(std::integral_constant<uint32_t, 32>{});
+    default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
+  }
 }
 
 template <typename T>
 void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
                                  uint32_t block, size_t smem, cudaStream_t stream) {
-  switch (team) {
-    case 2: return launch_persistent_team<T, 2>(args, pl, block, smem, stream);
-    case 4: return launch_persistent_team<T, 4>(args, pl, block, smem, stream);
-    case 8: return launch_persistent_team<T, 8>(args, pl, block, smem, stream);
-    case 16: return launch_persistent_team<T, 16>(args, pl, block, smem, stream);
-    case 32: return launch_persistent_team<T, 32>(args, pl, block, smem, stream);
-    default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
-  }
+  const dev::persistent_args p{pl.h_words,   pl.h_stop, pl.d_hash,    pl.d_counters, pl.d_job,
+                               pl.d_query,   pl.n_words, pl.first_seq, pl.lifetime_ns};
+  with_team(team, [&](auto t) {
+    launch_with_smem(dev::multi_cta_persistent<T, decltype(t)::value>, dim3(args.n_ctas, 1), block, smem, stream,
+                     args, p);
+  });
 }
 
 template <typename T>
 void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block, size_t smem,
                       cudaStream_t stream, const inline_query* query) {
-  switch (team) {
-    case 2: return launch_multi_cta_team<T, 2>(args, n_queries, block, smem, stream, query);
-    case 4: return launch_multi_cta_team<T, 4>(args, n_queries, block, smem, stream, query);
-    case 8: return launch_multi_cta_team<T, 8>(args, n_queries, block, smem, stream, query);
-    case 16: return launch_multi_cta_team<T, 16>(args, n_queries, block, smem, stream, query);
-    case 32: return launch_multi_cta_team<T, 32>(args, n_queries, block, smem, stream, query);
-    default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
-  }
+  const dim3 grid(args.n_ctas, n_queries);
+  with_team(team, [&](auto t) {
+    constexpr uint32_t kTeam = decltype(t)::value;
+    if (query)
+      launch_with_smem(dev::multi_cta_search_inline<T, kTeam>, grid, block, smem, stream, args, *query);
+    else
+      launch_with_smem(dev::multi_cta_search<T, kTeam>, grid, block, smem, stream, args);
+  });
 }
 
 }  // namespace cagra::cuda
