@@ -10,7 +10,7 @@
 # NAME: a data set staged into $DATA_ROOT/NAME (scripts/stage.sh; base.*, query.*, gt.ibin);
 # without it a SYNTHETIC 1M x 128 clustered set (bench/make_synthetic.py) is made on the machine.
 # Carry data/shared (bigann10k). Environment: BUILD_DIR (build-device), DEGREE (32),
-# ITOPK (16,32,64), WIDTHS (16,32,64).
+# ITOPK (16,32,64), WIDTHS (16,32,64), ITERS ("0": iterations per CTA of the sweeps, 0 = automatic).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT=${OUT:-/tmp/out}
@@ -66,9 +66,11 @@ for mode in "off 0 0" "auto" "persistent"; do
   extra=()
   [ "$label" = persistent ] && extra=(--persistent)
   [ $# -ge 3 ] && envs+=(CAGRA_MCTA_HOST_FLAG=$2 CAGRA_MCTA_INLINE_QUERY=$3)
-  say "batch 1, latency modes: $label ${envs[*]}"
-  env "${envs[@]}" "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda \
-    --batch 1 -k 10 --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" "${extra[@]}" 2>&1 |
-    grep -vE "^\s*$" | tee -a "$L"
+  for it in ${ITERS:-0}; do
+    say "batch 1, latency modes: $label ${envs[*]}, max iterations $it"
+    env "${envs[@]}" "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda --batch 1 -k 10 \
+      --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" --max-iterations "$it" "${extra[@]}" 2>&1 |
+      grep -vE "^\s*$" | tee -a "$L"
+  done
 done
 say "done"

@@ -53,11 +53,10 @@ struct index_state final : detail::backend_state {
   pinned_buffer<uint8_t> host_queries;  // [nq, dim] of the query type
   pinned_buffer<uint32_t> host_ids;     // [nq, k]
   pinned_buffer<float> host_distances;  // [nq, k]
-  // The multi-CTA kernel's results there: words value | tag << 32, polled by the host (the
-  // tag is the call's, never 0; the buffers start zeroed).
-  pinned_buffer<uint64_t> host_tagged_ids;    // [nq, k]
-  pinned_buffer<uint64_t> host_tagged_dists;  // [nq, k]
-  uint32_t result_tag = 0;                    // the last call's tag
+  // The multi-CTA kernel's per-CTA lists there, merged by the host: words value | tag << 32
+  // (the tag is the call's, never 0; the buffer starts zeroed).
+  pinned_buffer<uint64_t> host_lists;  // [nq, n_ctas, min(k, 32), 2]: id, distance bits
+  uint32_t result_tag = 0;             // the last call's tag
   // Persistent batch-1 search (search_params::persistent): the resident kernel's job words
   // (the query, tagged with the job's seq = result_tag), stop flag and device state.
   bool persistent_running = false;

@@ -167,9 +167,11 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
         iter_sum += us(r[i - 1], r[i]);
     }
     m.published += us(t0, published);
-    m.counted += us(published, counted);
-    m.merged += us(counted, merged);
-    m.span += us(t0, merged);
+    if (counted) {  // the last CTA merged (not with the host merge)
+      m.counted += us(published, counted);
+      m.merged += us(counted, merged);
+    }
+    m.span += us(t0, std::max(published, merged));
   }
   const double n = double(calls.size()), nc = n * n_ctas;
   m.query_copy /= nc;
@@ -189,8 +191,9 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
 
 // The batch-1 multi-CTA call taken apart on the GPU's clock (multi_cta.hpp's trace stamps: each
 // CTA's phases, the merging CTA's end); the call's host time minus the kernel's span is launch,
-// wait and host work. The latency modes are switched on one by one: results polled as tagged
-// words instead of a stream synchronize ("tagged"), the query inside the launch ("inline"); then
+// wait and host work. The latency modes are switched on one by one: the CTAs' lists polled as
+// tagged words and merged by the host instead of the last CTA merging and a stream synchronize
+// ("host merge"), the query inside the launch ("inline"); then
 // the persistent kernel (host time only). On bigann10k (L2-resident), and on a 1M-scale index in DRAM when
 // CAGRA_LATENCY_INDEX (a saved .cagra) and CAGRA_LATENCY_QUERIES are set
 // (scripts/device-latency.sh).
@@ -227,10 +230,10 @@ TEST_F(CudaLatency, TracedMultiCta) {
     const char* name;
     bool tagged, inline_query;
   };
-  const mode modes[] = {{"baseline", false, false}, {"+tagged", true, false}, {"+inline", true, true}};
+  const mode modes[] = {{"baseline", false, false}, {"+host merge", true, false}, {"+inline", true, true}};
   std::printf("[ latency  ] traced multi-CTA batch 1 on %s (%lld x %u %s, degree %u), %u queries\n", name.c_str(),
               (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()), idx->graph_degree(), n_q);
-  for (uint32_t ctas : {16u, 32u}) {
+  for (uint32_t ctas : {16u, 32u, 64u}) {
     for (uint32_t iters : {2u, 4u}) {
       search_params p;
       p.itopk_size = 32;

@@ -15,19 +15,25 @@
 // expansion instead, with a separate "traversed" set and lists that may share nodes, as cuVS
 // does, was simulated on bigann10k first: the lists then overlap, down to 36 distinct nodes on
 // average for itopk 64 (min 32), and recall was no better; docs/cuda.md has the numbers.)
-// The CTAs never wait for each other (no inter-CTA barrier); at the end each writes its list
-// to a global buffer, and the last of the query's CTAs to finish (a counter per query) turns the
-// lists into the query's top k (multi_cta_merge.cuh): one kernel per call.
+// The CTAs never wait for each other (no inter-CTA barrier). At the end, on the latency path
+// (small host batches, multi_cta_args::h_lists), each CTA writes its best min(k, 32) entries as
+// tagged words to mapped host memory and the host merges the sorted lists (search.cu): no
+// counter, no last-CTA merge (~5 us of batch-1 latency on the H200). Otherwise each writes its
+// list to a global buffer, and the last of the query's CTAs to finish (a counter per query)
+// turns the lists into the query's top k (multi_cta_merge.cuh): one kernel per call.
 // The visited hash lives in two halves used by alternate launches: while a launch searches with
 // one half, its CTAs empty the other one (what the previous launch wrote), so no memset runs
 // between calls (at batch 1 every microsecond of a call is latency).
 //
-// Thread mapping: all threads insert the initial nodes / the parent's neighbors into the device
-// hash (one id each, coalesced graph reads) and append the ones they inserted to a compact
-// candidate list; teams of kTeam lanes (team_distance.cuh) compute the distances; warp 0 merges
-// the candidates into its list 32 at a time (the CPU's drop rule, a register bitonic sort, the
-// reversed-minimum step, a 5-stage bitonic merge: shuffles only, no shared-memory list) and
-// takes the next parent with one ballot. Unlike the single-CTA kernel the answer is not the
+// Thread mapping: initial nodes are drawn from disjoint strata per CTA, one team each, which
+// claims the node in the hash while it loads the row. Each iteration, warp 0 first names the
+// parent the merged list will have (pick_parent: two warp reductions), then merges the last
+// candidates into its list 32 at a time (the CPU's drop rule, a register bitonic sort, the
+// reversed-minimum step, a 5-stage bitonic merge: shuffles only, no shared-memory list) while
+// the other warps insert the parent's neighbors into the device hash (one id each, coalesced
+// graph reads) and append the ones they inserted to the other candidate buffer; then teams of
+// kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps
+// the graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA kernel the answer is not the
 // CPU's bit for bit: which CTA discovers a node first depends on timing, so the traversal (and
 // rarely the answer) varies between runs.
 #pragma once
@@ -99,11 +105,17 @@ __device__ __forceinline__ uint64_t query_hash_warp(const uint8_t* p, uint32_t n
   return mix64(h ^ n);
 }
 
-/** Random initial node t of CTA c: a counter-based draw from the query's seed state. */
+/** Random initial node t of CTA c: a counter-based draw from the query's seed state, inside
+ *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows). The strata make
+ *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's
+ *  claim in the device hash all but always succeeds: it is checked after the node's distance
+ *  instead of before it (init_candidates). */
 __device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t, uint32_t n_init,
-                                                 uint64_t n_rows) {
-  const uint64_t x = mix64(state ^ ((uint64_t{c} * n_init + t + 1) * 0xD1B54A32D192ED03ull));
-  return static_cast<uint32_t>(((x >> 32) * n_rows) >> 32);
+                                                 uint32_t n_ctas, uint64_t n_rows) {
+  const uint64_t g = uint64_t{c} * n_init + t, total = uint64_t{n_ctas} * n_init;
+  const uint64_t lo = g * n_rows / total, hi = (g + 1) * n_rows / total;
+  const uint64_t x = mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
+  return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
 }
 
 /** The whole CTA: the query (rq, dim elements) into its distance layout q (as the single-CTA
@@ -163,8 +175,34 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
   }
 }
 
-/** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list) into the list
- *  (ld, li: lane i holds entry i), 32 per round. Candidates not nearer than the 32nd entry are
+/** The whole CTA: the CTA's initial nodes, one team each, into ids/dists[0, n_init) at fixed
+ *  positions. Lane 0 of the team inserts the node into the device hash while the team loads its
+ *  row (the claim's L2 round trip overlaps the row's; the node is nearly always new, see
+ *  initial_node); a node another CTA holds already is left out as (+inf, kNoId). */
+template <typename T, uint32_t kTeam>
+__device__ void init_candidates(const multi_cta_args& a, const void* q, int qq, uint32_t* keys, uint64_t state,
+                                uint32_t* ids, float* dists) {
+  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
+  for (uint32_t s = team; s < a.n_init; s += n_teams) {
+    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
+    uint32_t h = 0, old = 0;
+    if (lane == 0) {
+      h = hash_home(id, a.hash_bits);
+      old = atomicCAS(keys + h, kEmptySlot, id);
+    }
+    const uint4* row = dataset_row(a, id);
+    const float d = team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
+    if (lane == 0) {
+      const bool mine = device_hash_finish(keys, a.hash_bits, id, h, old);
+      ids[s] = mine ? id : kNoId;
+      dists[s] = mine ? d : __int_as_float(0x7F800000);
+    }
+  }
+}
+
+/** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries
+ *  are skipped) into the list (ld, li: lane i holds entry i), 32 per round. Candidates not
+ *  nearer than the 32nd entry are
  *  dropped (the CPU's rule); the others are bitonic-sorted across the lanes, and the reversed
  *  minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic sequence, which
  *  five half-cleaner stages sort. */
@@ -180,7 +218,7 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = cand_d[i];
       ci = cand_i[i];
     }
-    const bool keep = i < n && (worst == far || cd < worst);
+    const bool keep = i < n && ci != kNoId && (worst == far || cd < worst);
     if (__ballot_sync(kFullWarp, keep) == 0) continue;
     if (!keep) {
       cd = far;
@@ -213,16 +251,41 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
   }
 }
 
-/** Warp 0: the first list entry not yet a parent (in list order, like the CPU) becomes the
- *  parent and is flagged; kNoId when every entry was a parent (empty entries count as parents:
- *  kNoId has the flag bit). */
-__device__ __forceinline__ uint32_t pick_parent(uint32_t& li) {
+/** Warp 0, before merge_list merges the candidates cd/ci[0, n) into the list: the entry that
+ *  will be the merged list's first one not yet a parent (the CPU's choice: list order), found
+ *  without the merge, so that the parent's neighbors load while warp 0 merges. That is the
+ *  smallest (distance, id) among the list's entries that are not parents and the candidates
+ *  the merge keeps (list not full, or nearer than its 32nd entry: merge_list's rule); it is
+ *  flagged where it is (in the list, or in ci so that the merge carries the flag). kNoId when
+ *  there is none (empty entries count as parents: kNoId has the flag bit). */
+__device__ __forceinline__ uint32_t pick_parent(float ld, uint32_t& li, const float* cd, uint32_t* ci, uint32_t n,
+                                                float far) {
   const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t ballot = __ballot_sync(kFullWarp, (li & kParentFlag) == 0);
-  if (ballot == 0) return kNoId;
-  const uint32_t first = __ffs(ballot) - 1;
-  const uint32_t parent = __shfl_sync(kFullWarp, li, first);
-  if (lane == first) li |= kParentFlag;
+  const float worst = __shfl_sync(kFullWarp, ld, 31);
+  float bd = far;
+  uint32_t bi = kNoId, src = kNoId;  // src: candidate index, or kNoId for the lane's list entry
+  if ((li & kParentFlag) == 0) {
+    bd = ld;
+    bi = li;
+  }
+  for (uint32_t s = lane; s < n; s += 32) {
+    const float d = cd[s];
+    const uint32_t i = ci[s];
+    if (i != kNoId && (worst == far || d < worst) && key_less(d, i, bd, bi)) {
+      bd = d;
+      bi = i;
+      src = s;
+    }
+  }
+  const uint32_t key = float_key(bd);
+  const uint32_t kmin = __reduce_min_sync(kFullWarp, key);
+  const uint32_t parent = __reduce_min_sync(kFullWarp, key == kmin ? bi : kNoId);
+  if (parent != kNoId && bi == parent) {  // the owner (ids are distinct: candidates are new nodes)
+    if (src == kNoId)
+      li |= kParentFlag;
+    else
+      ci[src] = parent | kParentFlag;
+  }
   return parent;
 }
 
@@ -237,8 +300,8 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   uint8_t* raw = smem + a.smem_raw;
   float* cand_d = reinterpret_cast<float*>(smem + a.smem_cand_d);
   uint32_t* cand_i = reinterpret_cast<uint32_t*>(smem + a.smem_cand_i);
-  // s_n[iter & 1]: candidates in cand_*[0, n) merged at iteration iter; two counters, so that
-  // zeroing the next one needs no extra barrier (as in the single-CTA kernel).
+  // s_n[iter & 1]: candidates in buffer iter & 1 of cand_*, merged at iteration iter while the
+  // other buffer fills; two counters, so that zeroing the next one needs no extra barrier.
   __shared__ uint32_t s_n[2], s_parent;
   __shared__ int s_qq;
   __shared__ unsigned long long s_state;
@@ -266,7 +329,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // initial nodes (those no other CTA took first) and their distances.
   if (tid == 0) {
     s_qq = 0;
-    s_n[0] = 0;
+    s_n[0] = a.n_init;  // init_candidates fills [0, n_init) (lost claims as kNoId)
   }
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
   if (query) copy_bytes(raw, query, q_bytes);  // null: the persistent kernel put it there
@@ -280,49 +343,59 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   __syncthreads();
   const uint64_t state = s_state;
   stamp(kTraceQueryReady);
-  for (uint32_t t = tid; t < a.n_init; t += nt) {
-    const uint32_t id = initial_node(state, blockIdx.x, t, a.n_init, a.n_rows);
-    if (device_hash_insert(keys, a.hash_bits, id)) cand_i[atomicAdd(&s_n[0], 1u)] = id;
-  }
-  __syncthreads();
-  stamp(kTraceInitClaimed);
-  compute_candidates<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n[0]);
+  init_candidates<T, kTeam>(a, q, s_qq, keys, state, cand_i, cand_d);
   __syncthreads();
   stamp(kTraceInitDone);
 
+  // The loop, three barriers an iteration: (1) warp 0 picks the parent the merged list will
+  // have (pick_parent); (2) warp 0 merges the candidates into its list while the other warps
+  // insert the parent's neighbors into the hash, listing the new ones in the other candidate
+  // buffer; (3) every team computes distances of those. The merge is off the critical path.
   float ld = far;  // warp 0: the list, entry `lane`
   uint32_t li = kNoId;
   for (uint32_t iter = 0;; ++iter) {
-    // Step 1: list update; step 2: the next parent (warp 0; the other warps wait).
-    const uint32_t n = s_n[iter & 1];
+    const uint32_t b = iter & 1;  // s_n[b], buffer b: the candidates merged now
+    float* in_d = cand_d + b * a.cand_cap;
+    uint32_t* in_i = cand_i + b * a.cand_cap;
+    const uint32_t n = s_n[b];
     const bool pick = iter < a.max_iterations;
     if (tid < 32) {
-      merge_list(ld, li, cand_d, cand_i, n, far);
-      const uint32_t parent = pick ? pick_parent(li) : kNoId;
+      const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far) : kNoId;
       if (tid == 0) {
         s_parent = parent;
-        s_n[(iter + 1) & 1] = 0;  // last read at iteration iter - 1
+        s_n[b ^ 1] = 0;  // last read at iteration iter - 1
       }
     }
     __syncthreads();
-    if (!pick) break;
     const uint32_t parent = s_parent;
-    if (parent == kNoId && iter >= a.min_iterations) break;
+    const bool expand = pick && (parent != kNoId || iter < a.min_iterations);
     if (iter == 0) stamp(kTracePicked0);
-
-    // Step 3: the parent's neighbors that no CTA met before; their distances.
-    uint32_t* count = &s_n[(iter + 1) & 1];
-    const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
-    if (parent != kNoId)
-      for (uint32_t t = tid; t < a.degree; t += nt)
-        if (device_hash_insert(keys, a.hash_bits, row[t])) cand_i[atomicAdd(count, 1u)] = row[t];
+    uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
+    if (tid < 32) {
+      merge_list(ld, li, in_d, in_i, n, far);
+    } else if (expand && parent != kNoId) {
+      const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
+      for (uint32_t t = tid - 32; t < a.degree; t += nt - 32)
+        if (device_hash_insert(keys, a.hash_bits, row[t])) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = row[t];
+    }
     __syncthreads();
+    if (!expand) break;
     if (iter == 0) stamp(kTraceClaimed0);
-    compute_candidates<T, kTeam>(a, q, s_qq, cand_i, cand_d, *count);
+    compute_candidates<T, kTeam>(a, q, s_qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1]);
     __syncthreads();
     if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }
 
+  if (a.h_lists) {  // the host merges: each CTA sends its best list_k, tagged; nothing else
+    if (tid < a.list_k) {
+      const uint64_t tag = uint64_t{a.tag} << 32;
+      const uint32_t id = li == kNoId ? kNoId : li & kIdMask;
+      reinterpret_cast<ulonglong2*>(a.h_lists)[(qi * a.n_ctas + blockIdx.x) * a.list_k + tid] =
+          make_ulonglong2(id | tag, __float_as_uint(ld) | tag);
+    }
+    stamp(kTracePublished);
+    return;
+  }
   const uint64_t part = uint64_t{blockIdx.y} * a.n_ctas * kMultiCtaList;
   if (tid < 32) {
     a.d_part_ids[part + blockIdx.x * kMultiCtaList + tid] = li == kNoId ? kNoId : li & kIdMask;
@@ -348,9 +421,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   float* md = reinterpret_cast<float*>(smem + a.smem_merge);
   uint32_t* mi = reinterpret_cast<uint32_t*>(smem + a.smem_merge + size_t{a.merge_p2} * sizeof(float));
   const uint64_t out = qi * a.k;
-  const result_writer w{a.d_ids ? a.d_ids + out : nullptr, a.d_distances ? a.d_distances + out : nullptr,
-                        a.h_tagged_ids ? a.h_tagged_ids + out : nullptr,
-                        a.h_tagged_dists ? a.h_tagged_dists + out : nullptr, a.tag};
+  const result_writer w{a.d_ids + out, a.d_distances ? a.d_distances + out : nullptr};
   if (a.k <= kHeadMergeMaxK && a.n_ctas <= 128)
     merge_query_heads(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas, a.k, md, mi, w);
   else

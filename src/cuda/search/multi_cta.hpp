@@ -30,10 +30,10 @@ enum multi_cta_trace_slot : uint32_t {
   kTraceStart = 0,
   kTraceQueryCopied,    // the query's bytes in shared memory
   kTraceQueryReady,     // converted, seeds drawn
-  kTraceInitClaimed,    // initial nodes inserted into the hash (two-step mode only)
+  kTraceInitClaimed,    // unused (the initial nodes are claimed while their rows load)
   kTraceInitDone,       // their distances
   kTracePicked0,        // iteration 0: list merged, parent picked
-  kTraceClaimed0,       // iteration 0: the parent's neighbors inserted (two-step mode only)
+  kTraceClaimed0,       // iteration 0: the parent's neighbors inserted, the list merged
   kTraceIteration0,     // end of iteration i at kTraceIteration0 + i
   kTracePublished = 19,  // the CTA's list written
   kTraceCounted,        // the merging CTA: found itself last
@@ -62,8 +62,10 @@ struct multi_cta_args {
   uint32_t* d_done;           // [chunk] CTAs finished per query: 0 at launch, the last resets it
   uint32_t* d_ids;            // [n_queries, k] results (+ query_offset * k); device or mapped host
   float* d_distances;         // [n_queries, k] or null
-  uint64_t* h_tagged_ids;     // null, or mapped host [n_queries, k] words id | tag << 32 (the
-  uint64_t* h_tagged_dists;   // host polls them: no stream synchronize) and distance bits | tag << 32
+  uint64_t* h_lists;          // null (the last CTA merges into d_ids), or mapped host
+                              // [n_queries, n_ctas, list_k] entries of two words, id | tag << 32
+                              // and distance bits | tag << 32: each CTA's best list_k, merged by
+                              // the host (no inter-CTA handshake, no stream synchronize)
   uint64_t* d_trace;          // null, or [n_ctas, kMultiCtaTraceSlots] globaltimer stamps of query 0
   uint4* d_clear;             // words of the other hash half to empty during this launch ...
   uint64_t clear_vec4;        // ... as this many 16-byte stores, spread over all CTAs
@@ -82,19 +84,21 @@ struct multi_cta_args {
   uint32_t k;                 // results per query
   uint32_t merge_p2;          // n_ctas * 32 rounded up to a power of two (the merge's sort)
   uint32_t metric;            // cagra::metric
-  uint32_t tag;               // the call's tag in h_tagged_* (never 0)
+  uint32_t list_k;            // entries per CTA in h_lists: min(k, 32)
+  uint32_t tag;               // the call's tag in h_lists (never 0)
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
-  uint32_t smem_cand_d;       // float [cand_cap]
-  uint32_t smem_cand_i;       // uint32 [cand_cap]
+  uint32_t smem_cand_d;       // float [2][cand_cap] (two buffers: one merged while the next fills)
+  uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
 };
 
 /** Measurement hooks, for tests and benchmarks only (not thread-safe; the defaults are the
  *  production behaviour). trace: device memory of n_ctas x kMultiCtaTraceSlots words that the
- *  next launches stamp for their first query. host_flag: small host batches poll tagged results
- *  in mapped memory (true) instead of synchronizing the stream (false). inline_query: a batch-1
+ *  next launches stamp for their first query. host_flag: small host batches poll the CTAs'
+ *  tagged lists in mapped memory and merge them on the host (true) instead of the last CTA
+ *  merging and the host synchronizing the stream (false). inline_query: a batch-1
  *  host query travels in the launch's parameters. The environment variables
  *  CAGRA_MCTA_HOST_FLAG and CAGRA_MCTA_INLINE_QUERY (0/1) set them at the first use. */
 struct multi_cta_debug {
@@ -118,8 +122,8 @@ struct persistent_launch {
   uint64_t lifetime_ns = 0;           // the kernel leaves after this long without a job
 };
 
-/** Launches the persistent kernel (one query per job, args.n_ctas CTAs; args.h_tagged_* take
- *  the results of every job, tagged with its seq). Checks the launch. */
+/** Launches the persistent kernel (one query per job, args.n_ctas CTAs; args.h_lists takes
+ *  the lists of every job, tagged with its seq). Checks the launch. */
 template <typename T>
 void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
                                  uint32_t block, size_t smem_bytes, cudaStream_t stream);

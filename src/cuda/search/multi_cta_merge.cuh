@@ -18,25 +18,14 @@
 
 namespace cagra::cuda::dev {
 
-/** Where the merge writes a query's k results: ids (and distances, unless null), or, when
- *  tagged_ids is set, 64-bit words value | tag << 32 that the host polls in mapped memory. An
- *  aligned 8-byte store reaches the host whole, so a word carrying the call's tag holds the
- *  call's value: no fence and no flag after the results (NCCL's LL protocol relies on the same). */
+/** Where the merge writes a query's k results: ids, and distances unless null. */
 struct result_writer {
   uint32_t* ids;
   float* distances;
-  uint64_t* tagged_ids;
-  uint64_t* tagged_distances;
-  uint32_t tag;
 
   __device__ __forceinline__ void put(uint32_t pos, uint32_t id, float d) const {
-    if (tagged_ids) {
-      tagged_ids[pos] = id | uint64_t{tag} << 32;
-      if (tagged_distances) tagged_distances[pos] = __float_as_uint(d) | uint64_t{tag} << 32;
-    } else {
-      ids[pos] = id;
-      if (distances) distances[pos] = d;
-    }
+    ids[pos] = id;
+    if (distances) distances[pos] = d;
   }
 };
 

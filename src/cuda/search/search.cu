@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <cuda_fp16.h>
@@ -124,6 +125,10 @@ constexpr size_t kMultiCtaWorkspace = size_t{128} << 20;
 
 /** Host batches of at most this many queries go through mapped pinned memory (no copies). */
 constexpr int64_t kMappedMaxQueries = 256;
+/** Multi-CTA host batches of at most this many queries are merged on the host (latency_io):
+ *  beyond it the lists' PCIe traffic (n_ctas x min(k, 32) x 16 bytes a query) and the serial
+ *  host merge outweigh the last-CTA merge's handshake. */
+constexpr int64_t kHostMergeMaxQueries = 16;
 
 /** The launch configuration of one multi-CTA search call. */
 struct multi_launch_plan {
@@ -173,6 +178,7 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
   a.min_iterations = std::min(plan.min_iterations, a.max_iterations);
   a.metric = static_cast<uint32_t>(m);
   a.k = k;
+  a.list_k = std::min(k, kMultiCtaList);
   a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));
 
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
@@ -194,10 +200,10 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
   a.smem_query = 0;
   a.smem_raw = align16(q_smem);
   a.smem_cand_d = a.smem_raw + align16(q_bytes);
-  a.smem_cand_i = a.smem_cand_d + align16(a.cand_cap * 4);
+  a.smem_cand_i = a.smem_cand_d + align16(2 * a.cand_cap * 4);
   // The merge's sort reuses the raw query and the candidates once the search is over.
   a.smem_merge = a.smem_raw;
-  lp.smem = std::max<size_t>(a.smem_cand_i + align16(a.cand_cap * 4), a.smem_merge + size_t{a.merge_p2} * 8);
+  lp.smem = std::max<size_t>(a.smem_cand_i + align16(2 * a.cand_cap * 4), a.smem_merge + size_t{a.merge_p2} * 8);
 
   const size_t per_query = (size_t{4} << a.hash_bits) + size_t{a.n_ctas} * kMultiCtaList * 8;
   lp.chunk = static_cast<uint32_t>(std::clamp<size_t>(kMultiCtaWorkspace / per_query, 1, 65535));
@@ -285,14 +291,21 @@ search_algo check_search(const index& idx, int64_t nq, uint32_t k, const search_
   return algo;
 }
 
-/** The latency path of a small host batch through the multi-CTA kernel: the results as tagged
- *  words in mapped memory (the host polls them instead of synchronizing the stream) and, at
- *  batch 1, the query inside the launch. */
+/** Grows a tagged buffer, zeroed (tag 0 is never a call's). */
+void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n) {
+  if (n <= b.size()) return;
+  b.reserve(n);
+  std::memset(b.data(), 0, n * sizeof(uint64_t));
+}
+
+/** The latency path of a small host batch through the multi-CTA kernel: each CTA's best
+ *  entries as tagged words in mapped memory (st.host_lists), which the host polls and merges
+ *  (merge_host_lists) instead of synchronizing the stream, and, at batch 1, the query inside
+ *  the launch. run_kernels fills in the list shape. */
 struct latency_io {
-  uint64_t* tagged_ids = nullptr;    // mapped [nq, k]
-  uint64_t* tagged_dists = nullptr;  // mapped [nq, k] or null
-  uint32_t tag = 0;                  // this call's tag (never 0)
+  uint32_t tag = 0;  // this call's tag (never 0)
   const inline_query* query = nullptr;
+  uint32_t n_lists = 0, list_k = 0;  // per query: n_ctas lists of list_k entries (out)
 };
 
 /** The kernels over `nq` device-resident queries of the query type (`d_queries`, 4-byte
@@ -301,7 +314,7 @@ struct latency_io {
  *  search writes its results there instead (and returns true); a single-CTA one ignores it. */
 bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint8_t* d_queries, int64_t nq,
                  uint32_t k, const search_params& params, const cpu::search_plan& plan, uint32_t* d_ids,
-                 float* d_distances, int device, cudaStream_t stream, const latency_io* io = nullptr) {
+                 float* d_distances, int device, cudaStream_t stream, latency_io* io = nullptr) {
   int smem_limit = 0;
   CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (algo == search_algo::single_cta) {
@@ -334,8 +347,11 @@ bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint
     const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
     const size_t half = size_t{chunk} << lp.args.hash_bits;
     const size_t part = size_t{chunk} * lp.args.n_ctas * kMultiCtaList;
-    if (st.mcta_half < half || st.mcta_done.size() < chunk || st.mcta_ids.size() < part)
+    const size_t list_words = io ? size_t(nq) * lp.args.n_ctas * lp.args.list_k * 2 : 0;
+    if (st.mcta_half < half || st.mcta_done.size() < chunk || st.mcta_ids.size() < part ||
+        st.host_lists.size() < list_words)
       st.stream.sync();  // a kernel of the last call may still be exiting (it returned on its results)
+    reserve_zeroed(st.host_lists, list_words);
     if (st.mcta_half < half) {  // both halves (re)allocated empty (kEmptySlot: all-ones bytes)
       st.mcta_half = 0;
       st.mcta_hash = device_buffer<uint32_t>(2 * half);
@@ -364,9 +380,8 @@ bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint
       for (int64_t first = 0; first < nq; first += chunk) {
         const uint32_t n = static_cast<uint32_t>(std::min<int64_t>(chunk, nq - first));
         a.query_offset = static_cast<uint64_t>(first);
-        if (io) {  // [nq, k] like d_ids: the kernel writes row query_offset + blockIdx.y
-          a.h_tagged_ids = io->tagged_ids;
-          a.h_tagged_dists = io->tagged_dists;
+        if (io) {  // [nq, n_ctas, list_k]: the kernel writes query query_offset + blockIdx.y
+          a.h_lists = st.host_lists.data();
           a.tag = io->tag;
         }
         // This launch searches with half h (empty: only the half of the last launch is ever
@@ -381,6 +396,10 @@ bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint
         st.mcta_next = 1 - h;
       }
     });
+    if (io) {
+      io->n_lists = lp.args.n_ctas;
+      io->list_k = lp.args.list_k;
+    }
     return io != nullptr;
   }
 }
@@ -411,21 +430,40 @@ bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cu
 /** The next call's tag (never 0: tagged buffers start zeroed). */
 uint32_t next_tag(index_state& st) { return ++st.result_tag == 0 ? ++st.result_tag : st.result_tag; }
 
-/** Grows a tagged buffer, zeroed (tag 0 is never a call's). */
-void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n) {
-  if (n <= b.size()) return;
-  b.reserve(n);
-  std::memset(b.data(), 0, n * sizeof(uint64_t));
-}
 
-/** Results of one query from the tagged words. */
-void untag(const uint64_t* ids_w, const uint64_t* dists_w, size_t n, uint32_t* ids, float* distances) {
-  for (size_t i = 0; i < n; ++i) ids[i] = static_cast<uint32_t>(ids_w[i]);
-  if (distances)
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t bits = static_cast<uint32_t>(dists_w[i]);
-      std::memcpy(distances + i, &bits, sizeof bits);
+/** Waits for one query's n_lists lists of list_k entries in `words` (two words each, id and
+ *  distance bits, | tag << 32; each list sorted by (distance, id), the lists disjoint) and
+ *  merges them into its k nearest (fewer found: padded with kInvalidId, +inf). A list is read
+ *  only while its entries can still enter the top k. Returns false as wait_for_tagged does. */
+bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k, uint32_t tag,
+                      cudaStream_t stream, uint32_t* ids, float* distances) {
+  if (!wait_for_tagged(words, size_t{n_lists} * list_k * 2, tag, stream)) return false;
+  struct entry {
+    float d;
+    uint32_t id;
+    bool operator<(const entry& o) const { return d < o.d || (d == o.d && id < o.id); }
+  };
+  thread_local std::vector<entry> best;
+  best.resize(k);
+  uint32_t count = 0;
+  for (uint32_t l = 0; l < n_lists; ++l)
+    for (uint32_t j = 0; j < list_k; ++j) {
+      const uint64_t* w = words + 2 * (size_t{l} * list_k + j);
+      entry e{0.0f, static_cast<uint32_t>(w[0])};
+      const uint32_t bits = static_cast<uint32_t>(w[1]);
+      std::memcpy(&e.d, &bits, sizeof bits);
+      if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) break;  // the rest is farther
+      const uint32_t pos = static_cast<uint32_t>(std::upper_bound(best.begin(), best.begin() + count, e) - best.begin());
+      if (pos > 0 && best[pos - 1].id == e.id) continue;  // not expected (disjoint lists); never twice
+      if (count < k) ++count;
+      std::copy_backward(best.begin() + pos, best.begin() + count - 1, best.begin() + count);
+      best[pos] = e;
     }
+  for (uint32_t i = 0; i < k; ++i) {
+    ids[i] = i < count ? best[i].id : kInvalidId;
+    if (distances) distances[i] = i < count ? best[i].d : std::numeric_limits<float>::infinity();
+  }
+  return true;
 }
 
 /** How long the persistent kernel waits for a job before it leaves (its SMs are busy polling
@@ -456,10 +494,7 @@ void persistent_search(const index& idx, index_state& st, const uint8_t* query, 
     st.persistent_stop.reserve(1);
     st.persistent_hash.reserve(size_t{2} << p.hash_bits);
     st.persistent_counters.reserve(4 + n_words);  // done[2], the job word (8 bytes), the query
-    st.mcta_ids.reserve(size_t{p.n_ctas} * kMultiCtaList);
-    st.mcta_dists.reserve(size_t{p.n_ctas} * kMultiCtaList);
-    reserve_zeroed(st.host_tagged_ids, k);
-    reserve_zeroed(st.host_tagged_dists, k);
+    reserve_zeroed(st.host_lists, size_t{p.n_ctas} * p.list_k * 2);
   }
   // Post the job: the query as words data | seq << 32, the last one last (x86 stores become
   // visible in program order; the volatile stores keep the compiler's order).
@@ -478,10 +513,7 @@ void persistent_search(const index& idx, index_state& st, const uint8_t* query, 
       multi_cta_args a = p;
       a.d_dataset = st.dataset.data();
       a.d_graph = st.graph.data();
-      a.d_part_ids = st.mcta_ids.data();
-      a.d_part_dists = st.mcta_dists.data();
-      a.h_tagged_ids = st.host_tagged_ids.data();
-      a.h_tagged_dists = st.host_tagged_dists.data();
+      a.h_lists = st.host_lists.data();
       persistent_launch pl;
       pl.h_words = st.persistent_words.data();
       pl.h_stop = st.persistent_stop.data();
@@ -498,13 +530,10 @@ void persistent_search(const index& idx, index_state& st, const uint8_t* query, 
       st.persistent_running = true;
       st.persistent_key = key;
     }
-    if (wait_for_tagged(st.host_tagged_ids.data(), k, seq, stream) &&
-        wait_for_tagged(st.host_tagged_dists.data(), k, seq, stream))
-      break;
+    if (merge_host_lists(st.host_lists.data(), p.n_ctas, p.list_k, k, seq, stream, ids, distances)) break;
     st.persistent_running = false;  // it left (idle) just as the job came: launch again
     CAGRA_EXPECTS(attempt < 2, "internal error: the persistent search kernel ended without answering");
   }
-  untag(st.host_tagged_ids.data(), st.host_tagged_dists.data(), k, ids, distances);
 }
 
 /** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
@@ -546,16 +575,15 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
   }
   stop_persistent(*st);
   if (nq <= kMappedMaxQueries) {  // latency: the kernels use the pinned host buffers in place
-    const bool tagged = algo == search_algo::multi_cta && hooks.host_flag;
+    const bool host_merge = algo == search_algo::multi_cta && hooks.host_flag && nq <= kHostMergeMaxQueries;
     // The last call may have returned on its results while its CTAs were still exiting: nothing
-    // it may use is freed before the stream is done.
+    // it may use is freed before the stream is done (run_kernels does the same for its buffers).
     const bool grow = q_bytes > st->host_queries.size() ||
-                      (tagged ? n_out > st->host_tagged_ids.size() || (distances && n_out > st->host_tagged_dists.size())
-                              : n_out > st->host_ids.size() || (distances && n_out > st->host_distances.size()));
+                      (!host_merge && (n_out > st->host_ids.size() || (distances && n_out > st->host_distances.size())));
     if (grow) st->stream.sync();
     st->host_queries.reserve(q_bytes);
     std::memcpy(st->host_queries.data(), queries.data(), q_bytes);
-    if (!tagged) {
+    if (!host_merge) {
       st->host_ids.reserve(n_out);
       if (distances) st->host_distances.reserve(n_out);
       run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, st->host_ids.data(),
@@ -565,11 +593,7 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
       if (distances) std::memcpy(distances, st->host_distances.data(), n_out * sizeof(float));
       return;
     }
-    reserve_zeroed(st->host_tagged_ids, n_out);
-    if (distances) reserve_zeroed(st->host_tagged_dists, n_out);
     latency_io io;
-    io.tagged_ids = st->host_tagged_ids.data();
-    io.tagged_dists = distances ? st->host_tagged_dists.data() : nullptr;
     io.tag = next_tag(*st);
     inline_query iq;
     if (nq == 1 && q_bytes <= kInlineQueryMax && hooks.inline_query) {
@@ -577,10 +601,11 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
       io.query = &iq;
     }
     run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, nullptr, nullptr, device, stream, &io);
-    CAGRA_EXPECTS(wait_for_tagged(io.tagged_ids, n_out, io.tag, stream) &&
-                      (!distances || wait_for_tagged(io.tagged_dists, n_out, io.tag, stream)),
-                  "internal error: the multi-CTA search finished without writing every result");
-    untag(io.tagged_ids, io.tagged_dists, n_out, ids, distances);
+    const size_t per_query = size_t{io.n_lists} * io.list_k * 2;
+    for (int64_t i = 0; i < nq; ++i)  // query by query, as their lists arrive
+      CAGRA_EXPECTS(merge_host_lists(st->host_lists.data() + i * per_query, io.n_lists, io.list_k, k, io.tag, stream,
+                                     ids + i * k, distances ? distances + i * k : nullptr),
+                    "internal error: the multi-CTA search finished without writing every result");
     return;
   }
   st->queries.reserve(q_bytes);
