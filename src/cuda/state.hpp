@@ -64,7 +64,7 @@ struct index_state final : detail::backend_state {
   pinned_buffer<uint64_t> persistent_words;   // [query words]
   pinned_buffer<uint32_t> persistent_stop;    // [1]
   device_buffer<uint32_t> persistent_hash;    // [2 << hash_bits]
-  device_buffer<uint32_t> persistent_counters;  // done[2], job word, the query's words
+  device_buffer<uint32_t> persistent_counters;  // the leave word (8 bytes), the job's words (8 each)
   // Multi-CTA search only (grow-only too), for the queries of one launch ("chunk"):
   device_buffer<uint32_t> mcta_hash;   // 2 halves of [chunk, 1 << hash_bits]: per query the visited set
   size_t mcta_half = 0;                // words per half

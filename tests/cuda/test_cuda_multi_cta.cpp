@@ -248,6 +248,28 @@ TEST_F(CudaMultiCta, PersistentKernel) {
   EXPECT_EQ(recall(after.view(), before.view(), 10) > 0.8, true);
 }
 
+// One CTA per query makes the multi-CTA search deterministic, so every way a query can travel
+// must give the same answer: batch 1 with the query in the launch and its seed state hashed by
+// the host (query_seed_state), batch 2 with the lists merged on the host and the state hashed
+// by the kernel, batch 100 merged by the last CTA, and the persistent kernel (state from the
+// host, query relayed through device memory).
+TEST_F(CudaMultiCta, SameAnswerOnEveryPath) {
+  search_params p = itopk(32);
+  p.search_width = 1;
+  const host_matrix q = head(set_->queries, 100);
+  const result one = gpu_run(*u8_, q, 10, p, search_algo::multi_cta, 1);
+  const result two = gpu_run(*u8_, q, 10, p, search_algo::multi_cta, 2);
+  const result all = gpu_run(*u8_, q, 10, p, search_algo::multi_cta, 100);
+  p.persistent = true;
+  const result pers = gpu_run(*u8_, q, 10, p, search_algo::multi_cta, 1);
+  EXPECT_EQ(one.ids, two.ids);
+  EXPECT_EQ(one.ids, all.ids);
+  EXPECT_EQ(one.ids, pers.ids);
+  EXPECT_EQ(one.dist, all.dist);
+  EXPECT_EQ(one.dist, pers.dist);
+  expect_well_formed(one, u8_->size(), "one CTA, batch 1");
+}
+
 TEST_F(CudaMultiCta, SanitizerCase) {
   // Small and quick, every code path once: for compute-sanitizer (memcheck, racecheck).
   const host_matrix q = head(set_->queries, 4);

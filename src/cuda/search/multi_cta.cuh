@@ -175,29 +175,65 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
   }
 }
 
-/** The whole CTA: the CTA's initial nodes, one team each, into ids/dists[0, n_init) at fixed
- *  positions. Lane 0 of the team inserts the node into the device hash while the team loads its
- *  row (the claim's L2 round trip overlaps the row's; the node is nearly always new, see
- *  initial_node); a node another CTA holds already is left out as (+inf, kNoId). */
+/** A team's first initial node in flight: its claim (lane 0) and its row's first chunks. */
+struct init_pending {
+  uint32_t id, home, old;
+  row_head head;
+};
+
+/** The whole CTA: issues each team's first initial node (init_finish completes it): the claim in
+ *  the device hash (lane 0) and the row's loads, which then fly while the query is converted. */
+template <uint32_t kTeam>
+__device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys, uint64_t state) {
+  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam;
+  init_pending p{kNoId, 0, 0, {}};
+  if (team < a.n_init) {
+    p.id = initial_node(state, blockIdx.x, team, a.n_init, a.n_ctas, a.n_rows);
+    if (lane == 0) {
+      p.home = hash_home(p.id, a.hash_bits);
+      p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
+    }
+    p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
+  }
+  return p;
+}
+
+/** The whole CTA, once the query is ready: the distances of the CTA's initial nodes, one team
+ *  each (the first from init_begin), into ids/dists[0, n_init) at fixed positions. A node is
+ *  nearly always new (initial_node), so its claim is checked only after its distance; a node
+ *  another CTA holds already is left out as (+inf, kNoId). */
 template <typename T, uint32_t kTeam>
-__device__ void init_candidates(const multi_cta_args& a, const void* q, int qq, uint32_t* keys, uint64_t state,
-                                uint32_t* ids, float* dists) {
+__device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint32_t* keys, uint64_t state,
+                            const init_pending& first, uint32_t* ids, float* dists) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < a.n_init; s += n_teams) {
-    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
-    uint32_t h = 0, old = 0;
-    if (lane == 0) {
-      h = hash_home(id, a.hash_bits);
-      old = atomicCAS(keys + h, kEmptySlot, id);
+    init_pending p = first;
+    if (s != team) {
+      p.id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
+      if (lane == 0) {
+        p.home = hash_home(p.id, a.hash_bits);
+        p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
+      }
+      p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
     }
-    const uint4* row = dataset_row(a, id);
-    const float d = team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
+    const float d = team_distance<T, kTeam>(a, q, qq, p.head, dataset_row(a, p.id), lane);
     if (lane == 0) {
-      const bool mine = device_hash_finish(keys, a.hash_bits, id, h, old);
-      ids[s] = mine ? id : kNoId;
+      const bool mine = device_hash_finish(keys, a.hash_bits, p.id, p.home, p.old);
+      ids[s] = mine ? p.id : kNoId;
       dists[s] = mine ? d : __int_as_float(0x7F800000);
     }
   }
+}
+
+/** Issues L2 prefetches of the lines of row `id` of the dataset (up to 8 lines): a claiming
+ *  thread sends them with its claim, so the distance that follows finds the row in L2. */
+__device__ __forceinline__ void prefetch_row(const multi_cta_args& a, uint32_t id) {
+  const uint8_t* row = a.d_dataset + uint64_t{id} * a.row_stride;
+  const uint32_t lines = min((a.row_stride + 127u) / 128u, 8u);
+  if (a.prefetch == 1)
+    for (uint32_t l = 0; l < lines; ++l) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
+  else if (a.prefetch == 2)
+    for (uint32_t l = 0; l < lines; ++l) asm volatile("prefetch.global.L1 [%0];" ::"l"(row + 128 * l));
 }
 
 /** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries
@@ -325,25 +361,34 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     for (uint64_t w = cta * per + tid; w < end; w += nt) a.d_clear[w] = empty;
   }
 
-  // Step 0: the query (its bytes seed the random nodes, as on the CPU), then the CTA's own random
+  // Step 0: the query (its bytes seed the random nodes, as on the CPU), the CTA's own random
   // initial nodes (those no other CTA took first) and their distances.
   if (tid == 0) {
     s_qq = 0;
-    s_n[0] = a.n_init;  // init_candidates fills [0, n_init) (lost claims as kNoId)
+    s_n[0] = a.n_init;  // init_finish fills [0, n_init) (lost claims as kNoId)
   }
+  // The seed state first (the host's, or warp 0's hash of the query's bytes), so that the
+  // initial nodes' claims and row loads fly while the query is copied and converted.
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
-  if (query) copy_bytes(raw, query, q_bytes);  // null: the persistent kernel put it there
+  uint64_t state = a.query_state;
+  if (!a.has_query_state) {
+    if (query) copy_bytes(raw, query, q_bytes);  // null: the persistent kernel put it there
+    __syncthreads();
+    if (tid < 32) {
+      const uint64_t h = query_hash_warp(raw, q_bytes);
+      if (tid == 0) s_state = mix64(a.seed ^ h);
+    }
+    __syncthreads();
+    state = s_state;
+  }
+  const init_pending first = init_begin<kTeam>(a, keys, state);
+  if (a.has_query_state && query) copy_bytes(raw, query, q_bytes);
   __syncthreads();
   stamp(kTraceQueryCopied);
-  if (tid < 32) {
-    const uint64_t h = query_hash_warp(raw, q_bytes);
-    if (tid == 0) s_state = mix64(a.seed ^ h);
-  }
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
   __syncthreads();
-  const uint64_t state = s_state;
   stamp(kTraceQueryReady);
-  init_candidates<T, kTeam>(a, q, s_qq, keys, state, cand_i, cand_d);
+  init_finish<T, kTeam>(a, q, s_qq, keys, state, first, cand_i, cand_d);
   __syncthreads();
   stamp(kTraceInitDone);
 
@@ -375,8 +420,11 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
       merge_list(ld, li, in_d, in_i, n, far);
     } else if (expand && parent != kNoId) {
       const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
-      for (uint32_t t = tid - 32; t < a.degree; t += nt - 32)
-        if (device_hash_insert(keys, a.hash_bits, row[t])) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = row[t];
+      for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
+        const uint32_t id = row[t];
+        prefetch_row(a, id);
+        if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
+      }
     }
     __syncthreads();
     if (!expand) break;
@@ -449,93 +497,87 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
  *  and runs on SMs whose instruction caches already hold the kernel (a fresh launch of this
  *  kernel on a 1M-row set spends microseconds refetching code that the data evicted from L2).
  *
- *  The host posts job `seq` by writing the query as LL words (4 data bytes | seq << 32, as in
- *  NCCL's low-latency protocol: each 8-byte word arrives whole, so a word with the new seq holds
- *  new data and no flag or fence is needed). CTA 0 alone polls the host (one PCIe read in flight;
- *  every CTA polling made PCIe the bottleneck: 70 us a query at 16 CTAs, 400 us at 64), copies
- *  the query to device memory and publishes seq in a device word that the other CTAs poll in
- *  L2. Job seq uses hash half seq & 1 (and empties the other) and finish counter done[seq & 1],
- *  and writes its results tagged with seq. The host posts a job only after it has the last
- *  one's results, so no CTA ever runs ahead into a job whose state the previous one still uses.
+ *  The host posts job `seq` by writing the query and its seed state (query_seed_state) as LL
+ *  words (4 data bytes | seq << 32, as in NCCL's low-latency protocol: each 8-byte word arrives
+ *  whole, so a word with the new seq holds new data and no flag or fence is needed). CTA 0 alone
+ *  polls the host (every CTA polling made PCIe the bottleneck: 70 us a query at 16 CTAs, 400 us
+ *  at 64), all the job's words at once, one word a thread, so a poll that sees the job has it
+ *  whole (one PCIe round trip); it copies the words, still LL, to device memory, where the other
+ *  CTAs poll them the same way in L2. Job seq uses hash half seq & 1 (and empties the other)
+ *  and writes its lists tagged with seq (the host merges them). The host posts a job only after
+ *  it has all the last one's lists, so no CTA ever runs ahead into a job whose state the
+ *  previous one still uses.
  *
  *  Exit: the host raises *h_stop (then synchronizes the stream), or CTA 0 finds no job for
  *  lifetime_ns; either way it publishes "leave" and every CTA returns. A job posted as the
  *  kernel leaves finds no kernel: the host sees the stream finish without results and launches
  *  again, starting at that job. */
 struct persistent_args {
-  const uint64_t* h_words;     // [n_words] the query as LL words
+  const uint64_t* h_words;     // [n_words] the job as LL words: the query, then the state (lo, hi)
   const uint32_t* h_stop;      // raised by the host: leave
   uint32_t* d_hash;            // 2 halves of 2^hash_bits slots
-  uint32_t* d_counters;        // done[2]
-  unsigned long long* d_job;   // seq of the job CTA 0 published, | 1 << 32 to leave
-  uint32_t* d_query;           // [n_words] the job's query, copied by CTA 0
-  uint32_t n_words;
+  unsigned long long* d_leave; // set by CTA 0: leave
+  uint64_t* d_words;           // [n_words] the job's words, copied by CTA 0 (LL words too)
+  uint32_t n_words;            // query words + 2
   uint32_t first_seq;
   uint64_t lifetime_ns;
 };
-constexpr unsigned long long kLeave = 1ull << 32;
+
+/** The whole CTA, one poll of job seq's n words (LL words | seq << 32) at `words` (host or
+ *  device memory, read uncached): each thread reads its words, all in flight together, and
+ *  stores their data in raw[] (the query) and state[] (the last two). True when every word
+ *  carries seq (then raw and state hold the job). */
+__device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint32_t seq, uint32_t* raw,
+                                         uint32_t* state) {
+  bool ok = true;
+  for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
+    const uint64_t v = reinterpret_cast<const volatile uint64_t*>(words)[w];
+    ok &= uint32_t(v >> 32) == seq;
+    if (w < n - 2)
+      raw[w] = uint32_t(v);
+    else
+      state[w - (n - 2)] = uint32_t(v);
+  }
+  return __syncthreads_and(ok);
+}
 
 template <typename T, uint32_t kTeam>
 __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
   extern __shared__ __align__(16) uint8_t smem[];
   uint32_t* raw = reinterpret_cast<uint32_t*>(smem + a.smem_raw);
-  __shared__ uint32_t s_go;  // 0: poll again, 1: run the job, 2: leave
+  __shared__ uint32_t s_state[2];
   const uint32_t tid = threadIdx.x;
   const size_t half = size_t{1} << a.hash_bits;
   uint64_t idle_since = global_ns();
   for (uint32_t seq = p.first_seq;; seq = seq + 1 == 0 ? 1 : seq + 1) {
     for (;;) {  // wait for job seq
-      if (tid == 0) {
-        uint32_t go = 0;
-        if (blockIdx.x == 0) {
-          if (*reinterpret_cast<const volatile uint32_t*>(p.h_stop)) {
-            go = 2;
-          } else if (uint32_t(reinterpret_cast<const volatile uint64_t*>(p.h_words)[p.n_words - 1] >> 32) == seq) {
-            go = 1;
-          } else if (global_ns() - idle_since > p.lifetime_ns) {
-            go = 2;
-          }
-          if (go == 2) atomicExch(p.d_job, kLeave);
-        } else {
-          const unsigned long long job = *reinterpret_cast<volatile unsigned long long*>(p.d_job);
-          go = job & kLeave ? 2 : uint32_t(job) == seq ? 1 : 0;
-          if (go == 1) __threadfence();  // the query words were written before the job word
+      bool leave = false;
+      if (blockIdx.x == 0) {
+        // The stop flag's read flies with the words' reads.
+        const uint32_t stop = tid == 0 ? *reinterpret_cast<const volatile uint32_t*>(p.h_stop) : 0u;
+        // Relay the words only once they all carry seq (a partial copy would be harmless, as the
+        // other CTAs check every word, but costs device writes on every poll).
+        if (poll_job(p.h_words, p.n_words, seq, raw, s_state)) {
+          for (uint32_t w = tid; w < p.n_words; w += blockDim.x)
+            p.d_words[w] = (w < p.n_words - 2 ? raw[w] : s_state[w - (p.n_words - 2)]) | uint64_t{seq} << 32;
+          break;
         }
-        s_go = go;
+        leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
+        if (leave) atomicExch(p.d_leave, 1ull);
+      } else {
+        if (poll_job(p.d_words, p.n_words, seq, raw, s_state)) break;
+        leave = tid == 0 && *reinterpret_cast<volatile unsigned long long*>(p.d_leave) != 0;
       }
-      __syncthreads();
-      const uint32_t go = s_go;
-      __syncthreads();
-      if (go == 2) return;
-      if (go == 0) continue;
-      if (blockIdx.x != 0) {
-        for (uint32_t w = tid; w < p.n_words; w += blockDim.x) raw[w] = __ldcg(p.d_query + w);
-        break;
-      }
-      // CTA 0: the words all carry seq once the last does (the host wrote them in order), but
-      // check; then hand the query to the other CTAs.
-      bool ok = true;
-      for (uint32_t w = tid; w < p.n_words; w += blockDim.x) {
-        const uint64_t v = reinterpret_cast<const volatile uint64_t*>(p.h_words)[w];
-        ok &= uint32_t(v >> 32) == seq;
-        raw[w] = uint32_t(v);
-        p.d_query[w] = uint32_t(v);
-      }
-      if (__syncthreads_and(ok)) {
-        if (tid == 0) {
-          __threadfence();
-          atomicExch(p.d_job, seq);
-        }
-        break;
-      }
+      if (__syncthreads_or(leave)) return;
     }
     multi_cta_args job = a;
     job.d_hash = p.d_hash + (seq & 1) * half;
     job.d_clear = reinterpret_cast<uint4*>(p.d_hash + ((seq + 1) & 1) * half);
     job.clear_vec4 = half / 4;
-    job.d_done = p.d_counters + (seq & 1);
     job.tag = seq;
+    job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
+    job.has_query_state = 1;
     multi_cta_body<T, kTeam>(job, nullptr);
     __syncthreads();
     idle_since = global_ns();
@@ -570,8 +612,8 @@ void with_team(uint32_t team, F&& f) {
 template <typename T>
 void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
                                  uint32_t block, size_t smem, cudaStream_t stream) {
-  const dev::persistent_args p{pl.h_words,   pl.h_stop, pl.d_hash,    pl.d_counters, pl.d_job,
-                               pl.d_query,   pl.n_words, pl.first_seq, pl.lifetime_ns};
+  const dev::persistent_args p{pl.h_words, pl.h_stop,  pl.d_hash,    pl.d_leave,
+                               pl.d_words, pl.n_words, pl.first_seq, pl.lifetime_ns};
   with_team(team, [&](auto t) {
     launch_with_smem(dev::multi_cta_persistent<T, decltype(t)::value>, dim3(args.n_ctas, 1), block, smem, stream,
                      args, p);

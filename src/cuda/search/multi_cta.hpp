@@ -43,6 +43,27 @@ enum multi_cta_trace_slot : uint32_t {
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
 
+/** The seed state of a query's random initial nodes: splitmix64 of the search seed and a hash
+ *  of the query's n bytes (8-byte words mixed with their index, summed; the tail bytes alike).
+ *  The kernel computes it with one warp (query_hash_warp) unless the host passes it
+ *  (multi_cta_args::query_state), so a query draws the same nodes at any batch size. */
+inline uint64_t query_seed_mix(uint64_t x) {  // = the kernel's mix64 (splitmix64)
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+inline uint64_t query_seed_state(uint64_t seed, const uint8_t* p, uint32_t n) {
+  uint64_t h = 0;
+  for (uint32_t w = 0; w < n / 8; ++w) {
+    uint64_t v = 0;
+    for (uint32_t b = 0; b < 8; ++b) v |= uint64_t{p[8 * w + b]} << (8 * b);
+    h += query_seed_mix(v ^ (uint64_t{w} * 0xD6E8FEB86659FD93ull));
+  }
+  for (uint32_t i = n & ~7u; i < n; ++i) h += query_seed_mix(uint64_t{p[i]} ^ (uint64_t{i} << 40));
+  return query_seed_mix(seed ^ query_seed_mix(h ^ n));
+}
+
 /** Largest query (bytes of the query type) passed inside the launch's parameters at batch 1:
  *  the kernel then reads it from the constant bank instead of over PCIe from mapped memory. */
 constexpr uint32_t kInlineQueryMax = 2048;
@@ -71,6 +92,8 @@ struct multi_cta_args {
   uint64_t clear_vec4;        // ... as this many 16-byte stores, spread over all CTAs
   uint64_t n_rows;            // N
   uint64_t seed;              // search_params::seed (mixed with each query's bytes)
+  uint64_t query_state;       // with has_query_state: the seed state of the (single) query,
+                              // query_seed_state(seed, its bytes), computed by the host
   uint64_t query_offset;      // first query of this launch (row of d_queries)
   uint32_t dim;               // elements per row
   uint32_t row_stride;        // bytes between rows in d_dataset (multiple of 16)
@@ -86,6 +109,8 @@ struct multi_cta_args {
   uint32_t metric;            // cagra::metric
   uint32_t list_k;            // entries per CTA in h_lists: min(k, 32)
   uint32_t tag;               // the call's tag in h_lists (never 0)
+  uint32_t has_query_state;   // 1: query_state holds the seed state (batch 1 from the host)
+  uint32_t prefetch;          // claimed rows prefetched: 0 no, 1 into L2, 2 into L1 (A/B knob)
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
@@ -105,19 +130,20 @@ struct multi_cta_debug {
   uint64_t* trace = nullptr;
   bool host_flag = true;
   bool inline_query = true;
+  uint32_t prefetch = 1;  // multi_cta_args::prefetch (CAGRA_MCTA_PREFETCH=0/1/2)
 };
 multi_cta_debug& multi_cta_debug_hooks();
 
 /** A persistent batch-1 search kernel (multi_cta.cuh says how it works): where its jobs come
  *  from and its own state. */
 struct persistent_launch {
-  const uint64_t* h_words = nullptr;  // mapped [n_words]: the query as words data | seq << 32
+  const uint64_t* h_words = nullptr;  // mapped [n_words]: the query, then its seed state (two
+                                      // words, low half first), as words data | seq << 32
   const uint32_t* h_stop = nullptr;   // mapped flag: the kernel leaves when it is non-zero
   uint32_t* d_hash = nullptr;         // [2 << hash_bits], all kEmptySlot at launch
-  uint32_t* d_counters = nullptr;     // [2], all 0 at launch
-  unsigned long long* d_job = nullptr;  // [1], 0 at launch
-  uint32_t* d_query = nullptr;        // [n_words]
-  uint32_t n_words = 0;               // 4-byte words of the query
+  unsigned long long* d_leave = nullptr;  // [1], 0 at launch
+  uint64_t* d_words = nullptr;        // [n_words], 0 at launch
+  uint32_t n_words = 0;               // 4-byte words of the query + 2
   uint32_t first_seq = 1;             // the first job's seq (never 0)
   uint64_t lifetime_ns = 0;           // the kernel leaves after this long without a job
 };

@@ -179,6 +179,7 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
   a.metric = static_cast<uint32_t>(m);
   a.k = k;
   a.list_k = std::min(k, kMultiCtaList);
+  a.prefetch = multi_cta_debug_hooks().prefetch;
   a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));
 
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
@@ -232,6 +233,8 @@ multi_cta_debug& multi_cta_debug_hooks() {
     };
     h.host_flag = flag("CAGRA_MCTA_HOST_FLAG") != 0;
     h.inline_query = flag("CAGRA_MCTA_INLINE_QUERY") != 0;
+    const char* pf = std::getenv("CAGRA_MCTA_PREFETCH");
+    if (pf && (pf[0] == '0' || pf[0] == '1' || pf[0] == '2') && pf[1] == 0) h.prefetch = uint32_t(pf[0] - '0');
     return h;
   }();
   return hooks;
@@ -305,6 +308,7 @@ void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n) {
 struct latency_io {
   uint32_t tag = 0;  // this call's tag (never 0)
   const inline_query* query = nullptr;
+  uint32_t query_bytes = 0;  // of *query
   uint32_t n_lists = 0, list_k = 0;  // per query: n_ctas lists of list_k entries (out)
 };
 
@@ -383,6 +387,10 @@ bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint
         if (io) {  // [nq, n_ctas, list_k]: the kernel writes query query_offset + blockIdx.y
           a.h_lists = st.host_lists.data();
           a.tag = io->tag;
+        }
+        if (io && nq == 1 && io->query) {  // the host hashes the query: the kernel starts at once
+          a.query_state = query_seed_state(a.seed, io->query->bytes, io->query_bytes);
+          a.has_query_state = 1;
         }
         // This launch searches with half h (empty: only the half of the last launch is ever
         // dirty) and empties the other one, which the last launch used.
@@ -483,28 +491,31 @@ void persistent_search(const index& idx, index_state& st, const uint8_t* query, 
                 "the multi-CTA search needs %zu bytes of shared memory per CTA, more than the device's %d", lp.smem,
                 smem_limit);
   const multi_cta_args& p = lp.args;
-  const uint32_t n_words = static_cast<uint32_t>((q_bytes + 3) / 4);
+  const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
   const std::vector<uint64_t> key{p.n_ctas,         p.n_init,   p.max_iterations, p.min_iterations, p.hash_bits,
                                   p.k,              p.seed,     p.metric,         lp.team,          lp.block,
-                                  lp.smem,          n_words,    uint64_t(st.type)};
+                                  lp.smem,          n_words,    uint64_t(st.type),  p.prefetch};
   if (st.persistent_running && key != st.persistent_key) stop_persistent(st);
   const cudaStream_t stream = st.stream.get();
   if (!st.persistent_running) {  // the buffers may change only while no kernel runs
     if (st.persistent_words.size() < n_words) st.persistent_words.reserve(n_words);
     st.persistent_stop.reserve(1);
     st.persistent_hash.reserve(size_t{2} << p.hash_bits);
-    st.persistent_counters.reserve(4 + n_words);  // done[2], the job word (8 bytes), the query
+    st.persistent_counters.reserve(2 + 2 * size_t{n_words});  // the leave word, the job's words
     reserve_zeroed(st.host_lists, size_t{p.n_ctas} * p.list_k * 2);
   }
-  // Post the job: the query as words data | seq << 32, the last one last (x86 stores become
-  // visible in program order; the volatile stores keep the compiler's order).
+  // Post the job: the query and its seed state as words data | seq << 32, in order (x86 stores
+  // become visible in program order; the volatile stores keep the compiler's order).
   const uint32_t seq = next_tag(st);
+  const uint64_t state = query_seed_state(p.seed, query, static_cast<uint32_t>(q_bytes));
   volatile uint64_t* words = st.persistent_words.data();
-  for (uint32_t w = 0; w < n_words; ++w) {
+  for (uint32_t w = 0; w < q_words; ++w) {
     uint32_t v = 0;
     std::memcpy(&v, query + 4 * w, std::min<size_t>(4, q_bytes - 4 * size_t{w}));
     words[w] = v | uint64_t{seq} << 32;
   }
+  words[q_words] = (state & 0xFFFFFFFFu) | uint64_t{seq} << 32;
+  words[q_words + 1] = (state >> 32) | uint64_t{seq} << 32;
   for (int attempt = 0;; ++attempt) {
     if (!st.persistent_running) {
       *reinterpret_cast<volatile uint32_t*>(st.persistent_stop.data()) = 0;
@@ -518,9 +529,8 @@ void persistent_search(const index& idx, index_state& st, const uint8_t* query, 
       pl.h_words = st.persistent_words.data();
       pl.h_stop = st.persistent_stop.data();
       pl.d_hash = st.persistent_hash.data();
-      pl.d_counters = st.persistent_counters.data();
-      pl.d_job = reinterpret_cast<unsigned long long*>(st.persistent_counters.data() + 2);
-      pl.d_query = st.persistent_counters.data() + 4;
+      pl.d_leave = reinterpret_cast<unsigned long long*>(st.persistent_counters.data());
+      pl.d_words = reinterpret_cast<uint64_t*>(st.persistent_counters.data() + 2);
       pl.n_words = n_words;
       pl.first_seq = seq;
       pl.lifetime_ns = kPersistentLifetimeNs;
@@ -599,6 +609,7 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
     if (nq == 1 && q_bytes <= kInlineQueryMax && hooks.inline_query) {
       std::memcpy(iq.bytes, queries.data(), q_bytes);
       io.query = &iq;
+      io.query_bytes = static_cast<uint32_t>(q_bytes);
     }
     run_kernels(idx, *st, algo, st->host_queries.data(), nq, k, params, plan, nullptr, nullptr, device, stream, &io);
     const size_t per_query = size_t{io.n_lists} * io.list_k * 2;
