@@ -226,14 +226,12 @@ __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint
 }
 
 /** Issues L2 prefetches of the lines of row `id` of the dataset (up to 8 lines): a claiming
- *  thread sends them with its claim, so the distance that follows finds the row in L2. */
+ *  thread sends them with its claim, so the distance that follows finds the row in L2 (SIFT-1M,
+ *  H200: 2.33 -> 2.14 us an iteration; prefetching into L1 instead measured the same). */
 __device__ __forceinline__ void prefetch_row(const multi_cta_args& a, uint32_t id) {
   const uint8_t* row = a.d_dataset + uint64_t{id} * a.row_stride;
   const uint32_t lines = min((a.row_stride + 127u) / 128u, 8u);
-  if (a.prefetch == 1)
-    for (uint32_t l = 0; l < lines; ++l) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
-  else if (a.prefetch == 2)
-    for (uint32_t l = 0; l < lines; ++l) asm volatile("prefetch.global.L1 [%0];" ::"l"(row + 128 * l));
+  for (uint32_t l = 0; l < lines; ++l) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
 }
 
 /** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries

@@ -110,7 +110,6 @@ struct multi_cta_args {
   uint32_t list_k;            // entries per CTA in h_lists: min(k, 32)
   uint32_t tag;               // the call's tag in h_lists (never 0)
   uint32_t has_query_state;   // 1: query_state holds the seed state (batch 1 from the host)
-  uint32_t prefetch;          // claimed rows prefetched: 0 no, 1 into L2, 2 into L1 (A/B knob)
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
@@ -130,7 +129,6 @@ struct multi_cta_debug {
   uint64_t* trace = nullptr;
   bool host_flag = true;
   bool inline_query = true;
-  uint32_t prefetch = 1;  // multi_cta_args::prefetch (CAGRA_MCTA_PREFETCH=0/1/2)
 };
 multi_cta_debug& multi_cta_debug_hooks();
 

@@ -6,8 +6,11 @@
 // single-CTA grids by 65535 queries, multi-CTA launches by what the per-query device hash
 // allows in kMultiCtaWorkspace bytes. Asking for single-CTA with itopk > 512 is an error, never
 // a silent switch. Small host batches (<= kMappedMaxQueries, latency) skip the copies: the
-// kernels read the queries from and write the results to mapped pinned host memory, so a
-// batch-1 call is one launch and one synchronize.
+// kernels read the queries from and write the results to mapped pinned host memory. Multi-CTA
+// batches of <= kHostMergeMaxQueries go further: each CTA writes its best entries as tagged
+// words that the host polls and merges (merge_host_lists), and a batch-1 query travels in the
+// launch with its seed state, so such a call is one launch and no synchronize; with
+// search_params::persistent not even the launch (persistent_search).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -179,7 +182,6 @@ multi_launch_plan make_multi_cta_plan(const index_state& st, uint32_t k, const s
   a.metric = static_cast<uint32_t>(m);
   a.k = k;
   a.list_k = std::min(k, kMultiCtaList);
-  a.prefetch = multi_cta_debug_hooks().prefetch;
   a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));
 
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
@@ -233,8 +235,6 @@ multi_cta_debug& multi_cta_debug_hooks() {
     };
     h.host_flag = flag("CAGRA_MCTA_HOST_FLAG") != 0;
     h.inline_query = flag("CAGRA_MCTA_INLINE_QUERY") != 0;
-    const char* pf = std::getenv("CAGRA_MCTA_PREFETCH");
-    if (pf && (pf[0] == '0' || pf[0] == '1' || pf[0] == '2') && pf[1] == 0) h.prefetch = uint32_t(pf[0] - '0');
     return h;
   }();
   return hooks;
@@ -494,7 +494,7 @@ void persistent_search(const index& idx, index_state& st, const uint8_t* query, 
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
   const std::vector<uint64_t> key{p.n_ctas,         p.n_init,   p.max_iterations, p.min_iterations, p.hash_bits,
                                   p.k,              p.seed,     p.metric,         lp.team,          lp.block,
-                                  lp.smem,          n_words,    uint64_t(st.type),  p.prefetch};
+                                  lp.smem,          n_words,    uint64_t(st.type)};
   if (st.persistent_running && key != st.persistent_key) stop_persistent(st);
   const cudaStream_t stream = st.stream.get();
   if (!st.persistent_running) {  // the buffers may change only while no kernel runs
