@@ -88,6 +88,8 @@ def test_bad_search_params(index, queries):
         index.search(queries, 5, algo="fast")
     with pytest.raises(ValueError, match="backend must be one of 'auto', 'cpu'"):
         index.search(queries, 5, backend="tpu")
+    with pytest.raises(TypeError, match="persistent must be a bool"):
+        index.search(queries, 5, persistent=1)
 
 
 def test_bad_build_params():

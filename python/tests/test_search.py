@@ -88,6 +88,10 @@ def test_search_is_deterministic_and_batch_independent():
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
     np.testing.assert_array_equal(a[0][10:11], c[0])
+    # persistent only concerns the GPU's batch-1 kernel: the CPU's answer is the same.
+    d = index.search(queries[10:11], 5, itopk_size=32, seed=3, backend="cpu", persistent=True)
+    e = index.search(queries[10:11], 5, itopk_size=32, seed=3, backend="cpu")
+    np.testing.assert_array_equal(d[0], e[0])
 
 
 def test_search_options_are_passed_through():
