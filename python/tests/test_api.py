@@ -22,6 +22,7 @@ BUILD_DEFAULTS = {
     "reorder": "rank",
     "storage": "same",
     "seed": 0,
+    "persistent": False,
     "backend": "auto",
     "num_threads": 0,
 }
