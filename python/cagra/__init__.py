@@ -303,7 +303,7 @@ class Index:
         hash_reset_interval: int = _SP.hash_reset_interval,
         num_random_samplings: int = _SP.num_random_samplings,
         seed: int = _SP.seed,
-        persistent: bool = False,
+        persistent: bool = _SP.persistent,
         backend: str = "auto",
         num_threads: int = 0,
     ) -> tuple[Any, Any]:
