@@ -25,6 +25,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/search/device_queries.hpp"
+#include "cuda/search/host_lists.hpp"
 #include "cuda/search/multi_cta.hpp"
 #include "cuda/search/single_cta.hpp"
 #include "cuda/state.hpp"
@@ -412,67 +413,9 @@ bool run_kernels(const index& idx, index_state& st, search_algo algo, const uint
   }
 }
 
-/** Waits until every word of tagged[0, n) carries `tag` (the kernel writes each result as one
- *  8-byte word), spinning on mapped memory: no stream synchronize on the latency path. Every
- *  4096 polls (a few microseconds) it asks the stream, so that a failed launch or a kernel fault is reported instead
- *  of waited on forever. Returns false when the stream finished without every word tagged. */
-bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cudaStream_t stream) {
-  size_t done = 0;  // words [0, done) carry the tag (each is written once per call)
-  for (uint32_t poll = 1;; ++poll) {
-    while (done < n && uint32_t(tagged[done] >> 32) == tag) ++done;
-    if (done == n) break;
-    if (poll % 4096 == 0) {
-      const cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) {
-        while (done < n && uint32_t(tagged[done] >> 32) == tag) ++done;
-        if (done < n) return false;
-        break;
-      }
-      if (e != cudaErrorNotReady) CAGRA_CUDA_TRY(e);
-    }
-  }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  return true;
-}
-
 /** The next call's tag (never 0: tagged buffers start zeroed). */
 uint32_t next_tag(index_state& st) { return ++st.result_tag == 0 ? ++st.result_tag : st.result_tag; }
 
-
-/** Waits for one query's n_lists lists of list_k entries in `words` (two words each, id and
- *  distance bits, | tag << 32; each list sorted by (distance, id), the lists disjoint) and
- *  merges them into its k nearest (fewer found: padded with kInvalidId, +inf). A list is read
- *  only while its entries can still enter the top k. Returns false as wait_for_tagged does. */
-bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k, uint32_t tag,
-                      cudaStream_t stream, uint32_t* ids, float* distances) {
-  if (!wait_for_tagged(words, size_t{n_lists} * list_k * 2, tag, stream)) return false;
-  struct entry {
-    float d;
-    uint32_t id;
-    bool operator<(const entry& o) const { return d < o.d || (d == o.d && id < o.id); }
-  };
-  thread_local std::vector<entry> best;
-  best.resize(k);
-  uint32_t count = 0;
-  for (uint32_t l = 0; l < n_lists; ++l)
-    for (uint32_t j = 0; j < list_k; ++j) {
-      const uint64_t* w = words + 2 * (size_t{l} * list_k + j);
-      entry e{0.0f, static_cast<uint32_t>(w[0])};
-      const uint32_t bits = static_cast<uint32_t>(w[1]);
-      std::memcpy(&e.d, &bits, sizeof bits);
-      if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) break;  // the rest is farther
-      const uint32_t pos = static_cast<uint32_t>(std::upper_bound(best.begin(), best.begin() + count, e) - best.begin());
-      if (pos > 0 && best[pos - 1].id == e.id) continue;  // not expected (disjoint lists); never twice
-      if (count < k) ++count;
-      std::copy_backward(best.begin() + pos, best.begin() + count - 1, best.begin() + count);
-      best[pos] = e;
-    }
-  for (uint32_t i = 0; i < k; ++i) {
-    ids[i] = i < count ? best[i].id : kInvalidId;
-    if (distances) distances[i] = i < count ? best[i].d : std::numeric_limits<float>::infinity();
-  }
-  return true;
-}
 
 /** How long the persistent kernel waits for a job before it leaves (its SMs are busy polling
  *  until then): long enough for any online query stream, short enough that an idle process
