@@ -22,7 +22,6 @@ BUILD_DEFAULTS = {
     "reorder": "rank",
     "storage": "same",
     "seed": 0,
-    "persistent": False,
     "backend": "auto",
     "num_threads": 0,
 }
@@ -37,6 +36,7 @@ SEARCH_DEFAULTS = {
     "hash_reset_interval": 0,
     "num_random_samplings": 0,
     "seed": 0,
+    "persistent": False,
     "backend": "auto",
     "num_threads": 0,
 }
