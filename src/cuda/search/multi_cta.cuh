@@ -181,21 +181,27 @@ struct init_pending {
   row_head head;
 };
 
-/** The whole CTA: issues each team's first initial node (init_finish completes it): the claim in
- *  the device hash (lane 0) and the row's loads, which then fly while the query is converted. */
+/** The calling team: issues initial node s of its CTA: its claim in the device hash (lane 0)
+ *  and its row's first chunks, which fly until init_finish uses them. */
+template <uint32_t kTeam>
+__device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint32_t* keys, uint64_t state,
+                                                   uint32_t s) {
+  const uint32_t lane = threadIdx.x % kTeam;
+  init_pending p{initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows), 0, 0, {}};
+  if (lane == 0) {
+    p.home = hash_home(p.id, a.hash_bits);
+    p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
+  }
+  p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
+  return p;
+}
+
+/** The whole CTA: issues each team's first initial node (init_finish completes it), so its
+ *  loads fly while the query is converted. */
 template <uint32_t kTeam>
 __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys, uint64_t state) {
-  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam;
-  init_pending p{kNoId, 0, 0, {}};
-  if (team < a.n_init) {
-    p.id = initial_node(state, blockIdx.x, team, a.n_init, a.n_ctas, a.n_rows);
-    if (lane == 0) {
-      p.home = hash_home(p.id, a.hash_bits);
-      p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
-    }
-    p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
-  }
-  return p;
+  const uint32_t team = threadIdx.x / kTeam;
+  return team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
 }
 
 /** The whole CTA, once the query is ready: the distances of the CTA's initial nodes, one team
@@ -207,15 +213,7 @@ __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint
                             const init_pending& first, uint32_t* ids, float* dists) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < a.n_init; s += n_teams) {
-    init_pending p = first;
-    if (s != team) {
-      p.id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
-      if (lane == 0) {
-        p.home = hash_home(p.id, a.hash_bits);
-        p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
-      }
-      p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
-    }
+    const init_pending p = s == team ? first : init_issue<kTeam>(a, keys, state, s);
     const float d = team_distance<T, kTeam>(a, q, qq, p.head, dataset_row(a, p.id), lane);
     if (lane == 0) {
       const bool mine = device_hash_finish(keys, a.hash_bits, p.id, p.home, p.old);
