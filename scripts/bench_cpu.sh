@@ -2,10 +2,12 @@
 # CPU benchmarks on this machine, every system in the same run with the same thread count:
 # Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by our CPU backend (u8 storage and f32
 # storage) and by hnswlib (M=16, efConstruction=200, float vectors), batch 10K and batch 1, plus
-# the recall sweep on bigann10k. JSON lines go to bench/results/, plots to docs/, and the
+# the recall sweep on bigann10k. JSON lines go to bench/results/DATASET-DEVICE-COMMIT.jsonl
+# (DEVICE: cpuN for N threads, e.g. fashion-mnist-cpu2-6b431d6.jsonl), plots to docs/, and the
 # QPS-at-recall table is printed last. Needs the build from scripts/setup.sh.
 #
-# Environment: THREADS (default: all cores), BUILD_DIR (default build), PYTHON (for the plots).
+# Environment: THREADS (default: all cores), BUILD_DIR (default build), PYTHON (for the plots),
+# DEVICE_TAG (default cpuTHREADS), CAGRA_COMMIT (default: the short HEAD commit).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -18,11 +20,12 @@ W="$BUILD_DIR/bench-work"
 R=bench/results
 mkdir -p "$W" "$R" docs
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+TAG="${DEVICE_TAG:-cpu$THREADS}-$CAGRA_COMMIT"
 [ -x "$BUILD_DIR/hnswlib_peer" ] || { echo "error: $BUILD_DIR/hnswlib_peer missing (libhnswlib-dev)"; exit 1; }
 
 base="$F/train-images-idx3-ubyte.gz"
 queries="$F/t10k-images-idx3-ubyte.gz"
-J="$R/fashion-mnist-cpu.jsonl"
+J="$R/fashion-mnist-$TAG.jsonl"
 [ -s "$W/fashion-gt.ibin" ] || "$C" gt "$base" "$queries" -k 100 -o "$W/fashion-gt.ibin" --threads "$THREADS"
 for storage in input f32; do
   log=$("$C" build "$base" -o "$W/fashion-$storage.cagra" --graph-degree 32 --intermediate-degree 64 \
@@ -43,7 +46,7 @@ done
   --intermediate-degree 64 --threads "$THREADS" --force | grep -E "^time "
 "$C" bench "$W/bigann10k.cagra" "$S/bigann10k/query.u8bin" "$S/bigann10k/groundtruth.ibin" \
   --threads "$THREADS" --repeat 3 --itopk 10,16,32,64,128 --dataset bigann10k \
-  --json "$R/bigann10k-cpu.jsonl"
+  --json "$R/bigann10k-$TAG.jsonl"
 
 for b in 0 1; do
   "$PY" bench/plot.py "$J" --dataset fashion-mnist --batch "$b" -o "docs/fashion-mnist-cpu-batch$b.png" \
