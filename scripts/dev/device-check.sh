@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one script for the lent GPU machine: configure with the CUDA backend (sm_90), build with
+# The one script for the GPU machine: configure with the CUDA backend (sm_90), build with
 # all cores, run the `cuda` tests, compute-sanitizer memcheck and racecheck on one small GPU test,
 # then the `cpu` tests; every log goes to $OUT and a short summary is printed last (the tool
 # returns only the tail of the output). Exit status: 0 when every step passed.
@@ -13,7 +13,7 @@
 # CUDA_ARCH (default 90), SKIP_CPU=1 skips the cpu tests, CAGRA_DATA_DIR / CAGRA_FASHION_DIR
 # override the data folders.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-device}

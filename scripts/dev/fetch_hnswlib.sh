@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Copies the hnswlib headers (Debian libhnswlib-dev, installed here when missing) into the ignored
-# folder third_party/include/hnswlib. The lent GPU machine has no package mirror, so the peer
+# folder third_party/include/hnswlib. The GPU machine has no package mirror, so the peer
 # benchmark can only be built there from a copy that travels with the working tree;
 # bench/CMakeLists.txt looks in third_party/include (or pass -DHNSWLIB_INCLUDE_DIR=...).
 # Idempotent: an up-to-date copy is left as it is.
 #
 # Environment: HNSWLIB_SRC (default /usr/include/hnswlib), CAGRA_SETUP_NO_APT=1 (never call apt).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 src=${HNSWLIB_SRC:-/usr/include/hnswlib}
 dst=third_party/include/hnswlib
 

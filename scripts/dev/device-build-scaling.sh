@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Build time against dataset size on the lent GPU machine (paper Q-C5), on SYNTHETIC clustered
+# Build time against dataset size on the GPU machine (paper Q-C5), on SYNTHETIC clustered
 # 96-d f32 data (bench/make_synthetic.py, labeled synthetic): for each size in SIZES, the data is
 # drawn on the machine, then `cagra build --backend cuda` (graph degree 32, intermediate 64)
 # builds the index; the stage times (kNN graph, optimize, total including reading the file and
-# all transfers) become one JSON line each in $OUT/build-scaling.jsonl (system cagra-cuda-build,
+# all transfers) become one JSON line each in
+# $OUT/synthetic-96d-build-scaling-DEVICE-COMMIT.jsonl (system cagra-cuda-build,
 # dataset synthetic-96d, build_s = total) and a table is printed.
 #
-#   OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/device-build-scaling.sh
+#   OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/dev/device-build-scaling.sh
 #
 # Environment: SIZES (default "1000000 3000000 10000000"), BUILD_DIR (build-device), WORK_DIR
 # (/tmp/cagra-scaling), BUDGET_S (540: no new size is started past it).
 # 100M x 96 does not fit: the GPU NN-descent needs about 2.5 KB of device memory per row at
 # d_init 64 (docs/cuda.md), 250 GB for 100M rows, more than one H200 holds; the build says so.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-device}
 W=${WORK_DIR:-/tmp/cagra-scaling}
@@ -21,7 +22,11 @@ SIZES=${SIZES:-"1000000 3000000 10000000"}
 BUDGET_S=${BUDGET_S:-540}
 mkdir -p "$OUT" "$W"
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-J="$OUT/build-scaling.jsonl"
+# Result files are named DATASET-DEVICE-COMMIT (bench/results/README.md); DEVICE from nvidia-smi.
+DEVICE_TAG=${DEVICE_TAG:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')}
+TAG="${DEVICE_TAG:-gpu}-$CAGRA_COMMIT"
+J="$OUT/synthetic-96d-build-scaling-$TAG.jsonl"
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   >"$W/build.log" 2>&1 && cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli >>"$W/build.log" 2>&1 ||

@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# Benchmark of one 1M-scale real data set on the lent GPU machine, every system in the same run:
+# Benchmark of one 1M-scale real data set on the GPU machine, every system in the same run:
 # CAGRA on the GPU (batch 10K and batch 1), exact GPU brute force (cuBLAS), our CPU backend on all
 # host cores (with --stats: distance computations and bytes per query), hnswlib (M=16,
 # efConstruction=200, all host cores; batch 1 on one thread), and a device-to-device copy
-# bandwidth measured in the same run. JSON lines go to $OUT/NAME.jsonl, the log to $OUT/NAME.log,
+# bandwidth measured in the same run. JSON lines go to $OUT/NAME-DEVICE-COMMIT.jsonl, the log to $OUT/NAME.log,
 # and a QPS-at-recall table is printed last.
 #
-#   OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/device-bench-real.sh NAME [METRIC]
+#   OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/dev/device-bench-real.sh NAME [METRIC]
 #
-# NAME is a data set staged by scripts/stage.sh into $DATA_ROOT/NAME (default /tmp/cagra-data)
+# NAME is a data set staged by scripts/dev/stage.sh into $DATA_ROOT/NAME (default /tmp/cagra-data)
 # holding base.{u8bin,fbin}, query.{u8bin,fbin} and gt.ibin (k = 100): the recipes in
 # docs/datasets.md (sift-wall-1m: l2; minilm-1m: cosine). Carry third_party/ (hnswlib).
 # Environment: BUILD_DIR (build-device), THREADS (all), DEGREE (32), INTERMEDIATE (64),
 # BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), ABLATIONS=1 adds
 # the paper's Q-B1/Q-B2/Q-B3 sweeps, GRAPH_METRICS=1 the kNN recall and graph metrics, BUDGET_S (560: optional steps are skipped past it),
 # SKIP_HNSW=1 leaves hnswlib out, SKIP_CAGRA=1 runs hnswlib alone (a set too large for one
-# 10-minute call is benchmarked in two back-to-back calls on the warm machine).
+# 10-minute call is benchmarked in two back-to-back calls on the same machine).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=${1:?usage: device-bench-real.sh NAME [METRIC]}
 METRIC=${2:-l2}
 OUT=${OUT:-/tmp/out}
@@ -32,7 +32,11 @@ BUDGET_S=${BUDGET_S:-560}
 mkdir -p "$OUT" "$W"
 rc=0
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-J="$OUT/$NAME.jsonl"
+# Result files are named DATASET-DEVICE-COMMIT (bench/results/README.md); DEVICE from nvidia-smi.
+DEVICE_TAG=${DEVICE_TAG:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')}
+TAG="${DEVICE_TAG:-gpu}-$CAGRA_COMMIT"
+J="$OUT/$NAME-$TAG.jsonl"
 L="$OUT/$NAME.log"
 say() { echo "[$(printf '%4d' $SECONDS)s] $*" | tee -a "$L"; }
 pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin "$DATA/$1".i8bin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
@@ -95,11 +99,11 @@ case "$base" in *.fbin) main_storage=f32 ;; *) main_storage=input ;; esac
 bench_index "$main_storage"
 fi
 
-# The paper's search ablations on the same index (ABLATIONS=1), JSON lines in $OUT/NAME-ablations.jsonl:
+# The paper's search ablations on the same index (ABLATIONS=1), JSON lines in $OUT/NAME-ablations-DEVICE-COMMIT.jsonl:
 # Q-B1 team size, Q-B2 forgettable vs standard hash (single-CTA), Q-B3 single vs multi-CTA by batch size.
 if [ "${SKIP_CAGRA:-0}" != 1 ] && [ "${ABLATIONS:-0}" = 1 ] && [ $SECONDS -lt $((BUDGET_S - 120)) ]; then
   idx="$W/$NAME-$main_storage.cagra"
-  A=(--dataset "$NAME" --json "$OUT/$NAME-ablations.jsonl" -k 10)
+  A=(--dataset "$NAME" --json "$OUT/$NAME-ablations-$TAG.jsonl" -k 10)
   run_bench "Q-B1 team size (batch 10000, single-CTA)" "$idx" "$queries" "$gt" --backend cuda --repeat 3 \
     --itopk 32,64,128 --team-size 2,4,8,16,32 --algo single "${A[@]}"
   run_bench "Q-B2 standard hash (auto size)" "$idx" "$queries" "$gt" --backend cuda --repeat 3 \
@@ -125,7 +129,7 @@ if [ "${GRAPH_METRICS:-0}" = 1 ]; then
   say "graph metrics (GPU build, default degrees 64/128; 2-hop over 100,000 sampled nodes)"
   "$BUILD_DIR/graph_metrics" "$base" --graph-degree 64 --intermediate-degree 128 --metric "$METRIC" \
     --backend cuda --knn-recall 1000 --two-hop-samples 100000 --threads "$THREADS" --dataset "$NAME" \
-    --json "$OUT/$NAME-graph.jsonl" 2>&1 | tee -a "$L" || rc=1
+    --json "$OUT/$NAME-graph-$TAG.jsonl" 2>&1 | tee -a "$L" || rc=1
 fi
 
 if [ "${SKIP_HNSW:-0}" != 1 ]; then

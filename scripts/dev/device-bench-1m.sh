@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 1M-scale benchmark on the lent GPU machine over a SYNTHETIC dataset (labeled synthetic: the real
+# 1M-scale benchmark on the GPU machine over a SYNTHETIC dataset (labeled synthetic: the real
 # 1M sets are not here yet). One run, one machine: bench/make_synthetic.py draws 1,000,000 x 128
 # f32 base vectors and 10,000 held-out queries from 1,000 low-rank Gaussian clusters (seed 1) into
 # $WORK_DIR; exact ground truth by `cagra gt` on the CPU (`--backend cuda` timed and compared
@@ -7,16 +7,16 @@
 # at batch 10K (itopk 16..1024; > 512 is the multi-CTA kernel) and batch 1 (itopk 16..256), our CPU backend at batch 10K on all host threads
 # with --stats (distance computations and bytes per query at each itopk), hnswlib (M=16,
 # efConstruction=200, all threads, batch 10K and 1), and a device-to-device copy bandwidth
-# measurement (torch, CUDA events). JSON lines to $OUT/synthetic-1m-gpu.jsonl (dataset name
+# measurement (torch, CUDA events). JSON lines to $OUT/synthetic-1m-DEVICE-COMMIT.jsonl (dataset name
 # "synthetic-1m-clustered") and one log $OUT/bench-1m.log (the tool returns at most 8 files), the
 # QPS-at-recall table printed last. f16 storage (another index build) follows unless SKIP_F16=1.
-# Run as: OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/device-bench-1m.sh   (carry third_party/)
+# Run as: OUT=$OUT CAGRA_COMMIT=<commit> bash scripts/dev/device-bench-1m.sh   (carry third_party/)
 #
-# Needs: third_party/include/hnswlib (carried; bash scripts/fetch_hnswlib.sh), python3 + numpy
+# Needs: third_party/include/hnswlib (carried; bash scripts/dev/fetch_hnswlib.sh), python3 + numpy
 # (torch for the bandwidth line) on the machine. Environment: OUT, BUILD_DIR (build-device),
 # THREADS, WORK_DIR (/tmp/cagra-1m), NQ (10000), SPREAD (0.15), RANK (8), SKIP_F16, BUDGET_S (560: optional steps are skipped past it).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-device}
 JOBS=${JOBS:-$(nproc)}
@@ -29,7 +29,11 @@ BUDGET_S=${BUDGET_S:-560}
 DS=synthetic-1m-clustered
 mkdir -p "$OUT" "$W"
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
-J="$OUT/synthetic-1m-gpu.jsonl"
+# Result files are named DATASET-DEVICE-COMMIT (bench/results/README.md); DEVICE from nvidia-smi.
+DEVICE_TAG=${DEVICE_TAG:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')}
+TAG="${DEVICE_TAG:-gpu}-$CAGRA_COMMIT"
+J="$OUT/synthetic-1m-$TAG.jsonl"
 L="$OUT/bench-1m.log"
 say() { echo "[$(printf '%4d' $SECONDS)s] $*" | tee -a "$L"; }
 

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Batch-1 latency on the lent GPU, taken apart: builds the CUDA tests and the CLI, runs the
+# Batch-1 latency on the GPU machine, taken apart: builds the CUDA tests and the CLI, runs the
 # CudaLatency suite on bigann10k (L2-resident) and, on a 1M-scale index in device memory (DRAM),
 # the traced multi-CTA breakdown (tests/cuda/test_cuda_latency.cpp: the kernel's phases on the
 # GPU clock, each latency mode on and off) plus a batch-1 recall/QPS sweep with the latency modes
 # on and off (multi_cta.hpp's CAGRA_MCTA_* knobs). Logs go to $OUT/latency.log.
 #
-#   OUT=$OUT bash scripts/device-latency.sh [NAME]
+#   OUT=$OUT bash scripts/dev/device-latency.sh [NAME]
 #
-# NAME: a data set staged into $DATA_ROOT/NAME (scripts/stage.sh; base.*, query.*, gt.ibin);
+# NAME: a data set staged into $DATA_ROOT/NAME (scripts/dev/stage.sh; base.*, query.*, gt.ibin);
 # without it a SYNTHETIC 1M x 128 clustered set (bench/make_synthetic.py) is made on the machine.
 # Carry data/shared (bigann10k). Environment: BUILD_DIR (build-device), DEGREE (32),
 # ITOPK (16,32,64), WIDTHS (16,32,64), ITERS ("0": iterations per CTA of the sweeps, 0 = automatic).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-device}
 DEGREE=${DEGREE:-32}

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Stages files larger than one device call can carry (64 MiB, the ~4 MB repository included) onto
-# the lent GPU machine, in pieces, over several calls: a warm machine keeps /tmp between calls.
+# the GPU machine, in pieces, over several calls: a warm machine keeps /tmp between calls.
 #
-#   scripts/stage.sh pack NAME FILE...   (here) tar + compress FILE... into stage/NAME/part-NN,
-#                                        pieces of at most 56 MiB, and stage/NAME/manifest.sha256
-#                                        (the sha256 of every piece and of every packed file)
-#   scripts/stage.sh receive NAME        (on the GPU machine, from the repository root, in a call
-#                                        that carries stage/NAME/manifest.sha256 and some pieces)
-#                                        copies the carried pieces into $STAGE_ROOT/NAME, checking
-#                                        each; once all are there, unpacks them into
-#                                        $DATA_ROOT/NAME and checks every file. Prints
-#                                        `STAGED NAME complete` or `STAGED NAME partial k/n` and
-#                                        exits 0; exits 1 on a bad checksum or a missing manifest.
-#   scripts/stage.sh status NAME         what is packed here, received and unpacked
+#   scripts/dev/stage.sh pack NAME FILE...  (here) tar + compress FILE... into stage/NAME/part-NN,
+#                                           pieces of at most 56 MiB, and stage/NAME/manifest.sha256
+#                                           (the sha256 of every piece and of every packed file)
+#   scripts/dev/stage.sh receive NAME       (on the GPU machine, from the repository root, in a call
+#                                           that carries stage/NAME/manifest.sha256 and some pieces)
+#                                           copies the carried pieces into $STAGE_ROOT/NAME, checking
+#                                           each; once all are there, unpacks them into
+#                                           $DATA_ROOT/NAME and checks every file. Prints
+#                                           `STAGED NAME complete` or `STAGED NAME partial k/n` and
+#                                           exits 0; exits 1 on a bad checksum or a missing manifest.
+#   scripts/dev/stage.sh status NAME        what is packed here, received and unpacked
 #
 # The files land flat in $DATA_ROOT/NAME/ under their base names (two FILEs with one base name are
 # refused). stage/ is git-ignored.
@@ -28,7 +28,7 @@ DATA_ROOT=${DATA_ROOT:-/tmp/cagra-data}
 PIECE_MIB=${PIECE_MIB:-56}
 COMPRESS=${COMPRESS:-xz}
 XZ_LEVEL=${XZ_LEVEL:-1}
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 die() { echo "stage: error: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 2; }
@@ -114,7 +114,7 @@ cmd_pack() {
   echo "stage: packed $name:"
   (cd "$out" && ls -l part-* manifest.sha256 | awk '{printf "  %-16s %12d bytes\n", $9, $5}')
   echo "stage: carry stage/$name/manifest.sha256 plus one piece per device call, running"
-  echo "  bash scripts/stage.sh receive $name"
+  echo "  bash scripts/dev/stage.sh receive $name"
 }
 
 cmd_receive() {
