@@ -8,7 +8,7 @@ photos that Debian packages ship, as a 1M-vector base set plus 10K queries from 
                     [--force]
 
 OUT_DIR (default data/sift-wall-1m) gets:
-  base.u8bin       BASE x 128 u8 (uint32 rows, uint32 cols, then row-major bytes; docs/formats.md)
+  base.u8bin       BASE x 128 u8 (uint32 rows, uint32 cols, then row-major bytes; docs/vector_formats.md)
   query.u8bin      QUERIES x 128 u8, from photos none of whose descriptors are in the base
   base.photo.npy   uint16 per base row: the index of its photo in manifest.json's "photos"
   query.photo.npy  the same for the queries
