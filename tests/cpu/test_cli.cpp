@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cagra/plan.hpp>
+
 #include "test_data.hpp"
 
 namespace fs = std::filesystem;
@@ -164,7 +166,6 @@ TEST(CliErrors, KLargerThanIndexAndDimMismatch) {
   const auto idx_bytes = read_bytes(idx), q_bytes = read_bytes(q7);
   expect_error({"search", idx, q8, "-k", "50", "--itopk", "64", "-o", out});
   expect_error({"search", idx, q7, "-k", "3", "-o", out});
-  expect_error({"search", idx, q8, "-k", "10", "--itopk", "5", "-o", out}, 2);  // itopk < k
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(read_bytes(idx), idx_bytes);
   EXPECT_EQ(read_bytes(q7), q_bytes);
@@ -216,6 +217,77 @@ TEST(CliErrors, EvalShapeMismatch) {
   const std::string q8 = small_queries(8, "q8e.fbin");
   expect_error({"eval", gt, gt, "-k", "101"}, 1);  // only 100 columns
   expect_error({"bench", small_index(), q8, gt, "-k", "3"}, 1);  // 5 queries, 100 truth rows
+}
+
+// ---- the library's rules, as the CLI applies them ----------------------------------------------
+
+/** The "plan: ..." line of an --explain run's stdout (without "plan: "), or "" when absent. */
+std::string plan_line(const std::string& out) {
+  const size_t at = out.rfind("plan: ", 0) == 0 ? 0 : out.find("\nplan: ");
+  if (at == std::string::npos) return "";
+  const size_t begin = out.find("plan: ", at) + 6;
+  return out.substr(begin, out.find('\n', begin) - begin);
+}
+
+// itopk < k is not refused: the library raises it to k (like hnswlib's ef), and the summary and
+// --explain show the value used.
+TEST(CliRules, ItopkBelowKIsRaisedToK) {
+  const std::string idx = small_index(), q8 = small_queries(8, "q8r.fbin");
+  const std::string out = temp_path("small_raised.ibin");
+  cli_result r = run_cli({"search", idx, q8, "-k", "10", "--itopk", "5", "-o", out, "--force", "--explain"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(plan_line(r.out).find(" k=10 itopk=10 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("search    k 10, itopk 10,"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out));
+}
+
+// With no --intermediate-degree, `cagra build` passes 0 (automatic) and prints the degree the
+// library chose; its --explain line and `cagra search --explain` equal the library's plans.
+TEST(CliRules, BuildAndSearchFollowTheLibraryDefaults) {
+  host_matrix data(dtype::f32, 300, 8);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < data.rows() * data.cols(); ++i) data.as<float>().data[i] = u(rng);
+  const std::string base = temp_path("rules_base.fbin"), idx = temp_path("rules.cagra");
+  io::write_matrix(base, data.view());
+  host_matrix q(dtype::f32, 4, 8);
+  std::copy(data.as<float>().data, data.as<float>().data + 32, q.as<float>().data);
+  const std::string queries = temp_path("rules_q.fbin"), out = temp_path("rules_nn.ibin");
+  io::write_matrix(queries, q.view());
+
+  struct build_case {
+    std::vector<std::string> extra;
+    uint32_t d, d_init;
+  };
+  for (const build_case& c : {build_case{{}, 64, 128}, build_case{{"--graph-degree", "16"}, 16, 32},
+                              build_case{{"--limit", "100"}, 64, 99},
+                              build_case{{"--graph-degree", "16", "--intermediate-degree", "24"}, 16, 24}}) {
+    std::vector<std::string> cmd = {"build", base, "-o", idx, "--force", "--explain", "--backend", "cpu"};
+    cmd.insert(cmd.end(), c.extra.begin(), c.extra.end());
+    SCOPED_TRACE(cmd_text(cmd));
+    cli_result r = run_cli(cmd);
+    ASSERT_EQ(r.status, 0) << r.err;
+    index_params ip;
+    ip.graph_degree = c.d;
+    if (c.d_init != 2 * c.d && c.d_init != 99) ip.intermediate_graph_degree = c.d_init;
+    resources cpu;
+    cpu.target = backend::cpu;
+    const build_plan plan = plan_build(cpu, ip, c.d_init == 99 ? 100 : 300, dtype::f32);
+    EXPECT_EQ(plan.intermediate_graph_degree, c.d_init);
+    EXPECT_EQ(plan_line(r.out), to_string(plan)) << r.out;
+    EXPECT_NE(r.out.find("degree " + std::to_string(c.d) + " (intermediate " + std::to_string(c.d_init) + ")"),
+              std::string::npos) << r.out;
+  }
+
+  // The last index (d = 16): the default search, k above the default itopk.
+  cli_result r = run_cli({"search", idx, queries, "-k", "80", "-o", out, "--force", "--explain", "--backend", "cpu"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  resources cpu;
+  cpu.target = backend::cpu;
+  const search_plan plan = plan_search(cpu, search_params{}, load(idx), 80, 4);
+  EXPECT_EQ(plan.itopk, 80u);
+  EXPECT_EQ(plan_line(r.out), to_string(plan)) << r.out;
+  EXPECT_NE(r.out.find("search    k 80, itopk 80,"), std::string::npos) << r.out;
 }
 
 // ---- the happy path on real data -------------------------------------------------------------
@@ -272,7 +344,8 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
          {"\"run_id\":\"", system_field.c_str(), "\"device\":\"", "\"commit\":\"",
           "\"dataset\":\"bigann10k\"", "\"n\":9900", "\"dim\":128", "\"batch\":0", "\"k\":10",
           "\"params\":{\"itopk\":", "\"search_width\":", "\"max_iterations\":0", "\"threads\":",
-          "\"recall\":", "\"qps\":", "\"latency_ms\":", "\"build_s\":null"})
+          "\"recall\":", "\"qps\":", "\"latency_ms\":", "\"build_s\":null",
+          "\"plan\":\"backend=", " k=10 itopk="})
       EXPECT_NE(l.find(field), std::string::npos) << field << " in " << l;
   }
 
@@ -286,7 +359,18 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   ASSERT_EQ(lines.size(), 5u) << "--json appends";
   EXPECT_NE(lines[4].find("\"batch\":1"), std::string::npos) << lines[4];
   EXPECT_NE(lines[4].find("\"threads\":1,"), std::string::npos) << lines[4];
-  EXPECT_NE(lines[4].find("\"build_s\":1.5}"), std::string::npos) << lines[4];
+  EXPECT_NE(lines[4].find("\"build_s\":1.5,\"plan\":\""), std::string::npos) << lines[4];
+  EXPECT_EQ(lines[4].back(), '}');
+
+  // --explain: one plan line per point, before its row; a sweep whose every itopk is < k is a
+  // usage error (nothing left to measure), one with some >= k skips the others.
+  r = run_cli({"bench", idx, query, truth, "-k", "10", "--itopk", "8,32", "--search-width", "1,2", "--explain"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  size_t plans = 0;
+  for (size_t at = r.out.find("\nplan: "); at != std::string::npos; at = r.out.find("\nplan: ", at + 1)) ++plans;
+  EXPECT_EQ(plans, 2u) << r.out;
+  EXPECT_NE(r.out.find("itopk=32 search_width=2"), std::string::npos) << r.out;
+  expect_error({"bench", idx, query, truth, "-k", "10", "--itopk", "4,8"}, 2);
 
   // The ablation settings (paper Q-B1/Q-B2/Q-B3): swept team sizes, a forced kernel and the hash
   // go into params only when set; bad values are usage errors.

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <cagra/plan.hpp>
+
 #include "bench_json.hpp"
 #include "cli.hpp"
 // --stats counts the CPU search's work: internal stages of the library (not public API).
@@ -71,6 +73,7 @@ int run_bench(const args& a) {
   const double build_s = a.real("--build-s", -1, 0, 1e12);
   const std::string json_path = a.str("--json");
   const bool want_stats = a.has("--stats");
+  const bool explain = a.has("--explain");
   resources res = make_resources(a);
   // Latency mode: one query per call on one thread, as an online server would run it.
   if (batch == 1) res.num_threads = 1;
@@ -98,10 +101,15 @@ int run_bench(const args& a) {
     throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +
                        std::to_string(idx.size()) + " vectors)");
   }
+  // A sweep choice, not a library rule: itopk < k would run as itopk = k (the library raises it),
+  // so those points are skipped rather than measured twice under another name.
   std::vector<uint32_t> sweep_itopk;
   for (uint32_t m : itopks)
     if (m >= k) sweep_itopk.push_back(m);
-  if (sweep_itopk.empty()) throw usage_error("--itopk: every value is smaller than -k");
+  if (sweep_itopk.empty()) {
+    throw usage_error("--itopk: every value is smaller than -k " + std::to_string(k) +
+                      " (the sweep skips those: the search would raise each to k); give one >= k");
+  }
 
   std::ofstream json;
   if (!json_path.empty()) {
@@ -166,6 +174,13 @@ int run_bench(const args& a) {
         sp.hash_bits = hash_bits;
         sp.hash_reset_interval = hash_reset;
         sp.persistent = persistent;
+        // The plan of one search call of this point (a last, shorter batch may differ).
+        const search_plan plan = plan_search(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq);
+        rec.plan = to_string(plan);
+        if (explain) {
+          std::printf("plan: %s\n", rec.plan.c_str());
+          std::fflush(stdout);
+        }
         pass_result best;
         for (int r = 0; r < repeat; ++r) {
           pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist);
@@ -219,7 +234,8 @@ const command_spec& bench_command() {
       "INDEX QUERIES GROUNDTRUTH [options]",
       "Searches every query of QUERIES with each itopk x search-width pair (itopk < k skipped),\n"
       "measures recall@k against GROUNDTRUTH and QPS (best of --repeat passes), prints a table\n"
-      "and appends one JSON object per point to --json FILE (fields: docs/cli.md).",
+      "and appends one JSON object per point to --json FILE (fields: docs/cli.md; \"plan\" is\n"
+      "the search plan the library resolved, as --explain prints it).",
       {
           {"-k", nullptr, "K", "neighbors per query (default 10)"},
           {"--itopk", nullptr, "LIST", "itopk values (default 16,32,64,96,128,192,256,384,512)"},
@@ -240,6 +256,8 @@ const command_spec& bench_command() {
           {"--build-s", nullptr, "S", "build time to record in the JSON (default null)"},
           {"--stats", nullptr, nullptr, "per point, one more untimed CPU search pass counting "
                                         "distances, parents, iterations and bytes per query"},
+          {"--explain", nullptr, nullptr, "print each point's search plan (every automatic value "
+                                          "resolved) before measuring it"},
       },
       {"INDEX", "QUERIES", "GROUNDTRUTH"},
       run_bench};

@@ -89,6 +89,7 @@ std::string to_json(const bench_record& r) {
   o << "},\"recall\":" << json_number(r.recall, "%.6f")
     << ",\"qps\":" << json_number(r.qps, "%.2f") << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));
+  if (!r.plan.empty()) o << ",\"plan\":" << json_quote(r.plan);
   if (r.dists_per_query >= 0) {
     o << ",\"stats\":{\"dists_per_query\":" << json_number(r.dists_per_query, "%.2f")
       << ",\"parents_per_query\":" << json_number(r.parents_per_query, "%.2f")

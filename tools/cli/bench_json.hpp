@@ -43,6 +43,8 @@ struct bench_record {
   double iterations_per_query = -1;
   double hash_resets_per_query = -1;
   double bytes_per_query = -1;
+  // cagra::to_string(cagra::plan_search(...)) of the point: what "auto" chose (written when set).
+  std::string plan;
 };
 
 /** A JSON string literal of `s` (quotes added, escaped per RFC 8259). */

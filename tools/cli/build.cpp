@@ -4,6 +4,8 @@
 // build; the build shows its progress on stderr because it can take minutes on large sets.
 #include <filesystem>
 
+#include <cagra/plan.hpp>
+
 #include "cli.hpp"
 
 namespace cagra::cli {
@@ -39,11 +41,9 @@ int run_build(const args& a) {
   index_params ip;
   ip.metric = metric_option(a, metric::l2);
   ip.graph_degree = static_cast<uint32_t>(a.uint("--graph-degree", ip.graph_degree, 1));
-  // The paper's d_init is 2d..3d: follow --graph-degree unless the user chose it.
-  const uint32_t default_intermediate =
-      a.has("--graph-degree") ? 2 * ip.graph_degree : ip.intermediate_graph_degree;
+  // 0 = the library's automatic d_init (2d, at most rows - 1; cagra::plan_build).
   ip.intermediate_graph_degree =
-      static_cast<uint32_t>(a.uint("--intermediate-degree", default_intermediate, 1));
+      static_cast<uint32_t>(a.uint("--intermediate-degree", ip.intermediate_graph_degree));
   ip.knn.algo = knn_option(a);
   ip.knn.max_iterations =
       static_cast<uint32_t>(a.uint("--knn-iterations", ip.knn.max_iterations, 1));
@@ -64,6 +64,9 @@ int run_build(const args& a) {
               static_cast<long long>(view.rows), static_cast<long long>(view.cols),
               to_string(view.type), view.rows < data.rows() ? " (--limit)" : "",
               now_seconds() - t0);
+  // What the build will do, every automatic value resolved (the library's rules, not ours).
+  const build_plan plan = plan_build(res, ip, view.rows, view.type);
+  if (a.has("--explain")) std::printf("plan: %s\n", to_string(plan).c_str());
   std::fflush(stdout);
 
   progress_display progress("build");
@@ -78,7 +81,7 @@ int run_build(const args& a) {
     std::printf(" (%u iterations)", report.knn_iterations);
   }
   std::printf(", degree %u (intermediate %u), metric %s, reorder %s\n", idx.graph_degree(),
-              ip.intermediate_graph_degree, to_string(idx.metric()), to_string(ip.reorder));
+              plan.intermediate_graph_degree, to_string(idx.metric()), to_string(ip.reorder));
   std::printf("time      knn %.3f s, optimize %.3f s, total %.3f s\n", report.knn_seconds,
               report.optimize_seconds, report.total_seconds);
   std::fflush(stdout);
@@ -106,7 +109,7 @@ const command_spec& build_command() {
           {"--output", "-o", "INDEX", "where to write the index (required)", true},
           {"--graph-degree", nullptr, "D", "out-degree of the final graph (default 64)"},
           {"--intermediate-degree", nullptr, "K",
-           "degree of the kNN graph, >= D (default 2*D, or 128)"},
+           "degree of the kNN graph, >= D (default 0 = auto: 2*D, at most rows - 1)"},
           {"--metric", nullptr, "M", "l2 (default), ip or cosine"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--knn", nullptr, "A", "kNN graph algorithm: auto (default), nn_descent, brute_force"},
@@ -117,6 +120,8 @@ const command_spec& build_command() {
           {"--threads", nullptr, "T", "CPU threads (default: all)"},
           {"--limit", nullptr, "N", "use only the first N rows of DATASET"},
           {"--force", nullptr, nullptr, "replace INDEX if it exists"},
+          {"--explain", nullptr, nullptr,
+           "print the build plan (every automatic value resolved) before building"},
       },
       {"DATASET"},
       run_build};

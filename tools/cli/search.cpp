@@ -2,7 +2,7 @@
 // neighbors (ids, then distances) as .ibin, the big-ann-benchmarks format that `cagra eval` and
 // other tools read. Inputs and the output path are checked before the index is loaded, and the
 // search is timed on its own (no file I/O) so the printed QPS means what it says.
-#include <algorithm>
+#include <cagra/plan.hpp>
 
 #include "cli.hpp"
 
@@ -15,15 +15,12 @@ int run_search(const args& a) {
   const std::string queries_path = a.positional(1);
   const std::string out = a.str("--output");
   const auto k = static_cast<uint32_t>(a.uint("-k", 10, 1));
+  // The library's defaults; an itopk below k is raised to k by the library (cagra::plan_search).
   search_params sp;
-  sp.itopk_size = static_cast<uint32_t>(a.uint("--itopk", std::max<uint32_t>(64, k), 1));
-  sp.search_width = static_cast<uint32_t>(a.uint("--search-width", 1, 1));
-  sp.max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", 0));
-  sp.seed = a.uint("--seed", 0, 0, UINT64_MAX);
-  if (sp.itopk_size < k) {
-    throw usage_error("--itopk " + std::to_string(sp.itopk_size) + " is smaller than -k " +
-                      std::to_string(k) + " (the search keeps only itopk candidates)");
-  }
+  sp.itopk_size = static_cast<uint32_t>(a.uint("--itopk", sp.itopk_size, 1));
+  sp.search_width = static_cast<uint32_t>(a.uint("--search-width", sp.search_width, 1));
+  sp.max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", sp.max_iterations));
+  sp.seed = a.uint("--seed", sp.seed, 0, UINT64_MAX);
   resources res = make_resources(a);
 
   check_input(index_path);
@@ -42,6 +39,10 @@ int run_search(const args& a) {
   }
 
   const int64_t nq = queries.rows();
+  // What the search will do (all queries in one call), every automatic value resolved.
+  const search_plan plan = plan_search(res, sp, idx, k, nq);
+  if (a.has("--explain")) std::printf("plan: %s\n", to_string(plan).c_str());
+  std::fflush(stdout);
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
   const double t0 = now_seconds();
@@ -51,7 +52,7 @@ int run_search(const args& a) {
   std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), idx.dim(),
               to_string(queries.type()));
   std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d\n", k,
-              sp.itopk_size, sp.search_width, backend_name(res),
+              plan.itopk, plan.search_width, to_string(plan.target),
               effective_threads(res.num_threads));
   std::printf("time      %.4f s, %.0f QPS\n", seconds, seconds > 0 ? nq / seconds : 0.0);
   std::fflush(stdout);
@@ -65,6 +66,10 @@ int run_search(const args& a) {
 }  // namespace
 
 const command_spec& search_command() {
+  // The defaults shown are the library's (search_params{}), so the help cannot drift from them.
+  static const std::string itopk_help = "internal top-M list length (default " +
+                                        std::to_string(search_params{}.itopk_size) +
+                                        "); raised to K when smaller, as hnswlib raises ef";
   static const command_spec spec{
       "search",
       "search an index for the k nearest neighbors of each query",
@@ -75,13 +80,15 @@ const command_spec& search_command() {
       {
           {"-k", nullptr, "K", "neighbors per query (required)", true},
           {"--output", "-o", "NEIGHBORS", "where to write the neighbors, .ibin (required)", true},
-          {"--itopk", nullptr, "M", "internal top-M list length, >= K (default max(64, K))"},
+          {"--itopk", nullptr, "M", itopk_help.c_str()},
           {"--search-width", nullptr, "P", "parents expanded per iteration (default 1)"},
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
           {"--seed", nullptr, "S", "seed of the random initial nodes (default 0)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--threads", nullptr, "T", "CPU threads (default: all)"},
           {"--force", nullptr, nullptr, "replace NEIGHBORS if it exists"},
+          {"--explain", nullptr, nullptr,
+           "print the search plan (every automatic value resolved) before searching"},
       },
       {"INDEX", "QUERIES"},
       run_search};
