@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cagra/plan.hpp>
+
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -157,6 +159,56 @@ TEST(SearchErrors, CudaBackendWhenNotAvailable) {
   resources res;
   res.target = backend::cuda;
   EXPECT_NE(error_of([&] { build(res, params(4, 8), base); }).find("CUDA"), std::string::npos);
+}
+
+// The library's automatic values, as every surface (C++, the CLI, Python) resolves them: an
+// intermediate degree of 0 is 2 x graph_degree capped at rows - 1, an itopk below k is raised to
+// k. python/tests/test_surfaces.py checks that the CLI and Python print the same plans.
+TEST(Plan, DefaultsResolve) {
+  resources cpu;
+  cpu.target = backend::cpu;
+  const index_params defaults;
+  EXPECT_EQ(defaults.intermediate_graph_degree, 0u) << "0 = automatic";
+  build_plan b = plan_build(cpu, defaults, 1000, dtype::f32);
+  EXPECT_EQ(b.graph_degree, defaults.graph_degree);
+  EXPECT_EQ(b.intermediate_graph_degree, 2 * defaults.graph_degree);
+  EXPECT_EQ(b.target, backend::cpu);
+  EXPECT_EQ(b.knn, knn_algo::brute_force) << "1000 rows: brute force";
+  EXPECT_EQ(plan_build(cpu, params(16, 0), 1000, dtype::f32).intermediate_graph_degree, 32u);
+  EXPECT_EQ(plan_build(cpu, params(64, 0), 100, dtype::f32).intermediate_graph_degree, 99u) << "rows - 1";
+  EXPECT_EQ(plan_build(cpu, params(16, 48), 1000, dtype::f32).intermediate_graph_degree, 48u) << "as given";
+  EXPECT_NE(to_string(b).find("intermediate_graph_degree=128"), std::string::npos) << to_string(b);
+
+  host_matrix base = random_f32(300, 8);
+  const cagra::index idx = build(cpu, params(8, 0), base);
+  search_params sp;
+  EXPECT_EQ(plan_search(cpu, sp, idx, 10, 1).itopk, sp.itopk_size) << "default itopk >= k: kept";
+  sp.itopk_size = 4;
+  const search_plan s = plan_search(cpu, sp, idx, 10, 5);
+  EXPECT_EQ(s.itopk, 10u) << "itopk < k is raised to k, never an error";
+  EXPECT_EQ(s.k, 10u);
+  EXPECT_NE(to_string(s).find(" itopk=10 "), std::string::npos) << to_string(s);
+  // ... and the search runs with it.
+  host_matrix q = random_f32(5, 8, 9);
+  std::vector<uint32_t> ids(5 * 10);
+  EXPECT_NO_THROW(search(cpu, sp, idx, q, 10, {ids.data(), 5, 10}, {}));
+  for (uint32_t id : ids) EXPECT_LT(id, 300u);
+}
+
+// Python's `cagra.build(x, graph_degree=256)`: no intermediate degree given, so the automatic one
+// (512) applies; before it was automatic, the fixed default 128 < 256 made this an error.
+TEST(Plan, LargeGraphDegreeWithDefaultIntermediate) {
+  resources cpu;
+  cpu.target = backend::cpu;
+  index_params p;
+  p.graph_degree = 256;
+  host_matrix base = random_f32(600, 8);
+  EXPECT_EQ(plan_build(cpu, p, base.rows(), dtype::f32).intermediate_graph_degree, 512u);
+  const cagra::index idx = build(cpu, p, base);
+  EXPECT_EQ(idx.graph_degree(), 256u);
+  host_matrix q = random_f32(3, 8, 5);
+  std::vector<uint32_t> ids(3 * 10);
+  EXPECT_NO_THROW(search(cpu, {}, idx, q, 10, {ids.data(), 3, 10}, {}));
 }
 
 TEST(Parsing, MetricsAndBackends) {
