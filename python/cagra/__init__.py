@@ -11,10 +11,17 @@ Example::
     import cagra
 
     data = np.random.rand(10_000, 128).astype(np.float32)
-    index = cagra.build(data, graph_degree=32, intermediate_graph_degree=64)
+    index = cagra.build(data, graph_degree=32)    # intermediate_graph_degree: automatic (64)
     neighbors, distances = index.search(data[:5], k=10, itopk_size=64)
     index.save("data.cagra")
     index = cagra.load("data.cagra")
+    print(cagra.explain_build(data, graph_degree=32))  # what build chose: "backend=cpu knn=..."
+    print(index.explain(k=10, batch=5))                # what search chooses: "... itopk=64 ..."
+
+Parameters left out take the C++ library's defaults (include/cagra/params.hpp); 0 means
+"automatic", resolved by the library's one rule set (the same for C++, the CLI and Python):
+:func:`explain_build` and :meth:`Index.explain` show the resolved values, as the CLI's
+``--explain`` does.
 
 Vectors are 2-D, C-contiguous arrays of float32, float16, uint8 or int8 (numpy, or any
 DLPack producer such as torch or cupy). Arrays in host memory are used in place. CUDA arrays
@@ -59,6 +66,7 @@ __all__ = [
     "built_with_cuda",
     "cuda_available",
     "cuda_device_name",
+    "explain_build",
     "load",
     "optimize",
     "read_matrix",
@@ -178,6 +186,24 @@ def _vectors(x: ArrayLike, name: str) -> ArrayLike:
     )
 
 
+def _dtype_name(dt: Any) -> str:
+    """The library's name ("f32", "f16", "u8", "i8") of a vector dtype: anything numpy.dtype
+    takes, or a torch dtype."""
+    try:
+        d = np.dtype(dt)
+    except TypeError:
+        d = None
+        name = str(dt).rpartition(".")[2]  # torch.float32 -> float32
+        if name in ("float32", "float16", "uint8", "int8"):
+            d = np.dtype(name)
+    for name, v in _DTYPES.items():
+        if d == v:
+            return name
+    raise TypeError(
+        f"dtype {dt} is not a vector dtype; cagra takes float32, float16, uint8 or int8"
+    )
+
+
 def _framework(x: ArrayLike) -> str:
     # CUDA search results are handed back as the queries' own array type where it is one of these.
     top = type(x).__module__.partition(".")[0]
@@ -223,6 +249,36 @@ def _index_params(
     p.reorder = _choice("reorder", reorder, _REORDERS)
     p.storage = _choice("storage", storage, _STORAGES)
     p.seed = _uint("seed", seed, 64)
+    return p
+
+
+def _search_params(
+    itopk_size: int,
+    search_width: int,
+    max_iterations: int,
+    min_iterations: int,
+    team_size: int,
+    algo: str,
+    hash_bits: int,
+    hash_reset_interval: int,
+    num_random_samplings: int,
+    seed: int,
+    persistent: bool,
+) -> Any:
+    p = _ext.SearchParams()
+    p.itopk_size = _uint("itopk_size", itopk_size)
+    p.search_width = _uint("search_width", search_width)
+    p.max_iterations = _uint("max_iterations", max_iterations)
+    p.min_iterations = _uint("min_iterations", min_iterations)
+    p.team_size = _uint("team_size", team_size)
+    p.algo = _choice("algo", algo, _SEARCH_ALGOS)
+    p.hash_bits = _uint("hash_bits", hash_bits)
+    p.hash_reset_interval = _uint("hash_reset_interval", hash_reset_interval)
+    p.num_random_samplings = _uint("num_random_samplings", num_random_samplings)
+    p.seed = _uint("seed", seed, 64)
+    if not isinstance(persistent, bool):
+        raise TypeError(f"persistent must be a bool, got {type(persistent).__name__}")
+    p.persistent = persistent
     return p
 
 
@@ -314,7 +370,8 @@ class Index:
                 own integer type (or exactly representable floats) for uint8/int8 indexes.
             k: neighbors per query, ``1 <= k <= size``.
             itopk_size: length M of the internal top-M list (hnswlib's ef): the main
-                recall/speed knob. Raised to ``k`` when smaller.
+                recall/speed knob. Raised to ``k`` when smaller, as hnswlib raises ef
+                (never an error; :meth:`explain` shows the value used).
             search_width: parents expanded per iteration (p).
             max_iterations: iteration cap; 0 = automatic.
             min_iterations: iterations run even after convergence.
@@ -346,20 +403,19 @@ class Index:
             (``backend="cpu"`` raises CagraError) and, for a uint8/int8 index, the index's
             own dtype.
         """
-        p = _ext.SearchParams()
-        p.itopk_size = _uint("itopk_size", itopk_size)
-        p.search_width = _uint("search_width", search_width)
-        p.max_iterations = _uint("max_iterations", max_iterations)
-        p.min_iterations = _uint("min_iterations", min_iterations)
-        p.team_size = _uint("team_size", team_size)
-        p.algo = _choice("algo", algo, _SEARCH_ALGOS)
-        p.hash_bits = _uint("hash_bits", hash_bits)
-        p.hash_reset_interval = _uint("hash_reset_interval", hash_reset_interval)
-        p.num_random_samplings = _uint("num_random_samplings", num_random_samplings)
-        p.seed = _uint("seed", seed, 64)
-        if not isinstance(persistent, bool):
-            raise TypeError(f"persistent must be a bool, got {type(persistent).__name__}")
-        p.persistent = persistent
+        p = _search_params(
+            itopk_size,
+            search_width,
+            max_iterations,
+            min_iterations,
+            team_size,
+            algo,
+            hash_bits,
+            hash_reset_interval,
+            num_random_samplings,
+            seed,
+            persistent,
+        )
         return _ext.search(
             self._impl,
             _vectors(queries, "queries"),
@@ -368,6 +424,59 @@ class Index:
             _choice("backend", backend, _BACKENDS),
             _threads(num_threads),
             _framework(queries),
+        )
+
+    def explain(
+        self,
+        k: int,
+        batch: int = 1,
+        *,
+        itopk_size: int = _SP.itopk_size,
+        search_width: int = _SP.search_width,
+        max_iterations: int = _SP.max_iterations,
+        min_iterations: int = _SP.min_iterations,
+        team_size: int = _SP.team_size,
+        algo: str = _DEFAULT_SEARCH_ALGO,
+        hash_bits: int = _SP.hash_bits,
+        hash_reset_interval: int = _SP.hash_reset_interval,
+        num_random_samplings: int = _SP.num_random_samplings,
+        seed: int = _SP.seed,
+        persistent: bool = _SP.persistent,
+        backend: str = "auto",
+        num_threads: int = 0,
+    ) -> str:
+        """What :meth:`search` will do for ``batch`` host queries of ``k`` neighbors with
+        these arguments (the same keywords and defaults as :meth:`search`): one line of
+        ``name=value`` pairs with every automatic value resolved, e.g.
+        ``"backend=cpu k=10 itopk=64 search_width=1 max_iterations=87 ..."``. On the GPU it
+        adds the kernel (``algo``), the batch's path (``io``) and the launch shape. The line
+        is the C++ ``cagra::to_string(cagra::plan_search(...))``, the one the CLI's
+        ``cagra search --explain`` prints; nothing is searched. Raises CagraError for
+        parameters :meth:`search` would refuse.
+        """
+        p = _search_params(
+            itopk_size,
+            search_width,
+            max_iterations,
+            min_iterations,
+            team_size,
+            algo,
+            hash_bits,
+            hash_reset_interval,
+            num_random_samplings,
+            seed,
+            persistent,
+        )
+        batch = _uint("batch", batch, 63)
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
+        return _ext.explain_search(
+            self._impl,
+            _uint("k", k),
+            batch,
+            p,
+            _choice("backend", backend, _BACKENDS),
+            _threads(num_threads),
         )
 
     def save(self, path: PathLike) -> None:
@@ -402,7 +511,8 @@ def build(
         metric: ``"l2"`` (squared Euclidean), ``"ip"``/``"inner_product"`` or ``"cosine"``.
         graph_degree: out-degree d of the final graph.
         intermediate_graph_degree: degree of the kNN graph pruned to d (2d..3d is typical;
-            ``>= graph_degree``, ``< n``, ``<= 1024``).
+            ``>= graph_degree``, ``< n``, ``<= 1024``). 0 = automatic: ``2 * graph_degree``,
+            at most ``n - 1`` (:func:`explain_build` shows the value).
         knn_algo: ``"auto"``, ``"nn_descent"`` or ``"brute_force"``. Auto takes brute force
             up to ``max(10000, 4 * intermediate_graph_degree**2)`` rows.
         knn_max_iterations: NN-descent iteration cap.
@@ -438,6 +548,69 @@ def build(
     return Index(impl)
 
 
+def explain_build(
+    dataset: ArrayLike | int,
+    dtype: Any = None,
+    *,
+    metric: str = _DEFAULT_METRIC,
+    graph_degree: int = _IP.graph_degree,
+    intermediate_graph_degree: int = _IP.intermediate_graph_degree,
+    knn_algo: str = _DEFAULT_KNN_ALGO,
+    knn_max_iterations: int = _IP.knn_max_iterations,
+    knn_termination_threshold: float = _IP.knn_termination_threshold,
+    knn_sample_rate: float = _IP.knn_sample_rate,
+    reorder: str = _DEFAULT_REORDER,
+    storage: str = _DEFAULT_STORAGE,
+    seed: int = _IP.seed,
+    backend: str = "auto",
+    num_threads: int = 0,
+) -> str:
+    """What :func:`build` will do with these arguments (the same keywords and defaults), every
+    automatic value resolved: one line such as ``"backend=cpu knn=brute_force graph_degree=64
+    intermediate_graph_degree=128 storage=f32"``. Nothing is built.
+
+    Args:
+        dataset: the array :func:`build` would get (only its row count and dtype are read),
+            or a row count.
+        dtype: with a row count, the vectors' dtype (default float32): anything
+            ``numpy.dtype`` takes, e.g. ``"uint8"``.
+
+    The line is the C++ ``cagra::to_string(cagra::plan_build(...))``, the one the CLI's
+    ``cagra build --explain`` prints. Raises CagraError for parameters :func:`build` would
+    refuse.
+    """
+    if isinstance(dataset, (int, np.integer)) and not isinstance(dataset, bool):
+        rows = _uint("dataset (a row count)", dataset, 63)
+        dt = _dtype_name(np.float32 if dtype is None else dtype)
+    else:
+        if dtype is not None:
+            raise TypeError(
+                "dtype is taken with a row count only; an array has its own"
+            )
+        shape = getattr(_vectors(dataset, "dataset"), "shape", ())
+        if len(shape) != 2:
+            raise ValueError(
+                f"dataset must be a 2-D array [rows, dim], got shape {tuple(shape)}"
+            )
+        rows = int(shape[0])
+        dt = _dtype_name(dataset.dtype)
+    p = _index_params(
+        metric,
+        graph_degree,
+        intermediate_graph_degree,
+        knn_algo,
+        knn_max_iterations,
+        knn_termination_threshold,
+        knn_sample_rate,
+        reorder,
+        storage,
+        seed,
+    )
+    return _ext.explain_build(
+        rows, dt, p, _choice("backend", backend, _BACKENDS), _threads(num_threads)
+    )
+
+
 def load(path: PathLike) -> Index:
     """Reads an index written by :meth:`Index.save` or ``cagra build``; every header field
     and the checksum are verified."""
@@ -449,7 +622,7 @@ def load(path: PathLike) -> Index:
 
 def build_knn_graph(
     dataset: ArrayLike,
-    k: int = _IP.intermediate_graph_degree,
+    k: int | None = None,
     *,
     metric: str = _DEFAULT_METRIC,
     knn_algo: str = _DEFAULT_KNN_ALGO,
@@ -462,13 +635,18 @@ def build_knn_graph(
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """Stage 1 of :func:`build`: the kNN graph of ``dataset`` (self excluded).
 
-    ``k`` plays the part of ``intermediate_graph_degree``; the other arguments are those of
-    :func:`build`. Returns ``(ids, distances)``, ``[n, k]`` each, nearest first.
+    ``k`` plays the part of ``intermediate_graph_degree``; ``None`` (the default) takes the
+    automatic one of :func:`build` with its default ``graph_degree`` (``2 * graph_degree``, at
+    most ``n - 1``). The other arguments are those of :func:`build`. Returns
+    ``(ids, distances)``, ``[n, k]`` each, nearest first.
     """
-    k = _uint("k", k)
+    if k is None:
+        degree, k = _IP.graph_degree, _IP.intermediate_graph_degree  # 0: automatic
+    else:
+        degree = k = _uint("k", k)
     p = _index_params(
         metric,
-        k,
+        degree,
         k,
         knn_algo,
         knn_max_iterations,

@@ -18,6 +18,7 @@
 
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
+#include <cagra/plan.hpp>
 
 #ifdef CAGRA_PY_CUDA
 #include <cuda_runtime_api.h>
@@ -383,6 +384,25 @@ nb::tuple brute_force(any_array dataset, any_array queries, uint32_t k, cagra::m
                         to_numpy(std::move(g.distances), g.rows, g.k));
 }
 
+/** The build plan line (cagra::plan_build + to_string) for `rows` vectors of `dtype` ("f32",
+ *  "f16", "u8" or "i8": the names python/cagra/__init__.py maps numpy dtypes to). */
+std::string explain_build(int64_t rows, const std::string& dtype, const cagra::index_params& params,
+                          cagra::backend target, int num_threads) {
+  cagra::dtype t;
+  if (dtype == "f32") t = cagra::dtype::f32;
+  else if (dtype == "f16") t = cagra::dtype::f16;
+  else if (dtype == "u8") t = cagra::dtype::u8;
+  else if (dtype == "i8") t = cagra::dtype::i8;
+  else throw nb::value_error(("unknown vector dtype '" + dtype + "'").c_str());
+  return cagra::to_string(cagra::plan_build(make_resources(target, num_threads), params, rows, t));
+}
+
+/** The search plan line (cagra::plan_search + to_string) of one call with `batch` host queries. */
+std::string explain_search(const cagra::index& idx, uint32_t k, int64_t batch, const cagra::search_params& params,
+                           cagra::backend target, int num_threads) {
+  return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k, batch));
+}
+
 nb::tuple read_neighbors(const std::string& path) {
   cagra::io::neighbors_file f;
   {
@@ -488,6 +508,9 @@ NB_MODULE(_cagra, m) {
   m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
         "framework"_a = "");
+  m.def("explain_build", &explain_build, "rows"_a, "dtype"_a, "params"_a, "backend"_a, "num_threads"_a);
+  m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,
+        "num_threads"_a);
   m.def("_host_copies", [] { return g_host_copies.load(); },
         "Device -> host copies of CUDA arrays made so far (build, brute_force, optimize; never search).");
   m.def("build_knn_graph", &build_knn_graph, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);

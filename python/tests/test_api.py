@@ -16,7 +16,7 @@ import pytest
 BUILD_DEFAULTS = {
     "metric": "l2",
     "graph_degree": 64,
-    "intermediate_graph_degree": 128,
+    "intermediate_graph_degree": 0,  # automatic: 2 x graph_degree, at most rows - 1
     "knn_algo": "auto",
     "knn_max_iterations": 20,
     "reorder": "rank",
@@ -56,13 +56,16 @@ def test_build_defaults():
         assert d[name] == value, name
     assert d["knn_termination_threshold"] == pytest.approx(0.001)
     assert d["knn_sample_rate"] == 0.5
-    assert defaults(cagra.build_knn_graph)["k"] == 128
+    assert defaults(cagra.build_knn_graph)["k"] is None  # build's automatic degree
     assert defaults(cagra.optimize)["graph_degree"] == 64
+    # explain_build takes build's keywords with build's defaults.
+    assert defaults(cagra.explain_build) == {**d, "dtype": None}
 
 
 def test_search_defaults():
     d = defaults(cagra.Index.search)
     assert d == SEARCH_DEFAULTS
+    assert defaults(cagra.Index.explain) == {**SEARCH_DEFAULTS, "batch": 1}
 
 
 def test_public_names():

@@ -99,9 +99,15 @@ def test_bad_build_params():
     with pytest.raises(ValueError, match="storage must be one of"):
         cagra.build(data, storage="int4")
     with pytest.raises(
+        cagra.CagraError, match="50 rows, but graph_degree 64 needs at least 65 rows"
+    ):
+        cagra.build(data[:50])  # fewer rows than the default degree
+    with pytest.raises(
         cagra.CagraError, match="intermediate_graph_degree 128 needs at least 129"
     ):
-        cagra.build(data)  # 100 rows < the default kNN degree
+        cagra.build(
+            data, intermediate_graph_degree=128
+        )  # an explicit one is not capped
     with pytest.raises(
         cagra.CagraError,
         match=r"intermediate_graph_degree \(16\) must be >= graph_degree \(32\)",
