@@ -22,10 +22,7 @@
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
 
-#include "cpu/backend.hpp"
-#ifdef CAGRA_HAVE_CUDA
-#include "cuda/graph/optimize.hpp"
-#endif
+#include "core/bench_hooks.hpp"
 
 namespace {
 
@@ -110,23 +107,23 @@ int main(int argc, char** argv) try {
   if (!json.empty()) out.open(json, std::ios::app);
   struct variant {
     const char* label;
-    cagra::cpu::optimize_steps steps;
+    bool reorder_step, reverse_step;
     cagra::reorder_kind kind;
   };
   const variant variants[] = {
-      {"kNN (cut to d)", {false, false}, cagra::reorder_kind::rank},
-      {"reorder only", {true, false}, cagra::reorder_kind::rank},
-      {"reverse only", {false, true}, cagra::reorder_kind::rank},
-      {"CAGRA (rank)", {true, true}, cagra::reorder_kind::rank},
-      {"CAGRA (distance)", {true, true}, cagra::reorder_kind::distance},
+      {"kNN (cut to d)", false, false, cagra::reorder_kind::rank},
+      {"reorder only", true, false, cagra::reorder_kind::rank},
+      {"reverse only", false, true, cagra::reorder_kind::rank},
+      {"CAGRA (rank)", true, true, cagra::reorder_kind::rank},
+      {"CAGRA (distance)", true, true, cagra::reorder_kind::distance},
   };
   for (const variant& v : variants) {
     double t = now();
-    std::vector<uint32_t> g;
-#ifdef CAGRA_HAVE_CUDA
-    if (gpu) g = cagra::cuda::optimize(knn, d, v.kind, v.steps, 0, {});
-#endif
-    if (!gpu) g = cagra::cpu::optimize(knn, d, v.kind, v.steps, threads, {});
+    cagra::resources ores;
+    ores.target = gpu ? cagra::backend::cuda : cagra::backend::cpu;
+    ores.num_threads = threads;
+    const std::vector<uint32_t> g =
+        cagra::bench_hooks::optimize_steps(ores, knn, d, v.kind, v.reorder_step, v.reverse_step);
     double opt_s = now() - t;
     cagra::graph_stats st = cagra::analyze(res, {g.data(), knn.rows, int64_t(d)}, two_hop_samples);
     std::printf("%-22s %12.1f %10lld %8lld %10.2f\n", v.label, st.avg_two_hop,

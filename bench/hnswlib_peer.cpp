@@ -30,7 +30,6 @@
 #include <cagra/types.hpp>
 
 #include "bench_json.hpp"    // tools/cli: the JSON-record helpers shared with `cagra bench`
-#include "cpu/distance.hpp"  // half_to_float
 
 namespace {
 
@@ -151,7 +150,7 @@ std::vector<float> to_float(const cagra::host_matrix& m, bool normalize) {
   for (size_t i = 0; i < n; ++i) {
     switch (m.type()) {
       case cagra::dtype::f32: out[i] = static_cast<const float*>(p)[i]; break;
-      case cagra::dtype::f16: out[i] = cagra::cpu::half_to_float(static_cast<const cagra::half*>(p)[i]); break;
+      case cagra::dtype::f16: out[i] = cagra::to_float(static_cast<const cagra::half*>(p)[i]); break;
       case cagra::dtype::u8: out[i] = static_cast<const uint8_t*>(p)[i]; break;
       case cagra::dtype::i8: out[i] = static_cast<const int8_t*>(p)[i]; break;
       case cagra::dtype::u32: out[i] = float(static_cast<const uint32_t*>(p)[i]); break;

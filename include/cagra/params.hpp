@@ -31,6 +31,7 @@ enum class storage_type : uint32_t { same_as_input = 0, f32 = 1, f16 = 2 };
 const char* to_string(backend b);
 const char* to_string(knn_algo a);
 const char* to_string(reorder_kind r);
+const char* to_string(search_algo a);
 backend parse_backend(const std::string& s);
 
 /** Execution context: which backend, how many threads, and an optional progress callback. */
@@ -61,8 +62,9 @@ struct index_params {
   cagra::metric metric = cagra::metric::l2;
   /** d: out-degree of the final graph. */
   uint32_t graph_degree = 64;
-  /** d_init: degree of the intermediate kNN graph (typically 2d..3d); >= graph_degree. */
-  uint32_t intermediate_graph_degree = 128;
+  /** d_init: degree of the intermediate kNN graph (typically 2d..3d); >= graph_degree.
+   *  0 = automatic: 2 x graph_degree, at most rows - 1 (cagra::plan_build shows the value). */
+  uint32_t intermediate_graph_degree = 0;
   knn_graph_params knn;
   reorder_kind reorder = reorder_kind::rank;
   storage_type storage = storage_type::same_as_input;
@@ -77,7 +79,8 @@ struct index_params {
 
 /** Parameters of `search`. */
 struct search_params {
-  /** M: length of the internal top-M list ("itopk" in the paper); >= k. */
+  /** M: length of the internal top-M list ("itopk" in the paper). A value below k is raised to
+   *  k, as hnswlib raises ef (cagra::plan_search shows the value used). */
   uint32_t itopk_size = 64;
   /** p: parents expanded per iteration. */
   uint32_t search_width = 1;

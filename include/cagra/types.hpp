@@ -39,6 +39,10 @@ enum class memory_space : uint32_t { host = 0, device = 1 };
 struct half {
   uint16_t bits = 0;
 };
+/** The value of `h` as a float (exact). */
+float to_float(half h);
+/** `f` rounded to the nearest binary16 (ties to even; overflow to infinity). */
+half to_half(float f);
 
 /** Size in bytes of one element of `t`. */
 constexpr size_t dtype_size(dtype t) {

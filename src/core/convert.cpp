@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu/distance.hpp"
+#include "core/half.hpp"
 
 namespace cagra::core {
 namespace {
@@ -14,7 +14,7 @@ double value_at(const dataset_view& v, int64_t i, int64_t j) {
   const uint8_t* p = static_cast<const uint8_t*>(v.data) + (i * v.cols + j) * dtype_size(v.type);
   switch (v.type) {
     case dtype::f32: { float x; std::memcpy(&x, p, 4); return x; }
-    case dtype::f16: { half h; std::memcpy(&h, p, 2); return cpu::half_to_float(h); }
+    case dtype::f16: { half h; std::memcpy(&h, p, 2); return half_to_float(h); }
     case dtype::u8: return *p;
     case dtype::i8: return static_cast<int8_t>(*p);
     case dtype::u32: { uint32_t x; std::memcpy(&x, p, 4); return x; }
@@ -89,7 +89,7 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
   host_matrix h(dtype::f16, f.rows(), f.cols());  // f16 storage
   const float* src = static_cast<const float*>(f.data());
   half* dst = static_cast<half*>(h.data());
-  for (int64_t i = 0; i < f.rows() * f.cols(); ++i) dst[i] = cpu::float_to_half(src[i]);
+  for (int64_t i = 0; i < f.rows() * f.cols(); ++i) dst[i] = float_to_half(src[i]);
   return h;
 }
 

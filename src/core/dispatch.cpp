@@ -1,21 +1,33 @@
-// The public entry points: validate the call, convert inputs, pick the backend, time the stages.
-// Only this file decides between the CPU and CUDA backends.
+// The public entry points: validate the call, convert inputs, resolve the plan, hand the work to
+// the backend the plan names (core/backend.hpp), time the stages. The backend choice is
+// core::resolve_backend, written once; the automatic values are core/plan.cpp's.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include <cagra/cagra.hpp>
+#include <cagra/plan.hpp>
 
+#include "core/backend.hpp"
 #include "core/convert.hpp"
-#include "cpu/backend.hpp"
-#include "cpu/distance.hpp"
-#ifdef CAGRA_HAVE_CUDA
-#include "cuda/backend.hpp"
-#include "cuda/graph/nn_descent.hpp"
-#include "cuda/graph/optimize.hpp"
-#endif
+#include "core/plan.hpp"
 
 namespace cagra {
+namespace core {
+
+backend resolve_backend(const resources& res) {
+  const backend_ops& gpu = cuda_backend();
+  if (res.target == backend::cuda) {
+    CAGRA_EXPECTS(gpu.device_count() > 0, "the CUDA backend was asked for, but %s", gpu.unavailable_reason());
+    return backend::cuda;
+  }
+  if (res.target == backend::automatic && gpu.device_count() > 0) return backend::cuda;
+  return backend::cpu;
+}
+
+const backend_ops& backend_for(backend b) { return b == backend::cuda ? cuda_backend() : cpu_backend(); }
+
+}  // namespace core
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -23,78 +35,21 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/** Build stages (kNN graph, optimize): the CUDA backend when asked for (it needs a visible GPU)
- *  or for `automatic` when a GPU is visible; the CPU otherwise. */
-backend resolve_backend(const resources& res) {
-#ifdef CAGRA_HAVE_CUDA
-  if (res.target == backend::cuda) {
-    CAGRA_EXPECTS(cuda::device_count() > 0, "the CUDA backend was asked for but no CUDA device is visible");
-    return backend::cuda;
-  }
-  if (res.target == backend::automatic && cuda::device_count() > 0) return backend::cuda;
-#else
-  CAGRA_EXPECTS(res.target != backend::cuda,
-                "this build has no CUDA backend (configure with -DCAGRA_CUDA=ON on a machine with nvcc)");
-#endif
-  return backend::cpu;
-}
+int threads(const resources& res) { return core::host_threads(res.num_threads); }
 
-/** Search: the CUDA backend when asked for (it needs a visible GPU), or for `automatic` when a
- *  GPU is visible (its single- and multi-CTA kernels take itopk up to 4096); the CPU otherwise. */
-backend resolve_search_backend(const resources& res) {
-#ifdef CAGRA_HAVE_CUDA
-  if (res.target == backend::cuda) {
-    CAGRA_EXPECTS(cuda::device_count() > 0,
-                  "the CUDA backend was asked for but no CUDA device is visible");
-    return backend::cuda;
-  }
-  if (res.target == backend::automatic && cuda::device_count() > 0) return backend::cuda;
-  return backend::cpu;
-#else
-  return resolve_backend(res);
-#endif
-}
-
-/** Exact or approximate kNN graph over `data` (already in its storage/compute type) on backend
- *  `b` (resolved). */
-knn_graph knn_stage(const resources& res, backend b, const index_params& p, const host_matrix& data,
-                    knn_algo* used, uint32_t* iterations) {
-  const uint32_t k = p.intermediate_graph_degree;
-  const int64_t n = data.rows();
-  knn_algo algo = p.knn.algo;
-  // NN-descent costs ~ c * n * k^2 distances, brute force n^2. Measured on Fashion-MNIST (60K rows,
-  // k = 64, 2 threads): NN-descent 24.4 s, brute force 84.1 s, so the crossover is near n = 4 k^2.
-  if (algo == knn_algo::automatic)
-    algo = n <= std::max<int64_t>(10000, int64_t{4} * k * k) ? knn_algo::brute_force : knn_algo::nn_descent;
-  if (used) *used = algo;
+/** The kNN graph of `data` (already in its storage/compute type) as `plan` says. */
+knn_graph knn_stage(const resources& res, const build_plan& plan, const index_params& p, const host_matrix& data,
+                    uint32_t* iterations) {
+  const core::backend_ops& be = core::backend_for(plan.target);
+  const uint32_t k = plan.intermediate_graph_degree;
   if (iterations) *iterations = 0;
-#ifdef CAGRA_HAVE_CUDA
-  if (b == backend::cuda) {
-    if (algo == knn_algo::brute_force) {
-      CAGRA_EXPECTS(k <= cuda::brute_force_max_k(),
-                    "the CUDA brute-force kNN graph takes intermediate_graph_degree <= %u (got %u): use "
-                    "knn_algo::nn_descent or the CPU backend", cuda::brute_force_max_k(), k);
-      knn_graph g = cuda::brute_force(data, data, p.metric, k, true, res.device);
-      if (res.progress) res.progress("brute-force kNN", 1.0);
-      return g;
-    }
-    return cuda::nn_descent(data, p.metric, k, p.knn, p.seed, res.device, res.progress, iterations);
-  }
-#endif
-  (void)b;
-  if (algo == knn_algo::brute_force)
-    return cpu::brute_force(data, data, p.metric, k, true, res.num_threads, res.progress);
-  return cpu::nn_descent(data, p.metric, k, p.knn, p.seed, res.num_threads, res.progress, iterations);
-}
-
-/** Graph optimization (paper §III-B) on backend `b` (resolved); both give the same bytes. */
-std::vector<uint32_t> optimize_stage(const resources& res, backend b, const knn_graph& knn, uint32_t degree,
-                                     reorder_kind reorder) {
-#ifdef CAGRA_HAVE_CUDA
-  if (b == backend::cuda) return cuda::optimize(knn, degree, reorder, {}, res.device, res.progress);
-#endif
-  (void)b;
-  return cpu::optimize(knn, degree, reorder, res.num_threads, res.progress);
+  if (plan.knn == knn_algo::nn_descent) return be.nn_descent(data, p.metric, k, p.knn, p.seed, res, iterations);
+  CAGRA_EXPECTS(k <= be.brute_force_max_k(),
+                "the CUDA brute-force kNN graph takes intermediate_graph_degree <= %u (got %u): use "
+                "knn_algo::nn_descent or the CPU backend", be.brute_force_max_k(), k);
+  knn_graph g = be.brute_force(data, data, p.metric, k, true, res);
+  if (plan.target == backend::cuda && res.progress) res.progress("brute-force kNN", 1.0);
+  return g;
 }
 
 /** The matrix the graph is computed on: the storage itself, or f32 when storage is f16. */
@@ -111,43 +66,17 @@ void check_dataset(dataset_view d, const char* what) {
 
 const char* space_name(memory_space s) { return s == memory_space::device ? "device" : "host"; }
 
-/** Search with queries and results in device memory: the CUDA backend reads and writes them in
- *  place (no host round trip); `automatic` means CUDA here, and nothing falls back to the CPU. */
-void search_device_memory(const resources& res, const search_params& params, const index& idx,
-                          dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
-                          matrix_view<float> distances) {
-  CAGRA_EXPECTS(res.target != backend::cpu,
-                "queries are in device memory, but the CPU backend was asked for: device memory needs the "
-                "CUDA backend (use backend::cuda or automatic, or pass host memory)");
-#ifdef CAGRA_HAVE_CUDA
-  CAGRA_EXPECTS(cuda::device_count() > 0,
-                "queries are in device memory, but no CUDA device is visible: device memory needs the "
-                "CUDA backend and a GPU");
-  CAGRA_EXPECTS(cuda::can_search(idx, k, params),
-                "the CUDA search does not take this search (a %s index of dimension %u, itopk %u; it takes "
-                "itopk <= 4096 and byte vectors of dim <= 16384), and queries in device memory cannot go to "
-                "the CPU backend: pass host memory", to_string(idx.storage_dtype()), idx.dim(),
-                std::max(params.itopk_size, k));
-  const cpu::search_plan plan = cpu::make_search_plan(params, k, idx.size(), idx.graph_degree());
-  cuda::search_device(idx, queries, k, params, plan, neighbors.data, distances.data, res.device);
-#else
-  (void)params, (void)idx, (void)queries, (void)k, (void)neighbors, (void)distances;
-  CAGRA_FAIL("queries are in device memory, but this build has no CUDA backend: device memory needs the "
-             "CUDA backend (configure with -DCAGRA_CUDA=ON)");
-#endif
-}
-
 }  // namespace
 
-index build(const resources& res, const index_params& params, dataset_view dataset,
-            build_report* report) {
+index build(const resources& res, const index_params& params, dataset_view dataset, build_report* report) {
   const auto t0 = clock_type::now();
   check_dataset(dataset, "dataset");
-  params.validate(dataset.rows);
+  const build_plan plan = plan_build(res, params, dataset.rows, dataset.type);
   build_report rep;
-  rep.backend_used = resolve_backend(res);
-  const bool gpu = rep.backend_used == backend::cuda;
-  const int nt = cpu::thread_count(res.num_threads);
+  rep.backend_used = plan.target;
+  rep.knn_used = plan.knn;
+  const bool gpu = plan.target == backend::cuda;
+  const int nt = threads(res);
   host_matrix stored = core::to_storage(dataset, params.metric, params.storage, nt);
   // The graph is computed on the stored vectors; the CPU computes f16 storage in f32 (its f16
   // distance is slow), the GPU reads the f16 rows themselves (half the device memory).
@@ -156,10 +85,10 @@ index build(const resources& res, const index_params& params, dataset_view datas
   const host_matrix& compute = stored.type() == dtype::f16 && !gpu ? compute_copy : stored;
 
   const auto t1 = clock_type::now();
-  knn_graph knn = knn_stage(res, rep.backend_used, params, compute, &rep.knn_used, &rep.knn_iterations);
+  knn_graph knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
   rep.knn_seconds = seconds_since(t1);
   const auto t2 = clock_type::now();
-  std::vector<uint32_t> graph = optimize_stage(res, rep.backend_used, knn, params.graph_degree, params.reorder);
+  std::vector<uint32_t> graph = core::backend_for(plan.target).optimize(knn, params.graph_degree, params.reorder, {}, res);
   rep.optimize_seconds = seconds_since(t2);
   index idx(params.metric, std::move(stored), std::move(graph), params.graph_degree);
   rep.total_seconds = seconds_since(t0);
@@ -169,117 +98,79 @@ index build(const resources& res, const index_params& params, dataset_view datas
 
 knn_graph build_knn_graph(const resources& res, const index_params& params, dataset_view dataset) {
   check_dataset(dataset, "dataset");
-  params.validate(dataset.rows);
-  const backend b = resolve_backend(res);
-  host_matrix compute = compute_matrix(dataset, params, cpu::thread_count(res.num_threads));
-  return knn_stage(res, b, params, compute, nullptr, nullptr);
+  const build_plan plan = plan_build(res, params, dataset.rows, dataset.type);
+  host_matrix compute = compute_matrix(dataset, params, threads(res));
+  return knn_stage(res, plan, params, compute, nullptr);
 }
 
 std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint32_t graph_degree,
                                reorder_kind reorder, dataset_view dataset, metric m) {
-  const backend b = resolve_backend(res);
+  const core::backend_ops& be = core::backend_for(core::resolve_backend(res));
   CAGRA_EXPECTS(knn.rows > 0 && knn.k > 0, "the kNN graph is empty");
   CAGRA_EXPECTS(knn.rows > int64_t{knn.k}, "the kNN graph has %lld rows but degree %u (needs rows > degree)",
                 (long long)knn.rows, knn.k);
-  if (reorder == reorder_kind::distance && knn.distances.size() != knn.ids.size()) {
-    // The kNN graph came without distances: compute them from the vectors.
-    check_dataset(dataset, "dataset (needed for distance-based reordering)");
-    CAGRA_EXPECTS(dataset.rows == knn.rows, "dataset has %lld rows, the kNN graph %lld",
-                  (long long)dataset.rows, (long long)knn.rows);
-    knn_graph with = knn;
-    host_matrix data = core::to_storage(dataset, m, storage_type::f32, cpu::thread_count(res.num_threads));
-    const float* x = static_cast<const float*>(data.data());
-    const cpu::distance<float> dist{m, static_cast<size_t>(data.cols())};
-    with.distances.resize(with.ids.size());
-    for (int64_t i = 0; i < knn.rows; ++i)
-      for (uint32_t j = 0; j < knn.k; ++j) {
-        uint32_t id = knn.ids[i * knn.k + j];
-        CAGRA_EXPECTS(id < knn.rows, "kNN graph row %lld holds id %u >= %lld", (long long)i, id, (long long)knn.rows);
-        with.distances[i * knn.k + j] = dist(x + i * data.cols(), x + int64_t{id} * data.cols());
-      }
-    return optimize_stage(res, b, with, graph_degree, reorder);
-  }
-  return optimize_stage(res, b, knn, graph_degree, reorder);
+  if (reorder != reorder_kind::distance || knn.distances.size() == knn.ids.size())
+    return be.optimize(knn, graph_degree, reorder, {}, res);
+  // The kNN graph came without distances: compute them from the vectors.
+  check_dataset(dataset, "dataset (needed for distance-based reordering)");
+  CAGRA_EXPECTS(dataset.rows == knn.rows, "dataset has %lld rows, the kNN graph %lld", (long long)dataset.rows,
+                (long long)knn.rows);
+  knn_graph with = knn;
+  core::fill_knn_distances(core::to_storage(dataset, m, storage_type::f32, threads(res)), m, with);
+  return be.optimize(with, graph_degree, reorder, {}, res);
 }
 
-void search(const resources& res, const search_params& params, const index& idx,
-            dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
-            matrix_view<float> distances) {
+void search(const resources& res, const search_params& params, const index& idx, dataset_view queries, uint32_t k,
+            matrix_view<uint32_t> neighbors, matrix_view<float> distances) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   check_dataset(queries, "queries");
   CAGRA_EXPECTS(queries.cols == idx.dim(), "queries have dimension %lld but the index has %u",
                 (long long)queries.cols, idx.dim());
-  params.validate(k, idx.size(), idx.graph_degree());
   CAGRA_EXPECTS(neighbors.data != nullptr && neighbors.rows == queries.rows && neighbors.cols == k,
                 "neighbors must be a [%lld, %u] matrix (got [%lld, %lld])", (long long)queries.rows, k,
                 (long long)neighbors.rows, (long long)neighbors.cols);
   CAGRA_EXPECTS(distances.data == nullptr || (distances.rows == queries.rows && distances.cols == k),
-                "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])",
-                (long long)queries.rows, k, (long long)distances.rows, (long long)distances.cols);
+                "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])", (long long)queries.rows, k,
+                (long long)distances.rows, (long long)distances.cols);
   const memory_space space = queries.space;
   CAGRA_EXPECTS(neighbors.space == space && (distances.data == nullptr || distances.space == space),
                 "queries, neighbors and distances must all be in host memory or all in device memory "
                 "(queries: %s, neighbors: %s, distances: %s)", space_name(space), space_name(neighbors.space),
                 distances.data == nullptr ? "none" : space_name(distances.space));
+  const search_plan plan = plan_search(res, params, idx, k, queries.rows, space);
+  const core::backend_ops& be = core::backend_for(plan.target);
   if (space == memory_space::device) {
-    search_device_memory(res, params, idx, queries, k, neighbors, distances);
+    be.search_device(idx, queries, plan, neighbors.data, distances.data, res);
     return;
   }
-  backend target = resolve_search_backend(res);
-#ifdef CAGRA_HAVE_CUDA
-  // `automatic` stays on the CPU for what the GPU kernels do not take (itopk > 4096, ...).
-  if (target == backend::cuda && res.target == backend::automatic && !cuda::can_search(idx, k, params))
-    target = backend::cpu;
-#endif
-  host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(),
-                                    cpu::thread_count(res.num_threads));
-#ifdef CAGRA_HAVE_CUDA
-  if (target == backend::cuda) {
-    const cpu::search_plan plan = cpu::make_search_plan(params, k, idx.size(), idx.graph_degree());
-    cuda::search(idx, q, k, params, plan, neighbors.data, distances.data, res.device);
-    return;
-  }
-#endif
-  (void)target;
-  cpu::search(idx, q, k, params, neighbors.data, distances.data, res.num_threads);
+  const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(), threads(res));
+  be.search(idx, q, plan, neighbors.data, distances.data, res, nullptr);
 }
 
-knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset, dataset_view queries,
-                          uint32_t k, bool exclude_self) {
+knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset, dataset_view queries, uint32_t k,
+                          bool exclude_self) {
   check_dataset(dataset, "dataset");
   check_dataset(queries, "queries");
   CAGRA_EXPECTS(queries.cols == dataset.cols, "queries have dimension %lld but the dataset has %lld",
                 (long long)queries.cols, (long long)dataset.cols);
-  CAGRA_EXPECTS(!exclude_self || queries.rows == dataset.rows,
-                "exclude_self needs the queries to be the dataset itself");
-  const int nt = cpu::thread_count(res.num_threads);
-#ifdef CAGRA_HAVE_CUDA
-  // The GPU (cuBLAS, src/cuda/brute_force) when asked for, or for `automatic` when a GPU is
-  // visible, k <= cuda::brute_force_max_k() and the problem is large (nq * n >= 1e8 distances:
-  // below that the CPU finishes in well under a second and the GPU's setup would dominate).
-  bool gpu = false;
+  CAGRA_EXPECTS(!exclude_self || queries.rows == dataset.rows, "exclude_self needs the queries to be the dataset itself");
+  backend target = core::resolve_backend(res);
+  const core::backend_ops& gpu = core::cuda_backend();
   if (res.target == backend::cuda) {
-    CAGRA_EXPECTS(cuda::device_count() > 0, "the CUDA backend was asked for but no CUDA device is visible");
-    CAGRA_EXPECTS(k <= cuda::brute_force_max_k(), "the CUDA brute force takes k <= %u (got %u); use the CPU backend",
-                  cuda::brute_force_max_k(), k);
-    gpu = true;
-  } else if (res.target == backend::automatic) {
-    gpu = k <= cuda::brute_force_max_k() && double(queries.rows) * double(dataset.rows) >= 1e8 &&
-          cuda::device_count() > 0;
+    CAGRA_EXPECTS(k <= gpu.brute_force_max_k(), "the CUDA brute force takes k <= %u (got %u); use the CPU backend",
+                  gpu.brute_force_max_k(), k);
+  } else if (target == backend::cuda) {
+    // `automatic`: the GPU (cuBLAS) when k fits and the problem is large (nq * n >= 1e8
+    // distances: below that the CPU finishes in well under a second and the GPU's setup would
+    // dominate).
+    if (k > gpu.brute_force_max_k() || double(queries.rows) * double(dataset.rows) < 1e8) target = backend::cpu;
   }
-  if (gpu) {
-    host_matrix data = core::to_storage(dataset, m, storage_type::same_as_input, nt);
-    host_matrix q = core::queries_for(queries, data.type(), m, nt);
-    knn_graph out = cuda::brute_force(data, q, m, k, exclude_self, res.device);
-    if (res.progress) res.progress("brute-force kNN", 1.0);
-    return out;
-  }
-#else
-  resolve_backend(res);
-#endif
-  host_matrix data = core::to_storage(dataset, m, storage_type::same_as_input, nt);
-  host_matrix q = core::queries_for(queries, data.type(), m, nt);
-  return cpu::brute_force(data, q, m, k, exclude_self, res.num_threads, res.progress);
+  const int nt = threads(res);
+  const host_matrix data = core::to_storage(dataset, m, storage_type::same_as_input, nt);
+  const host_matrix q = core::queries_for(queries, data.type(), m, nt);
+  knn_graph out = core::backend_for(target).brute_force(data, q, m, k, exclude_self, res);
+  if (target == backend::cuda && res.progress) res.progress("brute-force kNN", 1.0);
+  return out;
 }
 
 double recall(matrix_view<const uint32_t> found, matrix_view<const uint32_t> truth, uint32_t k) {
@@ -303,23 +194,10 @@ double recall(matrix_view<const uint32_t> found, matrix_view<const uint32_t> tru
   return double(hits) / (double(found.rows) * k);
 }
 
-backend search_backend(const resources& res) { return resolve_search_backend(res); }
+backend search_backend(const resources& res) { return core::resolve_backend(res); }
 
-std::string cuda_device_name(int device) {
-#ifdef CAGRA_HAVE_CUDA
-  return cuda::describe(cuda::cuda_info(device));
-#else
-  (void)device;
-  CAGRA_FAIL("this build has no CUDA backend");
-#endif
-}
+std::string cuda_device_name(int device) { return core::cuda_backend().describe(device); }
 
-bool cuda_available() {
-#ifdef CAGRA_HAVE_CUDA
-  return cuda::device_count() > 0;
-#else
-  return false;
-#endif
-}
+bool cuda_available() { return core::cuda_backend().device_count() > 0; }
 
 }  // namespace cagra

@@ -31,15 +31,24 @@ void index_params::validate(int64_t rows) const {
   violations v;
   v.check(uint32_t(metric) <= 2, "unknown metric %u", uint32_t(metric));
   v.check(graph_degree >= 1, "graph_degree must be >= 1");
-  v.check(intermediate_graph_degree >= graph_degree,
-          "intermediate_graph_degree (%u) must be >= graph_degree (%u)", intermediate_graph_degree,
-          graph_degree);
-  v.check(intermediate_graph_degree <= 1024, "intermediate_graph_degree %u exceeds 1024",
-          intermediate_graph_degree);
-  v.check(rows > int64_t{intermediate_graph_degree},
-          "the dataset has %lld rows, but intermediate_graph_degree %u needs at least %u rows "
-          "(lower --intermediate-degree/--graph-degree)",
-          (long long)rows, intermediate_graph_degree, intermediate_graph_degree + 1);
+  if (intermediate_graph_degree != 0) {  // 0: automatic, 2 x graph_degree capped at rows - 1
+    v.check(intermediate_graph_degree >= graph_degree,
+            "intermediate_graph_degree (%u) must be >= graph_degree (%u)", intermediate_graph_degree,
+            graph_degree);
+    v.check(intermediate_graph_degree <= 1024, "intermediate_graph_degree %u exceeds 1024",
+            intermediate_graph_degree);
+    v.check(rows > int64_t{intermediate_graph_degree},
+            "the dataset has %lld rows, but intermediate_graph_degree %u needs at least %u rows "
+            "(lower --intermediate-degree/--graph-degree)",
+            (long long)rows, intermediate_graph_degree, intermediate_graph_degree + 1);
+  } else {
+    v.check(2 * uint64_t{graph_degree} <= 1024,
+            "graph_degree %u makes the automatic intermediate_graph_degree (2 x graph_degree) exceed 1024",
+            graph_degree);
+    v.check(rows > int64_t{graph_degree},
+            "the dataset has %lld rows, but graph_degree %u needs at least %u rows (lower --graph-degree)",
+            (long long)rows, graph_degree, graph_degree + 1);
+  }
   v.check(rows <= kMaxRows, "the dataset has %lld rows; at most 2^31-1 are supported", (long long)rows);
   v.check(uint32_t(knn.algo) <= 2, "unknown knn algorithm %u", uint32_t(knn.algo));
   v.check(knn.max_iterations >= 1, "knn.max_iterations must be >= 1");

@@ -4,7 +4,12 @@
 
 #include <cagra/cagra.hpp>
 
+#include "core/half.hpp"
+
 namespace cagra {
+
+float to_float(half h) { return core::half_to_float(h); }
+half to_half(float f) { return core::float_to_half(f); }
 
 const char* to_string(metric m) {
   switch (m) {
@@ -53,6 +58,15 @@ const char* to_string(knn_algo a) {
 }
 
 const char* to_string(reorder_kind r) { return r == reorder_kind::rank ? "rank" : "distance"; }
+
+const char* to_string(search_algo a) {
+  switch (a) {
+    case search_algo::automatic: return "automatic";
+    case search_algo::single_cta: return "single_cta";
+    case search_algo::multi_cta: return "multi_cta";
+  }
+  return "unknown";
+}
 
 backend parse_backend(const std::string& s) {
   if (s == "auto") return backend::automatic;

@@ -15,7 +15,6 @@
 
 namespace cagra::cpu {
 
-int thread_count(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
 namespace {
 

@@ -11,6 +11,8 @@
 
 #include <cagra/types.hpp>
 
+#include "core/half.hpp"
+
 namespace cagra::cpu {
 
 /** Element type of a query for vectors stored as T (exact comparison for integer types). */
@@ -28,9 +30,8 @@ float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim);
 float l2_i8(const int8_t* q, const int8_t* x, size_t dim);
 float dot_i8(const int8_t* q, const int8_t* x, size_t dim);
 
-/** IEEE binary16 <-> float. */
-float half_to_float(half h);
-half float_to_half(float f);
+using core::float_to_half;  // IEEE binary16 <-> float (core/half.hpp)
+using core::half_to_float;
 
 inline float l2(const float* q, const float* x, size_t d) { return l2_f32(q, x, d); }
 inline float l2(const float* q, const half* x, size_t d) { return l2_f16(q, x, d); }

@@ -15,18 +15,14 @@
 
 #include <omp.h>
 
+#include "core/bits.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
 
 namespace cagra::cpu {
 namespace {
 
-uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
+using bits::mix64;
 
 struct proposal {
   uint32_t target, id;

@@ -122,11 +122,6 @@ void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t de
 
 }  // namespace
 
-std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder, int nt,
-                               const progress_fn& progress) {
-  return optimize(knn, degree, reorder, optimize_steps{}, nt, progress);
-}
-
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
                                optimize_steps steps, int nt, const progress_fn& progress) {
   const int64_t n = knn.rows;

@@ -14,6 +14,7 @@
 
 #include <omp.h>
 
+#include "core/bits.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
 #include "cpu/visited_hash.hpp"
@@ -21,28 +22,9 @@
 namespace cagra::cpu {
 namespace {
 
-constexpr uint32_t kParentFlag = 0x80000000u;
+using bits::kParentFlag;
+using bits::mix64;
 constexpr float kFar = std::numeric_limits<float>::infinity();
-
-uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t hash_bytes(const void* p, size_t n) {  // FNV-1a over 8-byte words, then mixed
-  const unsigned char* c = static_cast<const unsigned char*>(p);
-  uint64_t h = 0xCBF29CE484222325ull;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, c + i, 8);
-    h = (h ^ w) * 0x100000001B3ull;
-  }
-  for (; i < n; ++i) h = (h ^ c[i]) * 0x100000001B3ull;
-  return mix64(h);
-}
 
 struct entry {
   float dist;
@@ -50,12 +32,6 @@ struct entry {
 };
 inline bool nearer(const entry& a, const entry& b) {
   return a.dist < b.dist || (a.dist == b.dist && (a.id & ~kParentFlag) < (b.id & ~kParentFlag));
-}
-
-uint32_t ceil_log2(uint64_t x) {
-  uint32_t b = 0;
-  while ((uint64_t{1} << b) < x) ++b;
-  return b;
 }
 
 template <typename T>
@@ -66,7 +42,7 @@ class searcher {
         dim_(idx.dim()), x_(static_cast<const T*>(idx.vectors().data())),
         graph_(idx.graph().data), dist_{idx.metric(), dim_} {
     top_.resize(plan.itopk);
-    cand_.reserve(std::max<size_t>(size_t{plan.width} * degree_, plan.init_count));
+    cand_.reserve(std::max<size_t>(size_t{plan.search_width} * degree_, plan.initial_nodes));
     merged_.resize(plan.itopk);
     hash_.resize(plan.hash_bits);
   }
@@ -81,7 +57,7 @@ class searcher {
     for (uint32_t iter = 0;; ++iter) {
       merge_candidates();
       if (iter >= plan_.max_iterations) break;
-      uint32_t parents[64], n_par = 0, width = std::min<uint32_t>(plan_.width, 64);
+      uint32_t parents[64], n_par = 0, width = std::min<uint32_t>(plan_.search_width, 64);
       for (entry& e : top_) {
         if (n_par == width) break;
         if (e.id == kInvalidId || (e.id & kParentFlag)) continue;
@@ -91,7 +67,7 @@ class searcher {
       if (n_par == 0 && iter >= plan_.min_iterations) break;
       ++counts.iterations;
       counts.parents += n_par;
-      if ((plan_.reset_interval && iter > 0 && iter % plan_.reset_interval == 0) || hash_.nearly_full())
+      if ((plan_.hash_reset_interval && iter > 0 && iter % plan_.hash_reset_interval == 0) || hash_.nearly_full())
         forget();
       expand(q, parents, n_par);
     }
@@ -113,8 +89,8 @@ class searcher {
   // bytes, so a query gets the same answer whatever batch or position it comes in.
   void random_init(const query_t<T>* q) {
     cand_.clear();
-    uint64_t state = mix64(seed_ ^ hash_bytes(q, dim_ * sizeof(query_t<T>)));
-    const uint32_t count = plan_.init_count;
+    uint64_t state = mix64(seed_ ^ bits::fnv1a_mixed(reinterpret_cast<const uint8_t*>(q), dim_ * sizeof(query_t<T>)));
+    const uint32_t count = plan_.initial_nodes;
     for (uint32_t i = 0; i < count; ++i) {
       state = mix64(state);
       uint32_t id = static_cast<uint32_t>((state >> 32) * static_cast<uint64_t>(n_) >> 32);
@@ -176,27 +152,9 @@ class searcher {
 
 }  // namespace
 
-search_plan make_search_plan(const search_params& p, uint32_t k, int64_t rows, uint32_t degree) {
-  search_plan s{};
-  s.itopk = std::max(p.itopk_size, k);  // like hnswlib's ef: never fewer than k
-  s.width = p.search_width;
-  const uint32_t log_n = ceil_log2(static_cast<uint64_t>(std::max<int64_t>(rows, 2)));
-  // Converging needs about itopk/width iterations; the budget must not shrink with the width.
-  s.max_iterations = p.max_iterations ? p.max_iterations : s.itopk + 16 + log_n;
-  s.min_iterations = std::min(p.min_iterations, s.max_iterations);
-  s.samplings = p.num_random_samplings
-                    ? p.num_random_samplings
-                    : 1 + (rows > 100000 ? ceil_log2(static_cast<uint64_t>(rows / 100000)) : 0);
-  s.reset_interval = p.hash_reset_interval;
-  s.init_count = s.itopk + s.width * degree * s.samplings;
-  const uint64_t expected = uint64_t{s.itopk} * degree + uint64_t{s.width} * degree * s.samplings;
-  s.hash_bits = p.hash_bits ? p.hash_bits : std::clamp<uint32_t>(ceil_log2(4 * expected), 8, 20);
-  return s;
-}
-
-void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
-            uint32_t* ids, float* distances, int nt, search_stats* stats) {
-  const search_plan plan = make_search_plan(params, k, idx.size(), idx.graph_degree());
+void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
+            float* distances, int nt, search_stats* stats) {
+  const uint32_t k = plan.k;
   const int64_t nq = queries.rows();
   nt = nq == 1 ? 1 : thread_count(nt);
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
@@ -205,7 +163,7 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
     const size_t dim = idx.dim();
 #pragma omp parallel num_threads(nt)
     {
-      searcher<T> s(idx, plan, params.seed);
+      searcher<T> s(idx, plan, plan.seed);
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < nq; ++i)
         s.run(q + i * dim, k, ids + i * k, distances ? distances + i * k : nullptr);

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/bits.hpp"
+
 namespace cagra::cpu {
 
 class visited_hash {
@@ -32,7 +34,7 @@ class visited_hash {
   bool insert(uint32_t id) {
     const uint64_t tag = uint64_t{gen_} << 32;
     const size_t mask = slots_.size() - 1;
-    size_t h = (id * 0x9E3779B1u) >> (32 - bits_);
+    size_t h = cagra::bits::hash_home(id, bits_);
     for (;;) {
       uint64_t s = slots_[h];
       if ((s & ~uint64_t{0xFFFFFFFFu}) != tag) {

@@ -1,18 +1,23 @@
-// The CUDA backend's interface to the rest of the library. Plain C++ (no CUDA types), so that
-// src/core/dispatch.cpp, the only caller, compiles without nvcc. Everything behind it lives in
-// src/cuda/**/*.cu and is built only when CMake finds nvcc (CAGRA_HAVE_CUDA).
+// The CUDA backend's entry points, plain C++ (no CUDA types). core::cuda_backend()
+// (src/cuda/backend.cpp) puts them behind the backend interface of src/core/backend.hpp; the
+// agreement tests call them directly. Everything behind them lives in src/cuda/**/*.cu and is
+// built only when CMake finds nvcc.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include <cagra/cagra.hpp>
+#include <cagra/plan.hpp>
 
-#include "cpu/backend.hpp"  // search_plan: AUTO values resolved once, shared by both backends
+#include "core/backend.hpp"
 
 namespace cagra::cuda {
 
 /** Number of CUDA devices visible (0 when the driver or a device is missing; never throws). */
 int device_count();
+/** Multiprocessors of `device` (one attribute query: cheap enough for every search call). */
+int sm_count(int device);
 
 /** A device's identity, for logs and benchmark records. */
 struct device_info {
@@ -29,29 +34,13 @@ device_info cuda_info(int device = 0);
 /** One line: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 81559 MiB, driver 13000, runtime 13000)". */
 std::string describe(const device_info& d);
 
-/** Whether cuda::search takes this search (storage type, itopk = max(itopk_size, k) <= 4096, byte
- *  vectors with dim <= 16384); where it does not, `backend::automatic` searches on the CPU. */
-bool can_search(const index& idx, uint32_t k, const search_params& params);
-
-/** The search kernel's choice rule (paper §IV-C3, "implementation choice"): `requested` unless it
- *  is `automatic`; then multi-CTA when the batch is smaller than the number of SMs (one CTA per
- *  query would leave SMs idle) or itopk (the resolved one, max(itopk_size, k)) is above 512 (the
- *  single-CTA limit), single-CTA otherwise. Pure: `sm_count` is given. Returns single_cta or
- *  multi_cta. */
-search_algo choose_algo_for(int sm_count, int64_t batch, uint32_t itopk,
-                            search_algo requested = search_algo::automatic);
-/** The same rule with the SM count of CUDA device `device` (what cuda::search uses). */
-search_algo choose_algo(int64_t batch, uint32_t itopk, int device,
-                        search_algo requested = search_algo::automatic);
-
-/** GPU search (paper §IV-B/C). `queries` are host rows of the index's query type
- *  (core::queries_for), [nq, dim]; ids/distances are host [nq, k] (distances may be null).
- *  The kernel is choose_algo(nq, plan.itopk, device, params.algo): single-CTA (itopk <= 512,
- *  the CPU's answer) or multi-CTA (itopk <= 4096, recall parity, not bit parity).
- *  The index's vectors and graph are copied to the device on first use and cached in
- *  idx.backend_cache(). */
-void search(const index& idx, const host_matrix& queries, uint32_t k, const search_params& params,
-            const cpu::search_plan& plan, uint32_t* ids, float* distances, int device);
+/** GPU search (paper §IV-B/C) as `plan` (core/plan.cpp, backend cuda) says: the single-CTA
+ *  kernel (the CPU's answer) or the multi-CTA kernel (recall parity, not bit parity), with the
+ *  plan's io path. `queries` are host rows of the index's query type (core::queries_for),
+ *  [nq, dim]; ids/distances are host [nq, plan.k] (distances may be null). The index's vectors
+ *  and graph are copied to the device on first use and cached in idx.backend_cache(). */
+void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
+            float* distances, int device);
 
 /** GPU search on device memory, no host round trip (the device path of cagra::search).
  *  `queries` (space device) are [nq, dim] on CUDA device `device`: f32, f16, u8 or i8 for an
@@ -63,8 +52,8 @@ void search(const index& idx, const host_matrix& queries, uint32_t k, const sear
  *  device [nq, k] buffers that the kernels write directly. Ordering: the work waits for what the
  *  legacy default stream (cupy's and torch's default) holds when called, runs on the index's
  *  stream, and is synchronized before returning, so the results are ready for any stream. */
-void search_device(const index& idx, dataset_view queries, uint32_t k, const search_params& params,
-                   const cpu::search_plan& plan, uint32_t* ids, float* distances, int device);
+void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
+                   float* distances, int device);
 
 /** Largest k that cuda::brute_force takes (2048). */
 uint32_t brute_force_max_k();
@@ -76,13 +65,4 @@ uint32_t brute_force_max_k();
  *  (within f32 rounding of the expanded |q|^2 + |x|^2 - 2 q.x) for f32/f16 data. */
 knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
                       bool exclude_self, int device);
-/** Tests only: the query / data tile rows cuda::brute_force uses (0 restores the default). */
-void set_brute_force_tiles_for_testing(int64_t query_tile, int64_t data_tile);
-
-/** Plain device memory for callers without CUDA headers (tests): `bytes` (at least 1) on
- *  `device`, freed with device_free; blocking copies in either direction (cudaMemcpyDefault). */
-void* device_alloc(size_t bytes, int device = 0);
-void device_free(void* p) noexcept;
-void copy_memory(void* dst, const void* src, size_t bytes);
-
 }  // namespace cagra::cuda

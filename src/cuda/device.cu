@@ -6,6 +6,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
+#include "cuda/testing.hpp"
 
 namespace cagra::cuda {
 
@@ -15,6 +16,12 @@ int device_count() {
     (void)cudaGetLastError();
     return 0;
   }
+  return n;
+}
+
+int sm_count(int device) {
+  int n = 0;
+  CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
   return n;
 }
 
@@ -42,18 +49,18 @@ std::string describe(const device_info& d) {
          std::to_string(d.driver_version) + ", runtime " + std::to_string(d.runtime_version) + ")";
 }
 
-void* device_alloc(size_t bytes, int device) {
+void* testing::device_alloc(size_t bytes, int device) {
   device_guard guard(device);
   void* p = nullptr;
   CAGRA_CUDA_TRY(cudaMalloc(&p, bytes ? bytes : 1));
   return p;
 }
 
-void device_free(void* p) noexcept {
+void testing::device_free(void* p) noexcept {
   if (p) CAGRA_CUDA_TRY_NO_THROW(cudaFree(p));
 }
 
-void copy_memory(void* dst, const void* src, size_t bytes) {
+void testing::copy_memory(void* dst, const void* src, size_t bytes) {
   if (bytes) CAGRA_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
 }
 

@@ -11,9 +11,9 @@
 #include <gtest/gtest.h>
 
 #include <cagra/cagra.hpp>
+#include <cagra/plan.hpp>
 
 #include "core/convert.hpp"
-#include "cpu/backend.hpp"
 #include "cuda/backend.hpp"
 
 namespace cagra::test {
@@ -51,13 +51,19 @@ inline void expect_well_formed(const result& r, int64_t n, const std::string& wh
   }
 }
 
+/** The CUDA backend's plan for `batch` queries of k neighbors with p (what cagra::search uses). */
+inline search_plan gpu_plan(const cagra::index& idx, const search_params& p, uint32_t k, int64_t batch) {
+  resources res;
+  res.target = backend::cuda;
+  return plan_search(res, p, idx, k, batch);
+}
+
 /** cuda::search of the rows of q (the user's type) with p as given, `batch` rows per call
  *  (0: all in one). Outputs start as garbage (12345 / -1) so unwritten slots show. */
 inline result gpu_search(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p,
                          int64_t batch = 0) {
   p.validate(k, idx.size(), idx.graph_degree());
   const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
-  const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
   result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
            q.rows(), k};
   if (batch <= 0) batch = q.rows();
@@ -66,7 +72,7 @@ inline result gpu_search(const cagra::index& idx, const host_matrix& q, uint32_t
     const int64_t n = std::min(batch, q.rows() - first);
     host_matrix part(qc.type(), n, qc.cols());
     std::memcpy(part.data(), qc.row_bytes(first), size_t(n) * row_bytes);
-    cuda::search(idx, part, k, p, plan, r.ids.data() + first * k, r.dist.data() + first * k, 0);
+    cuda::search(idx, part, gpu_plan(idx, p, k, n), r.ids.data() + first * k, r.dist.data() + first * k, 0);
   }
   return r;
 }

@@ -14,6 +14,7 @@
 
 #include "cpu/distance.hpp"
 #include "cuda/backend.hpp"
+#include "cuda/testing.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -96,9 +97,9 @@ class CudaBruteForce : public ::testing::Test {
   }
   void SetUp() override {
     if (cuda::device_count() == 0) GTEST_FAIL() << "no CUDA device visible";
-    cuda::set_brute_force_tiles_for_testing(0, 0);
+    cuda::testing::set_brute_force_tiles(0, 0);
   }
-  void TearDown() override { cuda::set_brute_force_tiles_for_testing(0, 0); }
+  void TearDown() override { cuda::testing::set_brute_force_tiles(0, 0); }
   static real_set* set_;
   static host_matrix* f32_base_;
   static host_matrix* f32_q_;
@@ -168,7 +169,7 @@ TEST_F(CudaBruteForce, KOneAndKThousand) {
 TEST_F(CudaBruteForce, ManyTiles) {
   // Small tiles: several query tiles and data tiles (the last ones partial), the running top-k
   // carried across data tiles, exclude_self across tiles.
-  cuda::set_brute_force_tiles_for_testing(37, 1000);
+  cuda::testing::set_brute_force_tiles(37, 1000);
   compare(run(backend::cuda, metric::l2, set_->base, set_->queries, 100),
           run(backend::cpu, metric::l2, set_->base, set_->queries, 100), set_->base.rows(), "tiled u8 l2", true);
   const host_matrix base = head(set_->base, 2500);

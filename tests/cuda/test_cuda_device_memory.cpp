@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda/backend.hpp"
+#include "cuda/testing.hpp"
 #include "bigann_fixture.hpp"
 #include "test_data.hpp"
 
@@ -25,18 +26,18 @@ namespace {
 /** Owning device copy of a host matrix (or an uninitialized device buffer). */
 class device_array {
  public:
-  device_array(size_t bytes) : bytes_(bytes), p_(cuda::device_alloc(bytes, 0)) {}
+  device_array(size_t bytes) : bytes_(bytes), p_(cuda::testing::device_alloc(bytes, 0)) {}
   explicit device_array(const host_matrix& m) : device_array(m.size_bytes()) {
-    cuda::copy_memory(p_, m.data(), m.size_bytes());
+    cuda::testing::copy_memory(p_, m.data(), m.size_bytes());
   }
-  ~device_array() { cuda::device_free(p_); }
+  ~device_array() { cuda::testing::device_free(p_); }
   device_array(const device_array&) = delete;
   device_array& operator=(const device_array&) = delete;
   void* get() const { return p_; }
   template <typename T>
   std::vector<T> to_host(size_t n) const {
     std::vector<T> v(n);
-    cuda::copy_memory(v.data(), p_, n * sizeof(T));
+    cuda::testing::copy_memory(v.data(), p_, n * sizeof(T));
     return v;
   }
 

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "core/convert.hpp"
-#include "cpu/backend.hpp"
+#include "core/plan.hpp"
 #include "cuda/backend.hpp"
 #include "bigann_fixture.hpp"
 #include "search_results.hpp"
@@ -165,22 +165,27 @@ TEST(CudaMultiCtaSmall, TinyIndexesAndIdenticalVectors) {
 TEST_F(CudaMultiCta, AutomaticChoice) {
   using A = search_algo;
   // The rule (paper §IV-C3), for a 132-SM device: multi-CTA below 132 queries or above itopk 512.
-  EXPECT_EQ(cuda::choose_algo_for(132, 1, 64), A::multi_cta);
-  EXPECT_EQ(cuda::choose_algo_for(132, 131, 64), A::multi_cta);
-  EXPECT_EQ(cuda::choose_algo_for(132, 132, 64), A::single_cta);
-  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 512), A::single_cta);
-  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 513), A::multi_cta);
-  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 1024), A::multi_cta);
-  EXPECT_EQ(cuda::choose_algo_for(132, 10000, 64, A::multi_cta), A::multi_cta);  // forced
-  EXPECT_EQ(cuda::choose_algo_for(132, 1, 64, A::single_cta), A::single_cta);    // forced
+  const auto algo_for = [&](int sms, int64_t batch, uint32_t m, A requested = A::automatic) {
+    search_params p = itopk(m);
+    p.algo = requested;
+    return core::make_search_plan(backend::cuda, p, core::shape_of(*u8_), 10, batch, memory_space::host, sms).algo;
+  };
+  EXPECT_EQ(algo_for(132, 1, 64), A::multi_cta);
+  EXPECT_EQ(algo_for(132, 131, 64), A::multi_cta);
+  EXPECT_EQ(algo_for(132, 132, 64), A::single_cta);
+  EXPECT_EQ(algo_for(132, 10000, 512), A::single_cta);
+  EXPECT_EQ(algo_for(132, 10000, 513), A::multi_cta);
+  EXPECT_EQ(algo_for(132, 10000, 1024), A::multi_cta);
+  EXPECT_EQ(algo_for(132, 10000, 64, A::multi_cta), A::multi_cta);  // forced
+  EXPECT_EQ(algo_for(132, 1, 64, A::single_cta), A::single_cta);    // forced
   // The device's SM count.
   const int sm = cuda::cuda_info(0).sm_count;
+  const auto device_algo = [&](int64_t batch, uint32_t m) { return gpu_plan(*u8_, itopk(m), 10, batch).algo; };
   std::printf("[ cuda     ] automatic choice on %d SMs: batch %d -> %s, batch %d -> %s\n", sm, sm - 1,
-              cuda::choose_algo(sm - 1, 64, 0) == A::multi_cta ? "multi" : "single", sm,
-              cuda::choose_algo(sm, 64, 0) == A::multi_cta ? "multi" : "single");
-  EXPECT_EQ(cuda::choose_algo(sm - 1, 64, 0), A::multi_cta);
-  EXPECT_EQ(cuda::choose_algo(sm, 64, 0), A::single_cta);
-  EXPECT_EQ(cuda::choose_algo(sm, 1024, 0), A::multi_cta);
+              to_string(device_algo(sm - 1, 64)), sm, to_string(device_algo(sm, 64)));
+  EXPECT_EQ(device_algo(sm - 1, 64), A::multi_cta);
+  EXPECT_EQ(device_algo(sm, 64), A::single_cta);
+  EXPECT_EQ(device_algo(sm, 1024), A::multi_cta);
 
   // Forced single-CTA with itopk > 512 is a clear error; automatic takes it (multi-CTA).
   try {
@@ -195,8 +200,8 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
   // The library's `automatic` backend searches on the GPU now, and on the CPU what the GPU does
   // not take (itopk > 4096).
   EXPECT_EQ(search_backend({}), backend::cuda);
-  EXPECT_TRUE(cuda::can_search(*u8_, 10, itopk(4096)));
-  EXPECT_FALSE(cuda::can_search(*u8_, 10, itopk(4097)));
+  EXPECT_TRUE(core::gpu_takes(core::shape_of(*u8_), 4096));
+  EXPECT_FALSE(core::gpu_takes(core::shape_of(*u8_), 4097));
   std::vector<uint32_t> ids(100 * 10);
   search({}, itopk(64), *u8_, set_->queries, 10, {ids.data(), 100, 10}, {});
   EXPECT_GE(recall({ids.data(), 100, 10}, truth(), 10), 0.98);
@@ -289,59 +294,6 @@ TEST_F(CudaMultiCta, SanitizerCase) {
   p = itopk(32);
   p.search_width = 2;
   expect_well_formed(gpu_run(h, q, 10, p), h.size(), "f16, width 2");
-}
-
-using clk = std::chrono::steady_clock;
-
-/** Median seconds of calls of f after one warm-up: at least 5 calls, until 0.2 s or 2,000 calls. */
-template <typename F>
-double median_call_seconds(F&& f) {
-  f();
-  std::vector<double> t;
-  const auto start = clk::now();
-  while (t.size() < 5 || (t.size() < 2000 && std::chrono::duration<double>(clk::now() - start).count() < 0.2)) {
-    const auto t0 = clk::now();
-    f();
-    t.push_back(std::chrono::duration<double>(clk::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-TEST(CudaMultiCtaSweep, BatchSizesQB3) {
-  // The paper's Q-B3 on bigann10k (u8, degree 32, itopk 64 and 256, k 10): queries per second
-  // of one cuda::search call (host transfers included; the median call) with each kernel forced,
-  // and recall@10 of each on the 100 distinct queries (searched in batches of min(batch, 100)).
-  ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
-  const real_set s = bigann10k();
-  const cagra::index idx = build({}, small_params(), s.base);
-  const uint32_t k = 10;
-  const int sm = cuda::cuda_info(0).sm_count;
-  std::printf("[ bench    ] Q-B3 sweep on %s: bigann10k u8 l2, degree 32, k 10\n",
-              cuda::describe(cuda::cuda_info(0)).c_str());
-  std::printf("[ bench    ] %5s %6s | %12s %8s | %12s %8s | %s\n", "itopk", "batch", "single QPS", "recall",
-              "multi QPS", "recall", "automatic");
-  for (uint32_t it : {64u, 256u}) {
-    for (int64_t batch : {1, 10, 100, 1000, 10000}) {
-      double qps[2], rec[2];
-      for (int a = 0; a < 2; ++a) {
-        search_params p = itopk(it);
-        p.algo = a == 0 ? search_algo::single_cta : search_algo::multi_cta;
-        const result r = gpu_run(idx, s.queries, k, p, p.algo, std::min<int64_t>(batch, 100));
-        rec[a] = recall(r.view(), s.truth.as<uint32_t>(), k);
-        const host_matrix q = repeat_rows(s.queries, batch);  // u8 queries: already the query type
-        const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
-        std::vector<uint32_t> ids(size_t(batch) * k);
-        std::vector<float> dist(ids.size());
-        qps[a] = batch / median_call_seconds([&] { cuda::search(idx, q, k, p, plan, ids.data(), dist.data(), 0); });
-        expect_well_formed(r, idx.size(), "sweep");
-      }
-      std::printf("[ bench    ] %5u %6lld | %12.0f %8.4f | %12.0f %8.4f | %s\n", it, (long long)batch, qps[0], rec[0],
-                  qps[1], rec[1], cuda::choose_algo(batch, it, 0) == search_algo::multi_cta ? "multi" : "single");
-      EXPECT_GE(rec[1], rec[0] - 0.01) << "batch " << batch;
-    }
-  }
-  std::printf("[ bench    ] (automatic: multi-CTA below %d queries, the device's SM count)\n", sm);
 }
 
 }  // namespace

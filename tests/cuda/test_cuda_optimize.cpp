@@ -21,6 +21,7 @@
 #include "bigann_fixture.hpp"
 #include "cpu/backend.hpp"
 #include "cuda/graph/optimize.hpp"
+#include "cuda/testing.hpp"
 
 namespace cagra::test {
 namespace {
@@ -268,7 +269,7 @@ TEST_F(CudaOptimize, InvalidInputSameErrorAsCpu) {
   knn_graph nd = good;
   nd.distances.clear();
   expect_same_error(nd, 4, reorder_kind::distance, "no distances");
-  EXPECT_EQ(cuda::optimize(nd, 4, reorder_kind::rank, {}, 0, {}), cpu::optimize(nd, 4, reorder_kind::rank, 0, {}));
+  EXPECT_EQ(cuda::optimize(nd, 4, reorder_kind::rank, {}, 0, {}), cpu::optimize(nd, 4, reorder_kind::rank, {}, 0, {}));
   // A bad row in a later launch chunk (rows >= 65536), and one in each of two chunks.
   knn_graph big = random_graph(140000, 8, 11);
   big.ids[size_t(100000) * 8 + 1] = big.ids[size_t(100000) * 8 + 4];
@@ -345,14 +346,14 @@ TEST_F(CudaOptimize, NotEnoughDeviceMemoryIsAnError) {
   std::vector<void*> blocks;
   for (;;) {
     try {
-      blocks.push_back(cuda::device_alloc(size_t(256) << 20, 0));
+      blocks.push_back(cuda::testing::device_alloc(size_t(256) << 20, 0));
     } catch (const cagra::error&) {
       break;
     }
     if (blocks.size() > 8192) break;
   }
   const std::string msg = error_of([&] { cuda::optimize(g, 32, reorder_kind::rank, {}, 0, {}); });
-  for (void* p : blocks) cuda::device_free(p);
+  for (void* p : blocks) cuda::testing::device_free(p);
   std::printf("[optimize] with the device full: %s\n", msg.c_str());
   EXPECT_NE(msg.find("needs"), std::string::npos) << msg;
   EXPECT_NE(msg.find("free"), std::string::npos) << msg;

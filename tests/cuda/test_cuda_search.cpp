@@ -183,8 +183,7 @@ TEST_F(CudaSearch, ErrorsAreClear) {
   }
   const host_matrix qf = scaled_f32(set_->queries, 1.0f);  // f32 rows for a u8 index
   std::vector<uint32_t> ids(1000);
-  EXPECT_THROW(cuda::search(*u8_, qf, 10, itopk(64), cpu::make_search_plan(itopk(64), 10, u8_->size(), 32),
-                            ids.data(), nullptr, 0),
+  EXPECT_THROW(cuda::search(*u8_, qf, gpu_plan(*u8_, itopk(64), 10, qf.rows()), ids.data(), nullptr, 0),
                cagra::error);
 }
 

@@ -13,8 +13,7 @@
 #include "bench_json.hpp"
 #include "cli.hpp"
 // --stats counts the CPU search's work: internal stages of the library (not public API).
-#include "core/convert.hpp"
-#include "cpu/backend.hpp"
+#include "core/bench_hooks.hpp"
 
 namespace cagra::cli {
 
@@ -154,11 +153,6 @@ int run_bench(const args& a) {
   if (want_stats) std::printf(" %10s %9s %8s %12s", "dist/q", "parents/q", "iters/q", "bytes/q");
   std::printf("\n");
   std::fflush(stdout);
-  // --stats: the queries as the CPU search takes them (converted once, outside every timing).
-  host_matrix stats_queries;
-  if (want_stats)
-    stats_queries = core::queries_for(queries.view(), idx.storage_dtype(), idx.metric(),
-                                      cpu::thread_count(res.num_threads));
 
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
@@ -199,9 +193,9 @@ int run_bench(const args& a) {
           // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
           // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
           // read (one row per distance) + graph rows read (one per parent).
-          cpu::search_stats st;
+          bench_hooks::search_stats st;
           std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
-          cpu::search(idx, stats_queries, k, sp, sids.data(), nullptr, res.num_threads, &st);
+          bench_hooks::cpu_search_with_stats(res, sp, idx, queries.view(), k, sids.data(), &st);
           const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
           rec.dists_per_query = st.distances / q;
           rec.parents_per_query = st.parents / q;

@@ -25,7 +25,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "core/bits.hpp"
 #include "cuda/backend.hpp"
+#include "cuda/testing.hpp"
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/primitives/bitonic.cuh"
@@ -47,11 +49,7 @@ constexpr int64_t kQueryTile = 16384;
 constexpr size_t kTileBytes = size_t{1} << 30;  // the f32 dot-product tile
 constexpr unsigned long long kMaxKey = ~0ull;
 
-uint32_t next_pow2(uint32_t v) {
-  uint32_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
+using bits::next_pow2;
 
 /** The running top-k slots (a power of two >= k) and the shared sort size (slots + buffer). */
 struct select_sizes {
@@ -233,7 +231,7 @@ int64_t g_query_tile = 0, g_data_tile = 0;  // test overrides (0: the defaults)
 
 uint32_t brute_force_max_k() { return 2048; }
 
-void set_brute_force_tiles_for_testing(int64_t query_tile, int64_t data_tile) {
+void testing::set_brute_force_tiles(int64_t query_tile, int64_t data_tile) {
   g_query_tile = query_tile;
   g_data_tile = data_tile;
 }

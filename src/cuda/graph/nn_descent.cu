@@ -17,6 +17,7 @@
 //   stop   — after max_iterations or when fewer than termination_threshold * n * k entries
 //            changed (the CPU's rule).
 // Dataset: one device copy in its storage type, rows zero padded to 16 bytes.
+#include "core/bits.hpp"
 #include "cuda/graph/nn_descent_detail.cuh"
 
 #include <algorithm>
@@ -41,20 +42,10 @@ constexpr uint32_t kMaxSample = 32;
 constexpr uint32_t kThreads = 256;
 constexpr uint32_t kFull = 0xFFFFFFFFu;
 
-__host__ __device__ __forceinline__ uint32_t pow2_at_least(uint32_t v) {
-  uint32_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-uint32_t proposal_capacity(uint32_t k) { return pow2_at_least(std::max<uint32_t>(2 * k, 128)); }
+using bits::mix64;
+uint32_t proposal_capacity(uint32_t k) { return bits::next_pow2(std::max<uint32_t>(2 * k, 128)); }
 size_t row_u4_for(int64_t dim, dtype t) { return (size_t(dim) * dtype_size(t) + 15) / 16; }
 
-__host__ __device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 /** Number of entries of the ascending a[0, n) below key. */
 __device__ __forceinline__ uint32_t lower_bound(const u64* a, uint32_t n, u64 key) {
@@ -176,7 +167,7 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
     s_nv = 0;
     s_added = 0;
   }
-  const uint32_t np = min(offered, cap), np2 = pow2_at_least(np);
+  const uint32_t np = min(offered, cap), np2 = bits::next_pow2(np);
   for (uint32_t i = t; i < np2; i += blockDim.x) pk[i] = i < np ? props[v * cap + i] : ~0ull;
   for (uint32_t i = t; i < k; i += blockDim.x) {
     lk[i] = keys[v * k + i];
@@ -292,7 +283,7 @@ struct run_state {
 
 template <typename T>
 void launch_init(run_state& r, uint64_t seed, bool dot, bool cosine, cudaStream_t st) {
-  const uint32_t kp2 = pow2_at_least(r.k);
+  const uint32_t kp2 = bits::next_pow2(r.k);
   const size_t smem = kp2 * sizeof(u64) + r.k * sizeof(uint32_t);
   init_kernel<T><<<unsigned(r.n), 128, smem, st>>>(r.data.data(), r.row_u4, r.n, r.k, kp2, seed, dot, cosine,
                                                    r.keys.data(), r.flags.data());
@@ -314,7 +305,7 @@ size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k) {
 }
 
 knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p, uint64_t seed,
-                     int device, const cpu::progress_fn& progress, uint32_t* iterations_run) {
+                     int device, const core::progress_fn& progress, uint32_t* iterations_run) {
   const int64_t n = data.rows(), dim = data.cols();
   CAGRA_EXPECTS(k >= 1 && static_cast<int64_t>(k) < n, "NN-descent needs 1 <= k < rows (k = %u, rows = %lld)", k,
                 (long long)n);

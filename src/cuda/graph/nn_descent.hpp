@@ -15,7 +15,7 @@
 
 #include <cagra/cagra.hpp>
 
-#include "cpu/backend.hpp"  // progress_fn
+#include "core/backend.hpp"  // progress_fn
 
 namespace cagra::cuda {
 
@@ -33,7 +33,7 @@ size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k);
  *  unsupported dtypes, or when the device lacks nn_descent_device_bytes() of free memory.
  *  `progress("NN-descent", fraction)` once per iteration; *iterations_run = iterations done. */
 knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
-                     uint64_t seed, int device, const cpu::progress_fn& progress,
+                     uint64_t seed, int device, const core::progress_fn& progress,
                      uint32_t* iterations_run);
 
 }  // namespace cagra::cuda

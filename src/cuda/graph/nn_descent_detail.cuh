@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 
+#include "core/bits.hpp"
 #include "cuda/graph/nn_descent.hpp"
 #include "cuda/primitives/team_distance.cuh"  // dev::dp4 (exact byte products)
 
@@ -48,7 +49,7 @@ __device__ __forceinline__ float key_distance(unsigned long long key) {
 /** The metric's distance from the accumulated sum (squared L2, or the dot product); -0 -> +0 so
  *  that equal distances have equal key bits. */
 __device__ __forceinline__ float finish_distance(float acc, bool dot, bool cosine) {
-  const float d = !dot ? acc : cosine ? 1.0f - acc : -acc;
+  const float d = !dot ? acc : bits::distance_from_dot(cosine ? metric::cosine : metric::inner_product, acc);
   return d == 0.0f ? 0.0f : d;
 }
 

@@ -24,6 +24,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/bits.hpp"
 #include "cuda/check.hpp"
 #include "cuda/graph/optimize.hpp"
 #include "cuda/memory.hpp"
@@ -35,11 +36,7 @@ namespace {
 constexpr uint32_t kEmpty = 0xFFFFFFFFu;
 constexpr unsigned long long kNoBadRow = ~0ull;
 
-uint32_t next_pow2(uint32_t v) {
-  uint32_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
+using bits::next_pow2;
 uint32_t log2_exact(uint32_t p) {
   uint32_t b = 0;
   while ((1u << b) < p) ++b;
@@ -230,7 +227,7 @@ size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
 }
 
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
-                               cpu::optimize_steps steps, int device, const cpu::progress_fn& progress) {
+                               core::optimize_steps steps, int device, const core::progress_fn& progress) {
   const int64_t n = knn.rows;
   const uint32_t k = knn.k;
   // The CPU's checks, in its order and with its messages.

@@ -10,7 +10,7 @@
 
 #include <cagra/cagra.hpp>
 
-#include "cpu/backend.hpp"  // optimize_steps, progress_fn
+#include "core/backend.hpp"  // optimize_steps, progress_fn
 
 namespace cagra::cuda {
 
@@ -23,7 +23,7 @@ namespace cagra::cuda {
  *  allocated). `progress` (may be empty) gets "optimize: reorder" a few times, then
  *  "optimize: reverse edges", "optimize: merge" and ("optimize", 1.0). */
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
-                               cpu::optimize_steps steps, int device, const cpu::progress_fn& progress);
+                               core::optimize_steps steps, int device, const core::progress_fn& progress);
 
 /** Peak device memory (bytes) of cuda::optimize for `rows` x `knn_degree` -> `degree` with every
  *  step: 4 n d (pruned graph) + max(4 n K [+ 4 n K distances for reorder_kind::distance],
@@ -50,7 +50,7 @@ struct reverse_merge_buffers {
 size_t sort_temp_bytes(int64_t rows, uint32_t degree);
 void reverse_and_merge(const uint32_t* pruned, int64_t rows, uint32_t degree,
                        const reverse_merge_buffers& buf, void* stream, uint32_t* graph_host,
-                       const cpu::progress_fn& progress);
+                       const core::progress_fn& progress);
 }  // namespace detail
 
 }  // namespace cagra::cuda

@@ -138,7 +138,7 @@ size_t sort_temp_bytes(int64_t rows, uint32_t degree) {
 }
 
 void reverse_and_merge(const uint32_t* pruned, int64_t n, uint32_t d, const reverse_merge_buffers& buf,
-                       void* stream_ptr, uint32_t* graph_host, const cpu::progress_fn& progress) {
+                       void* stream_ptr, uint32_t* graph_host, const core::progress_fn& progress) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream_ptr);
   const size_t e_count = size_t(n) * d;
   if (progress) progress("optimize: reverse edges", 0.0);

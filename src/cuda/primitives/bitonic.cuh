@@ -15,6 +15,8 @@
 // a register bitonic sort of the candidates, a binary search each, a scatter (rank_merge_warp).
 #pragma once
 
+#include "core/bits.hpp"
+
 #include <cstdint>
 #include <type_traits>
 
@@ -65,7 +67,7 @@ __device__ void bitonic_sort(G g, float* d, uint32_t* id, uint32_t n) {
     for (uint32_t j = k >> 1; j > 0; j >>= 1) bitonic_stage(g, d, id, n, k, j);
 }
 
-__device__ __forceinline__ uint32_t next_pow2(uint32_t n) { return n <= 1 ? 1u : 1u << (32 - __clz(n - 1)); }
+using bits::next_pow2;
 
 /** Warp 0, 1 <= s <= 32 candidates in cd/ci[0, s): merges them into the sorted top list (m
  *  entries) without a bitonic merge of the whole list. The candidates are bitonic-sorted in

@@ -1,9 +1,7 @@
-// Explicit instantiation of the single-CTA search for f32 storage (5 team sizes). One TU per
-// storage type keeps each compile short and lets the four build in parallel.
+// The single-CTA search kernel for f32 storage (instantiate.hpp lists them all).
 #include <cuda_fp16.h>
 
+#include "cuda/search/instantiate.hpp"
 #include "cuda/search/single_cta.cuh"
 
-namespace cagra::cuda {
-template void launch_single_cta<float>(const single_cta_args&, uint32_t, uint32_t, uint32_t, size_t, cudaStream_t);
-}  // namespace cagra::cuda
+CAGRA_INSTANTIATE_SINGLE_CTA(float)

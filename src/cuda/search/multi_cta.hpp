@@ -9,29 +9,28 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cagra/types.hpp>
+
+#include "core/plan.hpp"
+
 namespace cagra::cuda {
 
-/** Entries of each CTA's own top list (one per lane of warp 0). */
-constexpr uint32_t kMultiCtaList = 32;
-/** Largest itopk of the multi-CTA search: ceil(itopk / 32) CTAs per query, whose 32-entry lists
- *  (<= 4096 entries) are sorted by one CTA of the merge kernel in 32 KB of shared memory. */
-constexpr uint32_t kMultiCtaMaxItopk = 4096;
-/** Fewest iterations per CTA of the automatic iteration budget (search.cu). */
-constexpr uint32_t kMultiCtaMinIterations = 4;
-/** Threads per CTA at most (the __launch_bounds__ of the search kernel). */
-constexpr uint32_t kMultiCtaMaxBlock = 256;
-/** Slots probed at most by one insertion into the per-query device hash; a node that finds no
- *  free slot in this many is skipped (the table is sized to stay under half full, so this only
- *  bounds the loop of a table too small, e.g. an explicit tiny hash_bits). */
-constexpr uint32_t kMultiCtaMaxProbe = 128;
+using core::gpu::kMultiCtaList;
+using core::gpu::kMultiCtaMaxBlock;
+using core::gpu::kMultiCtaMaxItopk;
 
-/** Timestamps (globaltimer ns) per CTA in a trace (multi_cta_debug::trace), 0 where not taken. */
+/** Kernel phase timestamps: a build with -DCAGRA_MCTA_TRACE=1 (CMake option CAGRA_TRACE_KERNELS,
+ *  for the latency tools in bench/) stamps them; a normal build compiles them out. */
+#ifndef CAGRA_MCTA_TRACE
+#define CAGRA_MCTA_TRACE 0
+#endif
+
+/** Timestamps (globaltimer ns) per CTA in a trace (multi_cta_args::d_trace), 0 where not taken. */
 enum multi_cta_trace_slot : uint32_t {
   kTraceStart = 0,
   kTraceQueryCopied,    // the query's bytes in shared memory
   kTraceQueryReady,     // converted, seeds drawn
-  kTraceInitClaimed,    // unused (the initial nodes are claimed while their rows load)
-  kTraceInitDone,       // their distances
+  kTraceInitDone,       // the initial nodes' distances
   kTracePicked0,        // iteration 0: list merged, parent picked
   kTraceClaimed0,       // iteration 0: the parent's neighbors inserted, the list merged
   kTraceIteration0,     // end of iteration i at kTraceIteration0 + i
@@ -42,27 +41,6 @@ enum multi_cta_trace_slot : uint32_t {
   kMultiCtaTraceSlots = 24
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
-
-/** The seed state of a query's random initial nodes: splitmix64 of the search seed and a hash
- *  of the query's n bytes (8-byte words mixed with their index, summed; the tail bytes alike).
- *  The kernel computes it with one warp (query_hash_warp) unless the host passes it
- *  (multi_cta_args::query_state), so a query draws the same nodes at any batch size. */
-inline uint64_t query_seed_mix(uint64_t x) {  // = the kernel's mix64 (splitmix64)
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-inline uint64_t query_seed_state(uint64_t seed, const uint8_t* p, uint32_t n) {
-  uint64_t h = 0;
-  for (uint32_t w = 0; w < n / 8; ++w) {
-    uint64_t v = 0;
-    for (uint32_t b = 0; b < 8; ++b) v |= uint64_t{p[8 * w + b]} << (8 * b);
-    h += query_seed_mix(v ^ (uint64_t{w} * 0xD6E8FEB86659FD93ull));
-  }
-  for (uint32_t i = n & ~7u; i < n; ++i) h += query_seed_mix(uint64_t{p[i]} ^ (uint64_t{i} << 40));
-  return query_seed_mix(seed ^ query_seed_mix(h ^ n));
-}
 
 /** Largest query (bytes of the query type) passed inside the launch's parameters at batch 1:
  *  the kernel then reads it from the constant bank instead of over PCIe from mapped memory. */
@@ -87,13 +65,15 @@ struct multi_cta_args {
                               // [n_queries, n_ctas, list_k] entries of two words, id | tag << 32
                               // and distance bits | tag << 32: each CTA's best list_k, merged by
                               // the host (no inter-CTA handshake, no stream synchronize)
+#if CAGRA_MCTA_TRACE
   uint64_t* d_trace;          // null, or [n_ctas, kMultiCtaTraceSlots] globaltimer stamps of query 0
+#endif
   uint4* d_clear;             // words of the other hash half to empty during this launch ...
   uint64_t clear_vec4;        // ... as this many 16-byte stores, spread over all CTAs
   uint64_t n_rows;            // N
   uint64_t seed;              // search_params::seed (mixed with each query's bytes)
   uint64_t query_state;       // with has_query_state: the seed state of the (single) query,
-                              // query_seed_state(seed, its bytes), computed by the host
+                              // bits::query_seed_state(seed, its bytes), computed by the host
   uint64_t query_offset;      // first query of this launch (row of d_queries)
   uint32_t dim;               // elements per row
   uint32_t row_stride;        // bytes between rows in d_dataset (multiple of 16)
@@ -106,7 +86,7 @@ struct multi_cta_args {
   uint32_t hash_bits;         // log2(slots) of the per-query device hash
   uint32_t k;                 // results per query
   uint32_t merge_p2;          // n_ctas * 32 rounded up to a power of two (the merge's sort)
-  uint32_t metric;            // cagra::metric
+  cagra::metric metric;
   uint32_t list_k;            // entries per CTA in h_lists: min(k, 32)
   uint32_t tag;               // the call's tag in h_lists (never 0)
   uint32_t has_query_state;   // 1: query_state holds the seed state (batch 1 from the host)
@@ -117,20 +97,6 @@ struct multi_cta_args {
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
 };
-
-/** Measurement hooks, for tests and benchmarks only (not thread-safe; the defaults are the
- *  production behaviour). trace: device memory of n_ctas x kMultiCtaTraceSlots words that the
- *  next launches stamp for their first query. host_flag: small host batches poll the CTAs'
- *  tagged lists in mapped memory and merge them on the host (true) instead of the last CTA
- *  merging and the host synchronizing the stream (false). inline_query: a batch-1
- *  host query travels in the launch's parameters. The environment variables
- *  CAGRA_MCTA_HOST_FLAG and CAGRA_MCTA_INLINE_QUERY (0/1) set them at the first use. */
-struct multi_cta_debug {
-  uint64_t* trace = nullptr;
-  bool host_flag = true;
-  bool inline_query = true;
-};
-multi_cta_debug& multi_cta_debug_hooks();
 
 /** A persistent batch-1 search kernel (multi_cta.cuh says how it works): where its jobs come
  *  from and its own state. */

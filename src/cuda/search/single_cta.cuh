@@ -26,52 +26,20 @@
 #include "cuda/primitives/bitonic.cuh"
 #include "cuda/primitives/team_distance.cuh"
 #include "cuda/primitives/visited_hash.cuh"
+#include "cuda/search/search_common.cuh"
 #include "cuda/search/single_cta.hpp"
+#include "cuda/launch.hpp"
 
 namespace cagra::cuda {
 namespace dev {
-
-constexpr uint32_t kParentFlag = 0x80000000u;
-constexpr uint32_t kNoId = 0xFFFFFFFFu;  // cagra::kInvalidId
-constexpr uint32_t kMetricL2 = 0, kMetricCosine = 2;
-
-/** Query element type for storage T: float for float/half, the same type for bytes. */
-template <typename T> struct query_elem { using type = T; };
-template <> struct query_elem<__half> { using type = float; };
-
-__device__ __forceinline__ uint64_t mix64(uint64_t x) {  // = cpu::mix64 (splitmix64 finalizer)
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/** = cpu::hash_bytes: FNV-1a over 8-byte words, then the tail bytes, then mixed. p is 8-aligned. */
-__device__ inline uint64_t hash_bytes(const uint8_t* p, uint32_t n) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  uint32_t i = 0;
-  for (; i + 8 <= n; i += 8) h = (h ^ *reinterpret_cast<const uint64_t*>(p + i)) * 0x100000001B3ull;
-  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
-  return mix64(h);
-}
-
-/** Copies n bytes from global to shared memory (the whole CTA; 4-byte words when n allows). */
-__device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {
-  if (n % 4 == 0) {  // src is then 4-aligned too (rows of n bytes in a cudaMalloc'd buffer)
-    for (uint32_t w = threadIdx.x; w < n / 4; w += blockDim.x)
-      reinterpret_cast<uint32_t*>(dst)[w] = reinterpret_cast<const uint32_t*>(src)[w];
-  } else {
-    for (uint32_t b = threadIdx.x; b < n; b += blockDim.x) dst[b] = src[b];
-  }
-}
 
 /** One thread: the CPU's random initial nodes (cpu::searcher::random_init) into drawn[0, n_init):
  *  a splitmix chain seeded by the search seed and the query's bytes. */
 __device__ inline void draw_initial_nodes(const single_cta_args& a, const uint8_t* query, uint32_t q_bytes,
                                           uint32_t* drawn) {
-  uint64_t state = mix64(a.seed ^ hash_bytes(query, q_bytes));
+  uint64_t state = bits::mix64(a.seed ^ bits::fnv1a_mixed(query, q_bytes));
   for (uint32_t i = 0; i < a.n_init; ++i) {
-    state = mix64(state);
+    state = bits::mix64(state);
     drawn[i] = static_cast<uint32_t>(((state >> 32) * a.n_rows) >> 32);
   }
 }
@@ -108,19 +76,19 @@ __device__ void compute_distances(const single_cta_args& a, const void* q, int q
     float d;
     if constexpr (elem_traits<T>::is_byte) {
       const uint4* q16 = static_cast<const uint4*>(q);
-      if (a.metric == kMetricL2) {
+      if (a.metric == metric::l2) {
         d = __int2float_rn(qq + team_sum_bytes<T, kTeam, false>(row, q16, a.n_chunks, lane));
       } else {
         const float dot = __int2float_rn(team_sum_bytes<T, kTeam, true>(row, q16, a.n_chunks, lane));
-        d = a.metric == kMetricCosine ? 1.0f - dot : -dot;
+        d = bits::distance_from_dot(a.metric, dot);
       }
     } else {
       const float4* q4 = static_cast<const float4*>(q);
-      if (a.metric == kMetricL2) {
+      if (a.metric == metric::l2) {
         d = team_sum<T, kTeam, false>(row, q4, a.n_chunks, lane);
       } else {
         const float dot = team_sum<T, kTeam, true>(row, q4, a.n_chunks, lane);
-        d = a.metric == kMetricCosine ? 1.0f - dot : -dot;
+        d = bits::distance_from_dot(a.metric, dot);
       }
     }
     if (lane == 0) dists[s] = d;
@@ -261,27 +229,12 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(
 
 }  // namespace dev
 
-template <typename T, uint32_t kTeam>
-void launch_single_cta_team(const single_cta_args& args, uint32_t grid, uint32_t block, size_t smem,
-                            cudaStream_t stream) {
-  auto kernel = dev::single_cta_search<T, kTeam>;
-  if (smem > 48 * 1024)
-    CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, block, smem, stream>>>(args);
-  CAGRA_CUDA_CHECK_LAUNCH();
-}
-
 template <typename T>
 void launch_single_cta(const single_cta_args& args, uint32_t team, uint32_t grid, uint32_t block,
                        size_t smem, cudaStream_t stream) {
-  switch (team) {
-    case 2: return launch_single_cta_team<T, 2>(args, grid, block, smem, stream);
-    case 4: return launch_single_cta_team<T, 4>(args, grid, block, smem, stream);
-    case 8: return launch_single_cta_team<T, 8>(args, grid, block, smem, stream);
-    case 16: return launch_single_cta_team<T, 16>(args, grid, block, smem, stream);
-    case 32: return launch_single_cta_team<T, 32>(args, grid, block, smem, stream);
-    default: CAGRA_FAIL("team size %u is not one of 2, 4, 8, 16, 32", team);
-  }
+  with_team(team, [&](auto t) {
+    launch_with_smem(dev::single_cta_search<T, decltype(t)::value>, dim3(grid), block, smem, stream, args);
+  });
 }
 
 }  // namespace cagra::cuda

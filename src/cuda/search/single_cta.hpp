@@ -8,20 +8,19 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cagra/types.hpp>
+
+#include "core/plan.hpp"
+
 namespace cagra::cuda {
 
-/** Largest internal top-M list of the single-CTA kernel (larger needs the multi-CTA kernel). */
-constexpr uint32_t kSingleCtaMaxItopk = 512;
-/** top-M + candidates up to this many entries are merged by one warp, longer by the CTA. */
-constexpr uint32_t kWarpMergeMax = 512;
+using core::gpu::kSingleCtaMaxItopk;
+using core::gpu::kWarpMergeMax;
 /** Threads per CTA at most (the __launch_bounds__ of the kernel). */
-constexpr uint32_t kMaxBlock = 256;
+constexpr uint32_t kMaxBlock = core::gpu::kSingleCtaMaxBlock;
 /** CTAs of kMaxBlock threads per SM promised to the compiler: 8 fills an SM (2048 threads) and
- *  caps registers at 32 per thread. A tuning knob (-DCAGRA_SINGLE_CTA_MIN_BLOCKS=n). */
-#ifndef CAGRA_SINGLE_CTA_MIN_BLOCKS
-#define CAGRA_SINGLE_CTA_MIN_BLOCKS 8
-#endif
-constexpr uint32_t kMinBlocksPerSm = CAGRA_SINGLE_CTA_MIN_BLOCKS;
+ *  caps registers at 32 per thread. */
+constexpr uint32_t kMinBlocksPerSm = 8;
 
 /** Everything one launch needs, passed by value (POD). Shapes in the comments. */
 struct single_cta_args {
@@ -45,7 +44,7 @@ struct single_cta_args {
   uint32_t max_iterations, min_iterations;
   uint32_t reset_interval;    // forgettable hash: clear every this many iterations (0 = only when half full)
   uint32_t hash_bits;         // log2(slots) of the shared-memory visited hash
-  uint32_t metric;            // cagra::metric
+  cagra::metric metric;
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // float [n_chunks * 16 / sizeof(T)], transposed by chunk
   uint32_t smem_dist;         // float [itopk_p2 + max(cand_p2, init_p2)]: top-M, then candidates

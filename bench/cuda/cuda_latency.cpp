@@ -1,5 +1,5 @@
-// Where the time of one batch-1 GPU search goes (a print for the logs, nothing asserted but the
-// answer): the whole cagra::search call, cuda::search on an already converted query, the same
+// Where the time of one batch-1 GPU search goes (a measurement for the logs, in bench/: nothing
+// asserted but the answer; `cagra_cuda_bench --gtest_filter=CudaLatency*`): the whole cagra::search call, cuda::search on an already converted query, the same
 // with a one-iteration search (kernel work nearly nil: what is left is the fixed cost of a call),
 // and the CUDA runtime pieces such a call is made of (small pageable copies, a memset launch, a
 // stream synchronize, the device queries), each the mean of many calls after a warm-up.
@@ -18,8 +18,9 @@
 
 #include "bigann_fixture.hpp"
 #include "core/convert.hpp"
-#include "cpu/backend.hpp"
 #include "cuda/search/multi_cta.hpp"
+#include "cuda/testing.hpp"
+#include "search_results.hpp"
 
 namespace cagra::test {
 namespace {
@@ -53,18 +54,16 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
       search_params p;
       p.itopk_size = itopk;
       p.search_width = width;
-      const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
-      cpu::search_plan one = plan;
-      one.max_iterations = 1;
-      one.min_iterations = 0;
+      const search_plan plan = gpu_plan(idx, p, k, 1);
       const double api = mean_us(reps, [&] {
         search(res, p, idx, q1, k, {ids.data(), 1, k}, {dist.data(), 1, k});
       });
-      const double direct = mean_us(reps, [&] { cuda::search(idx, hq, k, p, plan, ids.data(), dist.data(), 0); });
-      const double direct_ids = mean_us(reps, [&] { cuda::search(idx, hq, k, p, plan, ids.data(), nullptr, 0); });
+      const double direct = mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), dist.data(), 0); });
+      const double direct_ids = mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); });
       search_params p1 = p;
       p1.max_iterations = 1;  // explicit: each CTA's cap (the automatic budget has a floor)
-      const double fixed = mean_us(reps, [&] { cuda::search(idx, hq, k, p1, one, ids.data(), dist.data(), 0); });
+      const search_plan one = gpu_plan(idx, p1, k, 1);
+      const double fixed = mean_us(reps, [&] { cuda::search(idx, hq, one, ids.data(), dist.data(), 0); });
       std::printf("[ latency  ] itopk %3u width %2u: cagra::search %7.1f us, cuda::search %7.1f us (ids only "
                   "%7.1f), one iteration %7.1f us\n", itopk, width, api, direct, direct_ids, fixed);
     }
@@ -79,9 +78,8 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
       p.itopk_size = 32;
       p.search_width = width;
       p.max_iterations = iters;
-      const cpu::search_plan plan = cpu::make_search_plan(p, k, idx.size(), idx.graph_degree());
-      std::printf(" %u: %.1f us", iters,
-                  mean_us(reps, [&] { cuda::search(idx, hq, k, p, plan, ids.data(), nullptr, 0); }));
+      const search_plan plan = gpu_plan(idx, p, k, 1);
+      std::printf(" %u: %.1f us", iters, mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); }));
     }
     std::printf("\n");
   }
@@ -130,16 +128,17 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
   EXPECT_LT(ids[0], idx.size());
 }
 
+#if CAGRA_MCTA_TRACE
 /** Means over traced multi-CTA calls (multi_cta.hpp's stamps), in microseconds. */
 struct trace_summary {
-  double query_copy = 0, query_convert = 0, init_claim = 0, init = 0, pick = 0, claim = 0, iteration0 = 0,
+  double query_copy = 0, query_convert = 0, init = 0, pick = 0, claim = 0, iteration0 = 0,
          iteration = 0, published = 0, counted = 0, merged = 0, span = 0;
 };
 
 trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_t n_ctas) {
   constexpr uint32_t S = cuda::kMultiCtaTraceSlots;
   trace_summary m;
-  double iter_sum = 0, claim_n = 0, init_claim_n = 0;
+  double iter_sum = 0, claim_n = 0;
   uint64_t iter_n = 0;
   const auto us = [](uint64_t a, uint64_t b) { return b > a ? (b - a) * 1e-3 : 0.0; };
   for (const std::vector<uint64_t>& t : calls) {
@@ -152,10 +151,6 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
       merged = std::max(merged, r[cuda::kTraceEnd]);
       m.query_copy += us(r[cuda::kTraceStart], r[cuda::kTraceQueryCopied]);
       m.query_convert += us(r[cuda::kTraceQueryCopied], r[cuda::kTraceQueryReady]);
-      if (r[cuda::kTraceInitClaimed]) {
-        m.init_claim += us(r[cuda::kTraceQueryReady], r[cuda::kTraceInitClaimed]);
-        ++init_claim_n;
-      }
       m.init += us(r[cuda::kTraceQueryReady], r[cuda::kTraceInitDone]);
       m.pick += us(r[cuda::kTraceInitDone], r[cuda::kTracePicked0]);
       if (r[cuda::kTraceClaimed0]) {
@@ -176,7 +171,6 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
   const double n = double(calls.size()), nc = n * n_ctas;
   m.query_copy /= nc;
   m.query_convert /= nc;
-  m.init_claim = init_claim_n ? m.init_claim / init_claim_n : 0;
   m.init /= nc;
   m.pick /= nc;
   m.claim = claim_n ? m.claim / claim_n : 0;
@@ -188,6 +182,7 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
   m.span /= n;
   return m;
 }
+#endif
 
 // The batch-1 multi-CTA call taken apart on the GPU's clock (multi_cta.hpp's trace stamps: each
 // CTA's phases, the merging CTA's end); the call's host time minus the kernel's span is launch,
@@ -224,15 +219,17 @@ TEST_F(CudaLatency, TracedMultiCta) {
   const uint32_t max_ctas = 128;
   const size_t trace_words = size_t{max_ctas} * cuda::kMultiCtaTraceSlots;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_trace), trace_words * 8), cudaSuccess);
-  cuda::multi_cta_debug& hooks = cuda::multi_cta_debug_hooks();
-  const cuda::multi_cta_debug saved = hooks;
+  // The two result paths of a small batch (the plan's io): the last CTA merging on the device and
+  // the host synchronizing, or each CTA's list polled and merged on the host (the query inside
+  // the launch at batch 1).
   struct mode {
     const char* name;
-    bool tagged, inline_query;
+    search_io io;
   };
-  const mode modes[] = {{"baseline", false, false}, {"+host merge", true, false}, {"+inline", true, true}};
-  std::printf("[ latency  ] traced multi-CTA batch 1 on %s (%lld x %u %s, degree %u), %u queries\n", name.c_str(),
-              (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()), idx->graph_degree(), n_q);
+  const mode modes[] = {{"last-CTA merge", search_io::mapped}, {"host merge", search_io::host_merge}};
+  std::printf("[ latency  ] traced multi-CTA batch 1 on %s (%lld x %u %s, degree %u), %u queries%s\n", name.c_str(),
+              (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()), idx->graph_degree(), n_q,
+              CAGRA_MCTA_TRACE ? "" : " (no kernel trace: build with -DCAGRA_TRACE_KERNELS=ON)");
   for (uint32_t ctas : {16u, 32u, 64u}) {
     for (uint32_t iters : {2u, 4u}) {
       search_params p;
@@ -240,20 +237,19 @@ TEST_F(CudaLatency, TracedMultiCta) {
       p.search_width = ctas;
       p.max_iterations = iters;
       p.algo = search_algo::multi_cta;
-      const cpu::search_plan plan = cpu::make_search_plan(p, k, idx->size(), idx->graph_degree());
       for (const mode& md : modes) {
-        hooks.host_flag = md.tagged;
-        hooks.inline_query = md.inline_query;
-        hooks.trace = nullptr;
+        search_plan plan = gpu_plan(*idx, p, k, 1);
+        plan.io = md.io;
         uint32_t qi = 0;
         const double call = mean_us(2000, [&] {
-          cuda::search(*idx, q1[qi++ % n_q], k, p, plan, ids.data(), dist.data(), 0);
+          cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0);
         });
-        hooks.trace = d_trace;
+#if CAGRA_MCTA_TRACE
+        cuda::testing::set_multi_cta_trace(d_trace);
         std::vector<std::vector<uint64_t>> calls;
         for (uint32_t i = 0; i < n_q; ++i) {
           ASSERT_EQ(cudaMemset(d_trace, 0, trace_words * 8), cudaSuccess);
-          cuda::search(*idx, q1[i], k, p, plan, ids.data(), dist.data(), 0);
+          cuda::search(*idx, q1[i], plan, ids.data(), dist.data(), 0);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           calls.emplace_back(trace_words);
           ASSERT_EQ(cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -261,26 +257,28 @@ TEST_F(CudaLatency, TracedMultiCta) {
           ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
           first[i] = ids[0];
         }
+        cuda::testing::set_multi_cta_trace(nullptr);
         const trace_summary t = summarize(calls, ctas);
         std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us = span %5.1f + launch/wait/host %4.1f | "
-                    "query %.1f + %.1f, init %.1f (claim %.1f), pick %.1f, claim %.1f, iteration0 %.1f, next "
+                    "query %.1f + %.1f, init %.1f, pick %.1f, claim %.1f, iteration0 %.1f, next "
                     "%.2f each, all published %.1f, counted +%.1f, merged +%.1f\n",
                     ctas, iters, md.name, call, t.span, call - t.span, t.query_copy, t.query_convert, t.init,
-                    t.init_claim, t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
+                    t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
+#else
+        std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, md.name, call);
+#endif
       }
       // The persistent kernel (no launch, no synchronize, warm instruction caches): host time only.
-      hooks = saved;
-      hooks.trace = nullptr;
       search_params pp = p;
       pp.persistent = true;
+      const search_plan plan = gpu_plan(*idx, pp, k, 1);
       uint32_t qi = 0;
       const double call = mean_us(2000, [&] {
-        cuda::search(*idx, q1[qi++ % n_q], k, pp, plan, ids.data(), dist.data(), 0);
+        cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0);
       });
       std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, "persistent", call);
     }
   }
-  hooks = saved;
   cudaFree(d_trace);
 }
 

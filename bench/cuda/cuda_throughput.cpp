@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "core/convert.hpp"
-#include "cpu/backend.hpp"
 #include "cuda/backend.hpp"
+#include "search_results.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -58,10 +58,10 @@ void run_case(const bench_case& c, matrix_view<const uint32_t> truth) {
   p.team_size = c.team;
   const uint32_t k = 10;
   const host_matrix q = core::queries_for(repeat(*c.queries, c.batch), c.idx->storage_dtype(), c.idx->metric(), 0);
-  const cpu::search_plan plan = cpu::make_search_plan(p, k, c.idx->size(), c.idx->graph_degree());
+  const search_plan plan = gpu_plan(*c.idx, p, k, c.batch);
   std::vector<uint32_t> ids(size_t(c.batch) * k);
   std::vector<float> dist(ids.size());
-  auto gpu = [&] { cuda::search(*c.idx, q, k, p, plan, ids.data(), dist.data(), 0); };
+  auto gpu = [&] { cuda::search(*c.idx, q, plan, ids.data(), dist.data(), 0); };
   gpu();  // warm-up: device copy of the index, module load
   const double tg = median_seconds(5, gpu);
   const double rc = recall({ids.data(), 100, k}, truth, k);
@@ -83,7 +83,7 @@ void run_case(const bench_case& c, matrix_view<const uint32_t> truth) {
 TEST(CudaThroughput, Bigann10k) {
   ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
   std::printf("[ bench    ] device: %s; CPU: %d threads\n", cuda::describe(cuda::cuda_info(0)).c_str(),
-              cpu::thread_count(0));
+              core::host_threads(0));
   const real_set s = bigann10k();
   index_params ip;
   ip.graph_degree = 32;
@@ -120,7 +120,7 @@ TEST(CudaThroughput, DISABLED_ProfileTarget) {
   p.itopk_size = 64;
   const host_matrix q = repeat(s.queries, 65535);
   std::vector<uint32_t> ids(size_t(q.rows()) * 10);
-  cuda::search(u8, q, 10, p, cpu::make_search_plan(p, 10, u8.size(), 32), ids.data(), nullptr, 0);
+  cuda::search(u8, q, gpu_plan(u8, p, 10, q.rows()), ids.data(), nullptr, 0);
   EXPECT_GE(recall({ids.data(), 100, 10}, s.truth.as<uint32_t>(), 10), 0.98);
 }
 

@@ -1,0 +1,85 @@
+/**
+ * @file plan.hpp
+ * @brief What a build or a search will do, with every automatic value resolved.
+ *
+ * A parameter of 0 (or an `automatic` enum) lets the library choose. The choice depends on the
+ * data, the batch and the machine, and is made once, here: `plan_build` and `plan_search` turn
+ * (parameters, data, batch, resources) into a complete plan, and the backends and GPU kernel
+ * launchers read only the plan. `to_string` prints it, so a user can see what "auto" chose (the
+ * CLI's `--explain`, the `plan` field of `cagra bench --json`, Python's `Index.explain`).
+ *
+ * @code
+ *   cagra::search_plan p = cagra::plan_search({}, cagra::search_params{}, idx, 10, 1);
+ *   std::puts(cagra::to_string(p).c_str());
+ *   // backend=cuda algo=multi_cta k=10 itopk=64 search_width=1 ... ctas_per_query=2 ...
+ * @endcode
+ */
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <cagra/index.hpp>
+#include <cagra/params.hpp>
+#include <cagra/types.hpp>
+
+namespace cagra {
+
+/** How a build will run. */
+struct build_plan {
+  backend target = backend::cpu;           ///< cpu or cuda (never automatic)
+  knn_algo knn = knn_algo::brute_force;    ///< brute_force or nn_descent (never automatic)
+  uint32_t graph_degree = 0;               ///< d
+  uint32_t intermediate_graph_degree = 0;  ///< d_init: 2d when automatic, at most rows - 1
+  dtype storage = dtype::f32;              ///< element type the index stores
+};
+
+/** Resolves `params` for a dataset of `rows` x `dim` of type `input` on `res`'s backend.
+ *  Throws cagra::error for invalid parameters or a backend that is not available. */
+build_plan plan_build(const resources& res, const index_params& params, int64_t rows, dtype input);
+
+/** How the query batch travels between the host and the GPU kernels (CUDA backend only). */
+enum class search_io : uint32_t {
+  none = 0,        ///< the CPU backend: no transfers
+  copy = 1,        ///< queries copied to the device, results copied back (large batches)
+  mapped = 2,      ///< kernels read and write pinned host memory in place (<= 256 queries)
+  host_merge = 3,  ///< multi-CTA, <= 16 queries: each CTA's list polled and merged on the host
+  persistent = 4,  ///< batch 1 through a resident kernel (search_params::persistent)
+  device = 5,      ///< queries and results already in device memory
+};
+
+/** One search call, resolved. The multi-CTA kernel's `max_iterations`, `min_iterations` and
+ *  `initial_nodes` are per CTA. */
+struct search_plan {
+  backend target = backend::cpu;                ///< cpu or cuda (never automatic)
+  search_algo algo = search_algo::automatic;    ///< cuda: single_cta or multi_cta; cpu: automatic
+  search_io io = search_io::none;
+  uint32_t k = 0;
+  uint32_t itopk = 0;                 ///< max(itopk_size, k)
+  uint32_t search_width = 0;
+  uint32_t max_iterations = 0, min_iterations = 0;
+  uint32_t random_samplings = 0;      ///< random draws per initial slot
+  uint32_t initial_nodes = 0;         ///< random initial nodes per query (per CTA: multi-CTA)
+  uint32_t hash_bits = 0;             ///< log2 of the visited-hash slots
+  uint32_t hash_reset_interval = 0;   ///< 0: reset only when nearly full
+  uint64_t seed = 0;
+  // The GPU kernels' launch shape (0 on the CPU).
+  uint32_t team_size = 0;             ///< lanes per distance
+  uint32_t block_size = 0;            ///< threads per CTA
+  uint32_t ctas_per_query = 0;        ///< 1 for single-CTA
+};
+
+/** Resolves `params` for `batch` queries of `k` neighbors on `idx`, on the backend `res`
+ *  selects (`automatic`: the GPU when one is visible and its kernels take the search, else the
+ *  CPU), with queries in `space` (device memory always means the GPU). Throws cagra::error for
+ *  invalid parameters, as search() would. */
+search_plan plan_search(const resources& res, const search_params& params, const index& idx,
+                        uint32_t k, int64_t batch, memory_space space = memory_space::host);
+
+/** One line, `name=value` pairs separated by spaces, e.g. "backend=cpu knn=nn_descent ...". */
+std::string to_string(const build_plan& p);
+std::string to_string(const search_plan& p);
+
+const char* to_string(search_io io);
+
+}  // namespace cagra

@@ -1,0 +1,94 @@
+// The seam between the library's entry points (src/core/dispatch.cpp) and the machines that do
+// the work: one interface, two implementations. The CPU backend (src/cpu/backend.cpp) is always
+// there; the CUDA one (src/cuda/backend.cpp) is linked when CMake finds nvcc, and a build without
+// it links src/core/cuda_stub.cpp, whose backend is never usable and says "not compiled with
+// CUDA". Everything here is plain C++ and backend-neutral: both backends include this header,
+// neither includes the other, and core includes neither.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+#include <cagra/plan.hpp>
+
+namespace cagra::core {
+
+using progress_fn = std::function<void(const char* stage, double fraction)>;
+
+/** Which optimization steps run (the paper's ablation, Q-A1): without `reorder` the kNN list is
+ *  cut to `degree` in distance order; without `reverse` the pruned graph is returned as is. */
+struct optimize_steps {
+  bool reorder = true;
+  bool reverse = true;
+};
+
+/** Work done by a CPU search, summed over the queries (for bytes-per-query analysis: the
+ *  single-CTA kernel follows the same steps, so these counts hold for it too). */
+struct search_stats {
+  uint64_t queries = 0;
+  uint64_t distances = 0;    // distance computations (random init + expanded neighbors)
+  uint64_t iterations = 0;   // search iterations that expanded at least one parent
+  uint64_t parents = 0;      // parent nodes expanded (graph rows read)
+  uint64_t hash_resets = 0;  // visited-hash clears (forgettable hash or nearly full)
+};
+
+/** One backend. Inputs are already validated and converted (core/convert.hpp): vectors in a
+ *  storage type, queries in its query type; plans are complete (core/plan.cpp). */
+class backend_ops {
+ public:
+  virtual ~backend_ops() = default;
+  virtual backend kind() const = 0;
+  /** Visible devices (CUDA; 0 when there are none or the build has no CUDA). The CPU: 1. */
+  virtual int device_count() const = 0;
+  /** Why device_count() is 0, for error messages ("no CUDA device is visible"). */
+  virtual const char* unavailable_reason() const = 0;
+  /** Multiprocessors of `device` (what the plan sizes the GPU kernels by; a cheap attribute
+   *  query, asked on every search); throws when it does not exist. */
+  virtual int sm_count(int device) const = 0;
+  /** One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 143771 MiB, driver 13000, runtime 13000)". */
+  virtual std::string describe(int device) const = 0;
+
+  /** Exact k nearest rows of `data` for every row of `queries`, sorted by (distance, id). */
+  virtual knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m,
+                                uint32_t k, bool exclude_self, const resources& res) const = 0;
+  /** Largest k brute_force takes. */
+  virtual uint32_t brute_force_max_k() const = 0;
+  /** Approximate kNN graph by NN-descent, self excluded, rows sorted by (distance, id). */
+  virtual knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k,
+                               const knn_graph_params& p, uint64_t seed, const resources& res,
+                               uint32_t* iterations_run) const = 0;
+  /** CAGRA graph optimization (paper §III-B); both backends give the same bytes. */
+  virtual std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree,
+                                         reorder_kind reorder, optimize_steps steps,
+                                         const resources& res) const = 0;
+  /** Search of host queries into host [nq, k] ids / distances (distances may be null). */
+  virtual void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+                      uint32_t* ids, float* distances, const resources& res,
+                      search_stats* stats) const = 0;
+  /** Search with queries and results in device memory (the CUDA backend only). */
+  virtual void search_device(const index& idx, dataset_view queries, const search_plan& plan,
+                             uint32_t* ids, float* distances, const resources& res) const = 0;
+};
+
+const backend_ops& cpu_backend();
+/** The CUDA backend, or the stub of a build without it (device_count() == 0, calls throw). */
+const backend_ops& cuda_backend();
+
+/** The backend a call runs on: `cuda` needs a visible GPU (else it throws), `automatic` takes
+ *  the GPU when one is visible, `cpu` is the CPU. The one backend-choice rule of the library;
+ *  search and brute force refine `automatic` with what the GPU takes (core/plan.cpp). */
+backend resolve_backend(const resources& res);
+const backend_ops& backend_for(backend b);
+
+/** Host threads for `requested` (0 = OpenMP's default): conversions in core and the CPU backend. */
+int host_threads(int requested);
+
+/** Fills knn.distances from f32 `data` (the rows the ids point to) with the CPU backend's
+ *  distance kernels: distance-based reordering of a kNN graph that came without distances.
+ *  Throws for an id >= data.rows(). Defined by the CPU backend (src/cpu/backend.cpp). */
+void fill_knn_distances(const host_matrix& data, metric m, knn_graph& knn);
+
+}  // namespace cagra::core

@@ -1,0 +1,27 @@
+// The one internal header the benchmark tools may include (tools/cli's `bench`, bench/): the
+// measurement hooks that are not part of the user API. Everything else they use is public.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+
+#include "core/backend.hpp"
+
+namespace cagra::bench_hooks {
+
+using core::search_stats;
+
+/** The CPU search of host `queries` with its work counted into *stats (summed): the single-CTA
+ *  kernel takes the same steps, so the counts describe it too. ids are [queries.rows, k]. */
+void cpu_search_with_stats(const resources& res, const search_params& params, const index& idx,
+                           dataset_view queries, uint32_t k, uint32_t* ids, search_stats* stats);
+
+/** cagra::optimize with only some of its steps (the paper's ablation Q-A1), on `res`'s backend:
+ *  without `reorder` the kNN list is cut to `degree` in distance order; without `reverse` the
+ *  pruned graph is returned as is. */
+std::vector<uint32_t> optimize_steps(const resources& res, const knn_graph& knn, uint32_t degree,
+                                     reorder_kind reorder, bool reorder_step, bool reverse_step);
+
+}  // namespace cagra::bench_hooks

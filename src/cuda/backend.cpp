@@ -1,0 +1,50 @@
+// The CUDA backend behind the backend interface (core/backend.hpp): each call forwards to the
+// stage in this folder on the device `resources` names. Plain C++: the kernels sit below.
+#include "cuda/backend.hpp"
+
+#include "cuda/graph/nn_descent.hpp"
+#include "cuda/graph/optimize.hpp"
+
+namespace cagra::cuda {
+namespace {
+
+class cuda_ops final : public core::backend_ops {
+ public:
+  backend kind() const override { return backend::cuda; }
+  int device_count() const override { return cuda::device_count(); }
+  const char* unavailable_reason() const override { return "no CUDA device is visible"; }
+  int sm_count(int device) const override { return cuda::sm_count(device); }
+  std::string describe(int device) const override { return cuda::describe(cuda_info(device)); }
+
+  knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+                        bool exclude_self, const resources& res) const override {
+    return cuda::brute_force(data, queries, m, k, exclude_self, res.device);
+  }
+  uint32_t brute_force_max_k() const override { return cuda::brute_force_max_k(); }
+  knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
+                       uint64_t seed, const resources& res, uint32_t* iterations_run) const override {
+    return cuda::nn_descent(data, m, k, p, seed, res.device, res.progress, iterations_run);
+  }
+  std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
+                                 core::optimize_steps steps, const resources& res) const override {
+    return cuda::optimize(knn, degree, reorder, steps, res.device, res.progress);
+  }
+  void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
+              float* distances, const resources& res, core::search_stats*) const override {
+    cuda::search(idx, queries, plan, ids, distances, res.device);
+  }
+  void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
+                     float* distances, const resources& res) const override {
+    cuda::search_device(idx, queries, plan, ids, distances, res.device);
+  }
+};
+
+}  // namespace
+}  // namespace cagra::cuda
+
+namespace cagra::core {
+const backend_ops& cuda_backend() {
+  static const cuda::cuda_ops ops;
+  return ops;
+}
+}  // namespace cagra::core

@@ -1,0 +1,107 @@
+// The host side of the persistent batch-1 search (search_params::persistent; the kernel and its
+// protocol are in persistent.cuh): the kernel is launched on an index's first such query and
+// again when the plan changes or it left on its own (idle for kPersistentLifetimeNs); each query
+// is posted as tagged words in mapped memory and answered as tagged per-CTA lists that the host
+// merges. stop_persistent ends it before the index is searched another way or destroyed.
+#include "cuda/search/persistent.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "core/bits.hpp"
+#include "cuda/check.hpp"
+#include "cuda/launch.hpp"
+#include "cuda/search/host_lists.hpp"
+#include "cuda/search/launch_args.hpp"
+#include "cuda/search/run_kernels.hpp"
+
+namespace cagra::cuda {
+namespace {
+
+/** How long the persistent kernel waits for a job before it leaves (its SMs are busy polling
+ *  until then): long enough for any online query stream, short enough that an idle process
+ *  gives the GPU back within a second. */
+constexpr uint64_t kPersistentLifetimeNs = 1'000'000'000;
+
+/** Launches the kernel with the buffers of `st` (which the caller has sized), first job `seq`. */
+void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_words, uint32_t seq) {
+  persistent_state& ps = st.persistent;
+  const cudaStream_t stream = st.stream.get();
+  *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
+  CAGRA_CUDA_TRY(cudaMemsetAsync(ps.hash.data(), 0xFF, ps.hash.bytes(), stream));
+  CAGRA_CUDA_TRY(cudaMemsetAsync(ps.counters.data(), 0, ps.counters.bytes(), stream));
+  multi_cta_args a = lp.args;
+  a.d_dataset = st.dataset.data();
+  a.d_graph = st.graph.data();
+  a.h_lists = st.io.host_lists.data();
+  persistent_launch pl;
+  pl.h_words = ps.words.data();
+  pl.h_stop = ps.stop.data();
+  pl.d_hash = ps.hash.data();
+  pl.d_leave = reinterpret_cast<unsigned long long*>(ps.counters.data());
+  pl.d_words = reinterpret_cast<uint64_t*>(ps.counters.data() + 2);
+  pl.n_words = n_words;
+  pl.first_seq = seq;
+  pl.lifetime_ns = kPersistentLifetimeNs;
+  with_device_type(st.type, [&](auto tag) {
+    launch_multi_cta_persistent<decltype(tag)>(a, pl, lp.team, lp.block, lp.smem, stream);
+  });
+  ps.running = true;
+}
+
+}  // namespace
+
+void stop_persistent(index_state& st) noexcept {
+  persistent_state& ps = st.persistent;
+  if (!ps.running) return;
+  *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 1;
+  const cudaError_t e = cudaStreamSynchronize(st.stream.get());
+  if (e != cudaSuccess) std::fprintf(stderr, "cagra: stopping the persistent search kernel: %s\n", cudaGetErrorString(e));
+  *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
+  ps.running = false;
+}
+
+void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query, size_t q_bytes,
+                       uint32_t* ids, float* distances, int device) {
+  const multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
+  check_shared_memory(lp.smem, device, "multi-CTA", plan);
+  const multi_cta_args& p = lp.args;
+  persistent_state& ps = st.persistent;
+  const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
+  const std::vector<uint64_t> key{p.n_ctas, p.n_init, p.max_iterations, p.min_iterations, p.hash_bits,
+                                  p.k,      p.seed,   uint64_t(p.metric), lp.team,        lp.block,
+                                  lp.smem,  n_words,  uint64_t(st.type)};
+  if (ps.running && key != ps.key) stop_persistent(st);
+  if (!ps.running) {  // the buffers may change only while no kernel runs
+    if (ps.words.size() < n_words) ps.words.reserve(n_words);
+    ps.stop.reserve(1);
+    ps.hash.reserve(size_t{2} << p.hash_bits);
+    ps.counters.reserve(2 + 2 * size_t{n_words});  // the leave word, the job's words
+    reserve_zeroed(st.io.host_lists, size_t{p.n_ctas} * p.list_k * 2);
+  }
+  // Post the job: the query and its seed state as words data | seq << 32, in order (x86 stores
+  // become visible in program order; the volatile stores keep the compiler's order).
+  const uint32_t seq = st.io.next_tag();
+  const uint64_t state = bits::query_seed_state(p.seed, query, static_cast<uint32_t>(q_bytes));
+  volatile uint64_t* words = ps.words.data();
+  for (uint32_t w = 0; w < q_words; ++w) {
+    uint32_t v = 0;
+    std::memcpy(&v, query + 4 * w, std::min<size_t>(4, q_bytes - 4 * size_t{w}));
+    words[w] = v | uint64_t{seq} << 32;
+  }
+  words[q_words] = (state & 0xFFFFFFFFu) | uint64_t{seq} << 32;
+  words[q_words + 1] = (state >> 32) | uint64_t{seq} << 32;
+  for (int attempt = 0;; ++attempt) {
+    if (!ps.running) {
+      launch_persistent(st, lp, n_words, seq);
+      ps.key = key;
+    }
+    if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(), ids, distances))
+      break;
+    ps.running = false;  // it left (idle) just as the job came: launch again
+    CAGRA_EXPECTS(attempt < 2, "internal error: the persistent search kernel ended without answering");
+  }
+}
+
+}  // namespace cagra::cuda

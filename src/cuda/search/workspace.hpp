@@ -1,0 +1,61 @@
+// The search's reusable buffers on one index (grow-only, so the hot path does not allocate once
+// warm), one struct per use: the batch's queries and results, the multi-CTA kernel's visited
+// hash and per-CTA lists, the persistent kernel's job words and state. index_state (state.hpp)
+// holds one of each, guarded by its workspace mutex.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/memory.hpp"
+
+namespace cagra::cuda {
+
+/** Queries in and results out, for every kernel. */
+struct search_workspace {
+  device_buffer<uint8_t> queries;      // [nq, dim] of the query type
+  device_buffer<uint32_t> ids;         // [nq, k]
+  device_buffer<float> distances;      // [nq, k]
+  // Device-memory queries only (search_device): the legacy default stream -> index stream
+  // ordering, and the first bad rows found by the query check ([0]: NaN/Inf, [1]: all zeros for
+  // cosine).
+  cuda_event after_default_stream;
+  device_buffer<unsigned long long> query_flags;
+  // Small host batches (search_io::mapped, host_merge): queries and results in mapped pinned host
+  // memory that the kernels read and write in place (no copy operations on the latency path).
+  pinned_buffer<uint8_t> host_queries;  // [nq, dim] of the query type
+  pinned_buffer<uint32_t> host_ids;     // [nq, k]
+  pinned_buffer<float> host_distances;  // [nq, k]
+  // The multi-CTA kernel's per-CTA lists there, merged by the host: words value | tag << 32
+  // (the tag is the call's, never 0; the buffer starts zeroed).
+  pinned_buffer<uint64_t> host_lists;  // [nq, n_ctas, min(k, 32), 2]: id, distance bits
+  uint32_t result_tag = 0;             // the last call's tag
+
+  /** The next call's tag (never 0: tagged buffers start zeroed). */
+  uint32_t next_tag() { return ++result_tag == 0 ? ++result_tag : result_tag; }
+};
+
+/** The multi-CTA kernel's state for the queries of one launch ("chunk"). */
+struct multi_cta_workspace {
+  device_buffer<uint32_t> hash;   // 2 halves of [chunk, 1 << hash_bits]: per query the visited set
+  size_t half = 0;                // words per half
+  size_t dirty[2] = {0, 0};       // leading words of each half the last launch on it wrote
+  uint32_t next = 0;              // the half the next launch searches with (the other is empty)
+  device_buffer<uint32_t> done;   // [chunk] CTAs finished per query (all 0 between launches)
+  device_buffer<uint32_t> ids;    // [chunk, n_ctas, 32] each CTA's list
+  device_buffer<float> dists;     // [chunk, n_ctas, 32]
+};
+
+/** The persistent batch-1 kernel (search_params::persistent, persistent.cu): its job words (the
+ *  query, tagged with the job's seq = the search workspace's result_tag), stop flag and state. */
+struct persistent_state {
+  bool running = false;
+  std::vector<uint64_t> key;             // the launch configuration it runs with
+  pinned_buffer<uint64_t> words;         // [query words + 2]
+  pinned_buffer<uint32_t> stop;          // [1]
+  device_buffer<uint32_t> hash;          // [2 << hash_bits]
+  device_buffer<uint32_t> counters;      // the leave word (8 bytes), the job's words (8 each)
+};
+
+}  // namespace cagra::cuda

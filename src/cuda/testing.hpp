@@ -1,0 +1,28 @@
+// Test and measurement hooks of the CUDA backend: not part of the backend interface, used by
+// tests/cuda and the bench tools only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/search/multi_cta.hpp"  // CAGRA_MCTA_TRACE
+
+namespace cagra::cuda::testing {
+
+/** The query / data tile rows cuda::brute_force uses (0 restores the default). */
+void set_brute_force_tiles(int64_t query_tile, int64_t data_tile);
+
+/** Plain device memory for callers without CUDA headers: `bytes` (at least 1) on `device`,
+ *  freed with device_free; blocking copies in either direction (cudaMemcpyDefault). */
+void* device_alloc(size_t bytes, int device = 0);
+void device_free(void* p) noexcept;
+void copy_memory(void* dst, const void* src, size_t bytes);
+
+#if CAGRA_MCTA_TRACE
+/** A build with -DCAGRA_MCTA_TRACE=1: device memory of n_ctas x kMultiCtaTraceSlots words that
+ *  the next multi-CTA launches stamp for their first query (null: off). Not thread-safe. */
+void set_multi_cta_trace(uint64_t* d_trace);
+uint64_t* multi_cta_trace();
+#endif
+
+}  // namespace cagra::cuda::testing
