@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# A/B on the GPU machine: the same search benchmark with the `cagra` CLI of two source trees,
+# interleaved (A B A B ...), on one index, so a change's effect on recall and QPS is measured in
+# one run on one device. The index is built once by B (this tree) and searched by both: the
+# comparison is of the search path only.
+#
+#   OUT=$OUT bash scripts/dev/device-ab.sh A_TARBALL NAME
+#
+# A_TARBALL: the other tree as `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz);
+# NAME: a staged dataset in $DATA_ROOT/NAME (base.u8bin, query.u8bin; gt.ibin is computed on the
+# GPU when missing). Points: batch 10K (all queries in one call) at itopk 32/64/128 x width 1/2,
+# batch 1 (one query per call) at 16 and 64 CTAs, and batch 1 with the persistent kernel.
+# Writes $OUT/ab-NAME-{a,b}.jsonl and prints one table: best QPS of each side per point, B/A.
+#
+# Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), A_COMMIT / B_COMMIT
+# (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+A_TAR=${1:?usage: device-ab.sh A_TARBALL NAME}
+NAME=${2:?usage: device-ab.sh A_TARBALL NAME}
+OUT=${OUT:-/tmp/out}
+DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
+ROUNDS=${ROUNDS:-3}
+W=/tmp/cagra-ab
+mkdir -p "$OUT" "$W/a"
+L="$OUT/ab-$NAME.log"
+say() { echo "== $* ($(date -u +%H:%M:%S))" | tee -a "$L"; }
+
+say "unpack A ($A_TAR) and build both CLIs"
+tar -xzf "$A_TAR" -C "$W/a"
+build() {  # build SRC_DIR: configure and build the CLI only
+  cmake -S "$1" -B "$1/build-ab" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCAGRA_BUILD_TESTS=OFF -DCAGRA_BUILD_BENCH=OFF >/dev/null &&
+    cmake --build "$1/build-ab" --target cagra_cli -j 8
+}
+build "$W/a" >"$OUT/ab-build-a.log" 2>&1 &
+pa=$!
+build "$PWD" >"$OUT/ab-build-b.log" 2>&1
+rb=$?
+wait $pa
+ra=$?
+((ra == 0 && rb == 0)) || { echo "build failed (A rc=$ra, B rc=$rb): $OUT/ab-build-*.log"; tail -20 "$OUT"/ab-build-*.log; exit 1; }
+A="$W/a/build-ab/cagra"
+B="$PWD/build-ab/cagra"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee -a "$L"
+
+base="$DATA/base.u8bin" queries="$DATA/query.u8bin" gt="$DATA/gt.ibin"
+if [[ ! -f $gt ]]; then
+  say "ground truth (GPU brute force, k 100)"
+  "$B" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda 2>&1 | tail -2 | tee -a "$L"
+fi
+idx="$W/$NAME.cagra"
+say "index (B, GPU, graph degree 32)"
+"$B" build "$base" -o "$idx" --graph-degree 32 --intermediate-degree 64 --backend cuda --force 2>&1 | tail -3 | tee -a "$L"
+
+B_COMMIT=${B_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo b)}
+A_COMMIT=${A_COMMIT:-a}
+run() {  # run SIDE BIN: one round of every point
+  local side=$1 bin=$2 commit
+  commit=$([[ $side == a ]] && echo "$A_COMMIT" || echo "$B_COMMIT")
+  local j="$OUT/ab-$NAME-$side.jsonl"
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --repeat 3 --itopk 32,64,128 \
+    --search-width 1,2 --json "$j" >>"$L" 2>&1
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 16,32 \
+    --search-width 16,64 --json "$j" >>"$L" 2>&1
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent --itopk 16 \
+    --search-width 64 --json "$j" >>"$L" 2>&1
+}
+for r in $(seq 1 "$ROUNDS"); do
+  say "round $r: A then B"
+  run a "$A"
+  run b "$B"
+done
+
+python3 - "$OUT/ab-$NAME-a.jsonl" "$OUT/ab-$NAME-b.jsonl" <<'PY' | tee -a "$L"
+import json, sys
+def load(path):
+    best = {}
+    for line in open(path):
+        r = json.loads(line)
+        p = r.get("params", {})
+        key = (r.get("batch", 0), p.get("persistent", False), p.get("itopk"), p.get("search_width"))
+        q = r.get("qps", 0)
+        if key not in best or q > best[key][0]:
+            best[key] = (q, r.get("recall"))
+    return best
+a, b = load(sys.argv[1]), load(sys.argv[2])
+print(f"{'batch':>6} {'pers':>5} {'itopk':>6} {'width':>6} {'recall A':>9} {'recall B':>9} {'QPS A':>12} {'QPS B':>12} {'B/A':>7}")
+for key in sorted(set(a) & set(b), key=str):
+    (qa, ra), (qb, rb) = a[key], b[key]
+    print(f"{key[0]:>6} {str(key[1]):>5} {key[2]:>6} {key[3]:>6} {ra:>9.4f} {rb:>9.4f} {qa:>12.0f} {qb:>12.0f} {qb / qa:>7.3f}")
+PY
+say "done"
