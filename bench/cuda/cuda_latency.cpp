@@ -191,7 +191,7 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
 // ("host merge"), the query inside the launch ("inline"); then
 // the persistent kernel (host time only). On bigann10k (L2-resident), and on a 1M-scale index in DRAM when
 // CAGRA_LATENCY_INDEX (a saved .cagra) and CAGRA_LATENCY_QUERIES are set
-// (scripts/device-latency.sh).
+// (scripts/dev/device-latency.sh).
 TEST_F(CudaLatency, TracedMultiCta) {
   const char* index_path = std::getenv("CAGRA_LATENCY_INDEX");
   const char* query_path = std::getenv("CAGRA_LATENCY_QUERIES");

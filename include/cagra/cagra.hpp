@@ -88,7 +88,7 @@ void search(const resources& res, const search_params& params, const index& idx,
 knn_graph brute_force_knn(const resources& res, cagra::metric m, dataset_view dataset,
                           dataset_view queries, uint32_t k, bool exclude_self = false);
 
-/** Writes `idx` to `path` (format: docs/file_format.md). Writes to a temporary file first, so an
+/** Writes `idx` to `path` (format: docs/index_format.md). Writes to a temporary file first, so an
  *  existing file is never left half-written. */
 void save(const index& idx, const std::string& path);
 /** Reads an index written by `save`; validates every header field. */

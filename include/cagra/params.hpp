@@ -98,7 +98,8 @@ struct search_params {
   uint32_t hash_reset_interval = 0;
   /** Random samples tried per initial slot (the best is kept); 0 = auto, grows with log N. */
   uint32_t num_random_samplings = 0;
-  /** Seed of the random initial nodes (mixed with the query's row number). */
+  /** Seed of the random initial nodes, mixed with a hash of the query's own bytes: a query draws
+   *  the same nodes (and gets the same answer) whatever batch or position it comes in. */
   uint64_t seed = 0;
   /** GPU, one query per call (batch 1, multi-CTA): keep the search kernel resident between
    *  calls, polling for the next query, instead of launching it per call (saves the launch, the

@@ -481,7 +481,7 @@ class Index:
 
     def save(self, path: PathLike) -> None:
         """Writes the index to ``path`` (the format of ``cagra build``; see
-        docs/file_format.md). An existing file is replaced only by a complete one."""
+        docs/index_format.md). An existing file is replaced only by a complete one."""
         _ext.save(self._impl, os.fspath(path))
 
 

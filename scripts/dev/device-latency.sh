@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Batch-1 latency on the GPU machine, taken apart: builds the CUDA tests and the CLI, runs the
-# CudaLatency suite on bigann10k (L2-resident) and, on a 1M-scale index in device memory (DRAM),
-# the traced multi-CTA breakdown (tests/cuda/test_cuda_latency.cpp: the kernel's phases on the
-# GPU clock, each latency mode on and off) plus a batch-1 recall/QPS sweep with the latency modes
-# on and off (multi_cta.hpp's CAGRA_MCTA_* knobs). Logs go to $OUT/latency.log.
+# Batch-1 latency on the GPU machine, taken apart: builds the GPU measurement tool (bench/cuda,
+# with the multi-CTA kernel's phase stamps: -DCAGRA_TRACE_KERNELS=ON) and the CLI, runs the
+# CudaLatency cases on bigann10k (L2-resident) and, on a 1M-scale index in device memory (DRAM),
+# the traced multi-CTA breakdown (bench/cuda/cuda_latency.cpp: the kernel's phases on the GPU
+# clock, with the last-CTA merge and with the host merge) plus a batch-1 recall/QPS sweep,
+# launching per query and with the persistent kernel. Logs go to $OUT/latency.log.
 #
 #   OUT=$OUT bash scripts/dev/device-latency.sh [NAME]
 #
@@ -14,7 +15,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
-BUILD_DIR=${BUILD_DIR:-build-device}
+BUILD_DIR=${BUILD_DIR:-build-trace}
 DEGREE=${DEGREE:-32}
 NAME=${1:-}
 W=/tmp/cagra-latency
@@ -24,11 +25,11 @@ say() { echo "[$(printf '%4d' $SECONDS)s] $*" | tee -a "$L"; }
 
 say "configure + build ($BUILD_DIR)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DCAGRA_BUILD_BENCH=OFF >"$W/build.log" 2>&1 &&
-  cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cuda_tests cagra_cli >>"$W/build.log" 2>&1 ||
+  -DCAGRA_TRACE_KERNELS=ON >"$W/build.log" 2>&1 &&
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cuda_bench cagra_cli >>"$W/build.log" 2>&1 ||
   { say "build failed"; tail -30 "$W/build.log"; exit 1; }
 C="$BUILD_DIR/cagra"
-T="$BUILD_DIR/tests/cagra_cuda_tests"
+T="$BUILD_DIR/cagra_cuda_bench"
 
 say "CudaLatency on bigann10k"
 "$T" --gtest_filter='CudaLatency.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
@@ -57,18 +58,13 @@ say "traced multi-CTA breakdown on $(basename "$D")"
 CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaLatency.TracedMultiCta' 2>&1 |
   grep -E "latency|OK|FAILED" | tee -a "$L"
 
-# Batch-1 recall/QPS with the latency modes (multi_cta.hpp's knobs) off, then on (the default),
-# then the persistent kernel (--persistent).
-for mode in "off 0 0" "auto" "persistent"; do
-  set -- $mode
-  label=$1
-  envs=()
+# Batch-1 recall/QPS launching per query, then with the persistent kernel (--persistent).
+for mode in launch persistent; do
   extra=()
-  [ "$label" = persistent ] && extra=(--persistent)
-  [ $# -ge 3 ] && envs+=(CAGRA_MCTA_HOST_FLAG=$2 CAGRA_MCTA_INLINE_QUERY=$3)
+  [ "$mode" = persistent ] && extra=(--persistent)
   for it in ${ITERS:-0}; do
-    say "batch 1, latency modes: $label ${envs[*]}, max iterations $it"
-    env "${envs[@]}" "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda --batch 1 -k 10 \
+    say "batch 1, $mode, max iterations $it"
+    "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda --batch 1 -k 10 \
       --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" --max-iterations "$it" "${extra[@]}" 2>&1 |
       grep -vE "^\s*$" | tee -a "$L"
   done

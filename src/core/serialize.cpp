@@ -1,4 +1,4 @@
-// cagra::save / cagra::load: the versioned binary index file described in docs/file_format.md.
+// cagra::save / cagra::load: the versioned binary index file described in docs/index_format.md.
 //
 // Every header field is encoded explicitly as fixed-width little-endian (no struct dumps, so the
 // layout does not depend on the compiler's padding), and a trailing 64-bit checksum covers the
@@ -42,7 +42,7 @@ constexpr size_t kChunk = size_t{16} << 20;
 
 // Streaming XXH64 (seed 0), the standard 64-bit xxHash: four independent multiply-rotate lanes
 // over 32-byte stripes, >10 GB/s, so hashing is a small part of a load. Being the standard
-// function, a user's own reader can check files with any xxHash library (docs/file_format.md).
+// function, a user's own reader can check files with any xxHash library (docs/index_format.md).
 class checksum {
  public:
   void update(const void* data, size_t n) {
@@ -138,7 +138,7 @@ bool is_storage_dtype(uint32_t t) {
          t == uint32_t(dtype::i8);
 }
 
-// The decoded header (offsets in docs/file_format.md).
+// The decoded header (offsets in docs/index_format.md).
 struct header {
   uint32_t version = kFormatVersion, endian = kEndianTag, header_size = kHeaderSize;
   uint32_t type = 0, metric = 0, degree = 0, dim = 0, flags = 0;

@@ -55,7 +55,7 @@ cagra::index random_index(cagra::dtype t, cagra::metric m, int64_t rows, int64_t
   return cagra::index(m, std::move(v), std::move(graph), degree);
 }
 
-// XXH64 with seed 0 (the checksum of docs/file_format.md), one-shot, written from the xxHash
+// XXH64 with seed 0 (the checksum of docs/index_format.md), one-shot, written from the xxHash
 // specification independently of the library's streaming version.
 uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 uint64_t rd(const uint8_t* p, int n) {

@@ -6,7 +6,7 @@
 // between the two kernels (cuda::choose_algo) and the `automatic` backend. The multi-CTA answer
 // depends on which CTA meets a node first, so it is compared by recall, never bit for bit.
 // CudaMultiCtaSweep prints the paper's Q-B3 table: QPS and recall of single- vs multi-CTA over
-// batch sizes 1..10,000. Needs a GPU: label `cuda` (scripts/device-check.sh runs it).
+// batch sizes 1..10,000. Needs a GPU: label `cuda` (scripts/dev/device-check.sh runs it).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // grid chunking (70,000 queries), team sizes, the forgettable hash, both merge paths (one warp
 // / whole CTA), several random samplings, odd dimensions, clear errors. Byte vectors give exact
 // float distances, and the kernel follows the CPU step by step, so there the answers must be
-// identical, not just as good. Needs a GPU: label `cuda` (scripts/device-check.sh runs it).
+// identical, not just as good. Needs a GPU: label `cuda` (scripts/dev/device-check.sh runs it).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

@@ -236,15 +236,14 @@ __global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, floa
   }
 }
 
-bool verbose() {
-  static const bool v = [] {
-    const char* e = std::getenv("CAGRA_NND_VERBOSE");
-    return e && *e && *e != '0';
-  }();
-  return v;
-}
+/** A build with -DCAGRA_NND_TIMING=1 prints each iteration's phases (a developer's measurement;
+ *  a normal build compiles the timing out). */
+#ifndef CAGRA_NND_TIMING
+#define CAGRA_NND_TIMING 0
+#endif
+constexpr bool verbose() { return CAGRA_NND_TIMING != 0; }
 
-/** CAGRA_NND_VERBOSE: GPU time between marks (timing events exist only then). */
+/** With verbose(): GPU time between marks (timing events exist only then). */
 class phase_timer {
  public:
   phase_timer(cudaStream_t s, bool on) : s_(s), on_(on) {

@@ -31,11 +31,9 @@ uint32_t query_bytes(const index_state& st) {
   return st.dim * static_cast<uint32_t>(dtype_size(query_dtype_for(st.type)));
 }
 
-}  // namespace
-
-single_cta_launch make_single_cta_launch(const index_state& st, const search_plan& plan, metric m) {
-  single_cta_launch lp;
-  single_cta_args& a = lp.args;
+/** The fields both kernels' argument blocks share, from the device index and the plan. */
+template <typename Args>
+void set_common(Args& a, const index_state& st, const search_plan& plan, metric m) {
   a.n_rows = static_cast<uint64_t>(st.rows);
   a.seed = plan.seed;
   a.dim = st.dim;
@@ -43,6 +41,18 @@ single_cta_launch make_single_cta_launch(const index_state& st, const search_pla
   a.n_chunks = st.row_stride / 16;
   a.degree = st.degree;
   a.k = plan.k;
+  a.max_iterations = plan.max_iterations;
+  a.min_iterations = plan.min_iterations;
+  a.hash_bits = plan.hash_bits;
+  a.metric = m;
+}
+
+}  // namespace
+
+single_cta_launch make_single_cta_launch(const index_state& st, const search_plan& plan, metric m) {
+  single_cta_launch lp;
+  single_cta_args& a = lp.args;
+  set_common(a, st, plan, m);
   a.itopk = plan.itopk;
   a.itopk_p2 = next_pow2(plan.itopk);
   a.width = plan.search_width;
@@ -50,11 +60,7 @@ single_cta_launch make_single_cta_launch(const index_state& st, const search_pla
   a.cand_p2 = next_pow2(a.n_cand);
   a.n_init = plan.initial_nodes;  // the CPU's draws, so results stay bit-identical
   a.init_p2 = next_pow2(a.n_init);
-  a.max_iterations = plan.max_iterations;
-  a.min_iterations = plan.min_iterations;
   a.reset_interval = plan.hash_reset_interval;
-  a.hash_bits = plan.hash_bits;
-  a.metric = m;
   lp.team = plan.team_size;
   lp.block = plan.block_size;
 
@@ -70,20 +76,10 @@ single_cta_launch make_single_cta_launch(const index_state& st, const search_pla
 multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan& plan, metric m) {
   multi_cta_launch lp;
   multi_cta_args& a = lp.args;
-  a.n_rows = static_cast<uint64_t>(st.rows);
-  a.seed = plan.seed;
-  a.dim = st.dim;
-  a.row_stride = st.row_stride;
-  a.n_chunks = st.row_stride / 16;
-  a.degree = st.degree;
+  set_common(a, st, plan, m);
   a.n_ctas = plan.ctas_per_query;
   a.n_init = plan.initial_nodes;
   a.cand_cap = std::max(st.degree, a.n_init);
-  a.max_iterations = plan.max_iterations;
-  a.min_iterations = plan.min_iterations;
-  a.hash_bits = plan.hash_bits;
-  a.metric = m;
-  a.k = plan.k;
   a.list_k = std::min(plan.k, kMultiCtaList);
   a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));
   lp.team = plan.team_size;
