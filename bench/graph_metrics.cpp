@@ -34,8 +34,9 @@ double now() {
 
 int main(int argc, char** argv) try {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0) {
-    std::fprintf(stderr, "usage: graph_metrics DATASET [--graph-degree D] [--intermediate-degree K] "
-                         "[--limit N] [--threads T] [--json FILE] [--dataset NAME]\n");
+    std::fprintf(stderr,
+                 "usage: graph_metrics DATASET [--graph-degree D] [--intermediate-degree K] "
+                 "[--limit N] [--threads T] [--json FILE] [--dataset NAME]\n");
     return argc < 2 ? 2 : 0;
   }
   std::string path = argv[1], json, name = path;
@@ -46,17 +47,28 @@ int main(int argc, char** argv) try {
   cagra::backend b = cagra::backend::cpu;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string o = argv[i], v = argv[i + 1];
-    if (o == "--graph-degree") d = uint32_t(std::stoul(v));
-    else if (o == "--intermediate-degree") k = uint32_t(std::stoul(v));
-    else if (o == "--limit") limit = std::stoll(v);
-    else if (o == "--threads") threads = std::stoi(v);
-    else if (o == "--json") json = v;
-    else if (o == "--dataset") name = v;
-    else if (o == "--metric") m = cagra::parse_metric(v);
-    else if (o == "--backend") b = cagra::parse_backend(v);
-    else if (o == "--knn-recall") recall_rows = std::stoll(v);
-    else if (o == "--two-hop-samples") two_hop_samples = std::stoll(v);
-    else throw cagra::error("unknown option " + o);
+    if (o == "--graph-degree")
+      d = uint32_t(std::stoul(v));
+    else if (o == "--intermediate-degree")
+      k = uint32_t(std::stoul(v));
+    else if (o == "--limit")
+      limit = std::stoll(v);
+    else if (o == "--threads")
+      threads = std::stoi(v);
+    else if (o == "--json")
+      json = v;
+    else if (o == "--dataset")
+      name = v;
+    else if (o == "--metric")
+      m = cagra::parse_metric(v);
+    else if (o == "--backend")
+      b = cagra::parse_backend(v);
+    else if (o == "--knn-recall")
+      recall_rows = std::stoll(v);
+    else if (o == "--two-hop-samples")
+      two_hop_samples = std::stoll(v);
+    else
+      throw cagra::error("unknown option " + o);
   }
   cagra::host_matrix data = cagra::io::read_matrix(path);
   if (limit > 0 && limit < data.rows()) {
@@ -74,9 +86,11 @@ int main(int argc, char** argv) try {
   double t0 = now();
   cagra::knn_graph knn = cagra::build_knn_graph(res, ip, data);
   double knn_s = now() - t0;
-  const bool gpu = b == cagra::backend::cuda || (b == cagra::backend::automatic && cagra::cuda_available());
-  std::printf("dataset %s: %lld x %lld, metric %s, kNN degree %u in %.2f s (%s), graph degree %u\n", name.c_str(),
-              (long long)data.rows(), (long long)data.cols(), cagra::to_string(m), k, knn_s, gpu ? "GPU" : "CPU", d);
+  const bool gpu =
+      b == cagra::backend::cuda || (b == cagra::backend::automatic && cagra::cuda_available());
+  std::printf("dataset %s: %lld x %lld, metric %s, kNN degree %u in %.2f s (%s), graph degree %u\n",
+              name.c_str(), (long long)data.rows(), (long long)data.cols(), cagra::to_string(m), k,
+              knn_s, gpu ? "GPU" : "CPU", d);
   double knn_recall = -1;
   if (recall_rows > 0) {
     // Exact neighbors of evenly spaced rows (k + 1: the row itself comes back first, or tied).
@@ -86,7 +100,8 @@ int main(int argc, char** argv) try {
     std::vector<int64_t> rows(r);
     for (int64_t i = 0; i < r; ++i) {
       rows[i] = i * n / r;
-      std::memcpy(static_cast<uint8_t*>(sample.data()) + i * row_bytes, data.row_bytes(rows[i]), row_bytes);
+      std::memcpy(static_cast<uint8_t*>(sample.data()) + i * row_bytes, data.row_bytes(rows[i]),
+                  row_bytes);
     }
     cagra::knn_graph exact = cagra::brute_force_knn(res, m, data, sample, k + 1);
     int64_t hits = 0;
@@ -96,13 +111,16 @@ int main(int argc, char** argv) try {
       for (uint32_t j = 0; j <= k && truth.size() < k; ++j)
         if (e[j] != uint32_t(rows[i])) truth.push_back(e[j]);
       const uint32_t* f = knn.ids.data() + rows[i] * k;
-      for (uint32_t j = 0; j < k; ++j) hits += std::find(truth.begin(), truth.end(), f[j]) != truth.end();
+      for (uint32_t j = 0; j < k; ++j)
+        hits += std::find(truth.begin(), truth.end(), f[j]) != truth.end();
     }
     knn_recall = double(hits) / (double(r) * k);
-    std::printf("kNN graph recall@%u vs exact on %lld sampled rows: %.4f\n", k, (long long)r, knn_recall);
+    std::printf("kNN graph recall@%u vs exact on %lld sampled rows: %.4f\n", k, (long long)r,
+                knn_recall);
   }
   std::printf("\n");
-  std::printf("%-22s %12s %10s %8s %10s\n", "graph", "avg 2-hop", "strong CC", "weak CC", "optimize s");
+  std::printf("%-22s %12s %10s %8s %10s\n", "graph", "avg 2-hop", "strong CC", "weak CC",
+              "optimize s");
   std::ofstream out;
   if (!json.empty()) out.open(json, std::ios::app);
   struct variant {
@@ -131,11 +149,13 @@ int main(int argc, char** argv) try {
     if (out)
       out << "{\"dataset\":\"" << name << "\",\"n\":" << knn.rows << ",\"graph\":\"" << v.label
           << "\",\"graph_degree\":" << d << ",\"intermediate_degree\":" << k
-          << ",\"avg_two_hop\":" << st.avg_two_hop << ",\"strong_components\":" << st.strong_components
+          << ",\"avg_two_hop\":" << st.avg_two_hop
+          << ",\"strong_components\":" << st.strong_components
           << ",\"weak_components\":" << st.weak_components << ",\"optimize_s\":" << opt_s
           << ",\"knn_s\":" << knn_s << ",\"backend\":\"" << (gpu ? "cuda" : "cpu")
           << "\",\"metric\":\"" << cagra::to_string(m) << "\""
-          << (knn_recall >= 0 ? ",\"knn_recall\":" + std::to_string(knn_recall) : std::string()) << "}\n";
+          << (knn_recall >= 0 ? ",\"knn_recall\":" + std::to_string(knn_recall) : std::string())
+          << "}\n";
   }
   return 0;
 } catch (const std::exception& e) {

@@ -29,7 +29,7 @@
 #include <cagra/io.hpp>
 #include <cagra/types.hpp>
 
-#include "bench_json.hpp"    // tools/cli: the JSON-record helpers shared with `cagra bench`
+#include "bench_json.hpp"  // tools/cli: the JSON-record helpers shared with `cagra bench`
 
 namespace {
 
@@ -93,23 +93,34 @@ options parse_args(int argc, char** argv) {
     }
     if (i + 1 >= argc) fail(a + " needs a value");
     std::string v = argv[++i];
-    if (a == "-k" || a == "--k") o.k = parse_int(a, v, 1, 100000);
-    else if (a == "--M" || a == "-M") o.m = parse_int(a, v, 2, 10000);
-    else if (a == "--ef-construction") o.ef_construction = parse_int(a, v, 1, 1 << 20);
+    if (a == "-k" || a == "--k")
+      o.k = parse_int(a, v, 1, 100000);
+    else if (a == "--M" || a == "-M")
+      o.m = parse_int(a, v, 2, 10000);
+    else if (a == "--ef-construction")
+      o.ef_construction = parse_int(a, v, 1, 1 << 20);
     else if (a == "--ef") {
       o.efs.clear();
       for (long e : parse_list(a, v, 1, 1 << 20)) o.efs.push_back(e);
-    } else if (a == "--threads") o.threads = parse_int(a, v, 0, 4096);
+    } else if (a == "--threads")
+      o.threads = parse_int(a, v, 0, 4096);
     else if (a == "--batch") {
       o.batches.clear();
       for (long b : parse_list(a, v, 0, 1)) o.batches.push_back(static_cast<int>(b));
-    } else if (a == "--metric") o.metric = v;
-    else if (a == "--json") o.json = v;
-    else if (a == "--dataset") o.dataset = v;
-    else if (a == "--reps") o.reps = parse_int(a, v, 1, 1000);
-    else if (a == "--save-index") o.save_index = v;
-    else if (a == "--load-index") o.load_index = v;
-    else fail("unknown option '" + a + "' (see --help)");
+    } else if (a == "--metric")
+      o.metric = v;
+    else if (a == "--json")
+      o.json = v;
+    else if (a == "--dataset")
+      o.dataset = v;
+    else if (a == "--reps")
+      o.reps = parse_int(a, v, 1, 1000);
+    else if (a == "--save-index")
+      o.save_index = v;
+    else if (a == "--load-index")
+      o.load_index = v;
+    else
+      fail("unknown option '" + a + "' (see --help)");
   }
   if (pos.size() != 3)
     fail("expected BASE QUERIES GROUNDTRUTH, got " + std::to_string(pos.size()) +
@@ -150,7 +161,9 @@ std::vector<float> to_float(const cagra::host_matrix& m, bool normalize) {
   for (size_t i = 0; i < n; ++i) {
     switch (m.type()) {
       case cagra::dtype::f32: out[i] = static_cast<const float*>(p)[i]; break;
-      case cagra::dtype::f16: out[i] = cagra::to_float(static_cast<const cagra::half*>(p)[i]); break;
+      case cagra::dtype::f16:
+        out[i] = cagra::to_float(static_cast<const cagra::half*>(p)[i]);
+        break;
       case cagra::dtype::u8: out[i] = static_cast<const uint8_t*>(p)[i]; break;
       case cagra::dtype::i8: out[i] = static_cast<const int8_t*>(p)[i]; break;
       case cagra::dtype::u32: out[i] = float(static_cast<const uint32_t*>(p)[i]); break;
@@ -208,8 +221,8 @@ int main(int argc, char** argv) {
       fail("queries have dimension " + std::to_string(queries.cols()) + " but the base has " +
            std::to_string(dim));
     if (static_cast<size_t>(gt.ids.rows()) != nq)
-      fail("ground truth has " + std::to_string(gt.ids.rows()) + " rows for " +
-           std::to_string(nq) + " queries");
+      fail("ground truth has " + std::to_string(gt.ids.rows()) + " rows for " + std::to_string(nq) +
+           " queries");
     if (gt.ids.cols() < o.k)
       fail("ground truth has " + std::to_string(gt.ids.cols()) + " neighbors per query, -k is " +
            std::to_string(o.k));
@@ -217,8 +230,10 @@ int main(int argc, char** argv) {
     bool cosine = o.metric == "cosine";
     std::vector<float> xb = to_float(base, cosine), xq = to_float(queries, cosine);
     std::unique_ptr<hnswlib::SpaceInterface<float>> space;
-    if (o.metric == "l2") space = std::make_unique<hnswlib::L2Space>(dim);
-    else space = std::make_unique<hnswlib::InnerProductSpace>(dim);
+    if (o.metric == "l2")
+      space = std::make_unique<hnswlib::L2Space>(dim);
+    else
+      space = std::make_unique<hnswlib::InnerProductSpace>(dim);
 
     std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;
     double build_s = NAN;
@@ -241,20 +256,22 @@ int main(int argc, char** argv) {
       }
     } else {
       double t0 = now_s();
-      hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(space.get(), n, o.m,
-                                                               o.ef_construction);
+      hnsw =
+          std::make_unique<hnswlib::HierarchicalNSW<float>>(space.get(), n, o.m, o.ef_construction);
       // The first point alone, as hnswlib's bindings do: it becomes the entry point, and
       // inserting it concurrently with others would race on the empty graph.
       hnsw->addPoint(xb.data(), 0);
       parallel_for(n - 1, o.threads,
                    [&](size_t i) { hnsw->addPoint(xb.data() + (i + 1) * dim, i + 1); });
       build_s = now_s() - t0;
-      std::fprintf(stderr, "built HNSW M=%zu ef_construction=%zu over %zu x %zu in %.2f s "
-                   "(%d threads)\n", o.m, o.ef_construction, n, dim, build_s, o.threads);
+      std::fprintf(stderr,
+                   "built HNSW M=%zu ef_construction=%zu over %zu x %zu in %.2f s "
+                   "(%d threads)\n",
+                   o.m, o.ef_construction, n, dim, build_s, o.threads);
       if (!o.save_index.empty()) {
         hnsw->saveIndex(o.save_index);
-        std::ofstream(o.save_index + ".meta") << o.metric << " " << cagra::cli::json_number(build_s, "%.4f")
-                                              << "\n";
+        std::ofstream(o.save_index + ".meta")
+            << o.metric << " " << cagra::cli::json_number(build_s, "%.4f") << "\n";
       }
     }
 
@@ -268,14 +285,16 @@ int main(int argc, char** argv) {
     const uint32_t k = o.k;
     std::vector<uint32_t> found(nq * k);
 
-    std::printf("hnswlib on %s: n=%zu dim=%zu nq=%zu k=%u M=%zu ef_construction=%zu "
-                "threads=%d build_s=%s\n", o.dataset.c_str(), n, dim, nq, k, o.m,
-                o.ef_construction, o.threads, cagra::cli::json_number(build_s, "%.2f").c_str());
+    std::printf(
+        "hnswlib on %s: n=%zu dim=%zu nq=%zu k=%u M=%zu ef_construction=%zu "
+        "threads=%d build_s=%s\n",
+        o.dataset.c_str(), n, dim, nq, k, o.m, o.ef_construction, o.threads,
+        cagra::cli::json_number(build_s, "%.2f").c_str());
     for (int batch : o.batches) {
       // As in `cagra bench`: the device string and params.threads name the threads that searched.
       int threads = batch ? 1 : o.threads;
-      std::string device = cpu + " (" + std::to_string(threads) +
-                           (threads == 1 ? " thread)" : " threads)");
+      std::string device =
+          cpu + " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
       std::printf("batch=%d (%d search thread%s)\n%8s %10s %12s %12s\n", batch, threads,
                   threads == 1 ? "" : "s", "ef", "recall@k", "QPS", "latency_ms");
       auto one = [&](size_t q) {
@@ -312,19 +331,21 @@ int main(int argc, char** argv) {
         double latency_ms = batch ? 1e3 * best[e] / nq : 1e3 * best[e];
         std::printf("%8zu %10.4f %12.1f %12.4f\n", ef, recall, qps, latency_ms);
         if (json) {
-          std::fprintf(json.get(),
-                       "{\"run_id\": %s, \"system\": \"hnswlib\", \"device\": %s, \"commit\": %s, "
-                       "\"dataset\": %s, \"metric\": %s, \"n\": %zu, \"dim\": %zu, \"nq\": %zu, "
-                       "\"batch\": %d, \"k\": %u, "
-                       "\"params\": {\"M\": %zu, \"ef_construction\": %zu, \"ef\": %zu, "
-                       "\"threads\": %d}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s, "
-                       "\"build_s\": %s}\n",
-                       cagra::cli::json_quote(run_id).c_str(), cagra::cli::json_quote(device).c_str(),
-                       cagra::cli::json_quote(commit).c_str(), cagra::cli::json_quote(o.dataset).c_str(),
-                       cagra::cli::json_quote(o.metric).c_str(), n, dim, nq, batch, k,
-                       o.m, o.ef_construction, ef, threads, cagra::cli::json_number(recall).c_str(),
-                       cagra::cli::json_number(qps, "%.2f").c_str(), cagra::cli::json_number(latency_ms).c_str(),
-                       cagra::cli::json_number(build_s, "%.4f").c_str());
+          std::fprintf(
+              json.get(),
+              "{\"run_id\": %s, \"system\": \"hnswlib\", \"device\": %s, \"commit\": %s, "
+              "\"dataset\": %s, \"metric\": %s, \"n\": %zu, \"dim\": %zu, \"nq\": %zu, "
+              "\"batch\": %d, \"k\": %u, "
+              "\"params\": {\"M\": %zu, \"ef_construction\": %zu, \"ef\": %zu, "
+              "\"threads\": %d}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s, "
+              "\"build_s\": %s}\n",
+              cagra::cli::json_quote(run_id).c_str(), cagra::cli::json_quote(device).c_str(),
+              cagra::cli::json_quote(commit).c_str(), cagra::cli::json_quote(o.dataset).c_str(),
+              cagra::cli::json_quote(o.metric).c_str(), n, dim, nq, batch, k, o.m,
+              o.ef_construction, ef, threads, cagra::cli::json_number(recall).c_str(),
+              cagra::cli::json_number(qps, "%.2f").c_str(),
+              cagra::cli::json_number(latency_ms).c_str(),
+              cagra::cli::json_number(build_s, "%.4f").c_str());
           std::fflush(json.get());
         }
         std::fflush(stdout);

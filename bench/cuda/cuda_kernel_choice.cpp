@@ -25,7 +25,8 @@ double median_call_seconds(F&& f) {
   f();
   std::vector<double> t;
   const auto start = clk::now();
-  while (t.size() < 5 || (t.size() < 2000 && std::chrono::duration<double>(clk::now() - start).count() < 0.2)) {
+  while (t.size() < 5 ||
+         (t.size() < 2000 && std::chrono::duration<double>(clk::now() - start).count() < 0.2)) {
     const auto t0 = clk::now();
     f();
     t.push_back(std::chrono::duration<double>(clk::now() - t0).count());
@@ -35,12 +36,11 @@ double median_call_seconds(F&& f) {
 }
 
 /** The GPU's answer with kernel `algo`. */
-result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, search_params p, search_algo algo,
-               int64_t batch) {
+result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, search_params p,
+               search_algo algo, int64_t batch) {
   p.algo = algo;
   return gpu_search(idx, q, k, p, batch);
 }
-
 
 TEST(CudaMultiCtaSweep, BatchSizesQB3) {
   // The paper's Q-B3 on bigann10k (u8, degree 32, itopk 64 and 256, k 10): queries per second
@@ -53,8 +53,8 @@ TEST(CudaMultiCtaSweep, BatchSizesQB3) {
   const int sm = cuda::cuda_info(0).sm_count;
   std::printf("[ bench    ] Q-B3 sweep on %s: bigann10k u8 l2, degree 32, k 10\n",
               cuda::describe(cuda::cuda_info(0)).c_str());
-  std::printf("[ bench    ] %5s %6s | %12s %8s | %12s %8s | %s\n", "itopk", "batch", "single QPS", "recall",
-              "multi QPS", "recall", "automatic");
+  std::printf("[ bench    ] %5s %6s | %12s %8s | %12s %8s | %s\n", "itopk", "batch", "single QPS",
+              "recall", "multi QPS", "recall", "automatic");
   for (uint32_t it : {64u, 256u}) {
     for (int64_t batch : {1, 10, 100, 1000, 10000}) {
       double qps[2], rec[2];
@@ -67,11 +67,13 @@ TEST(CudaMultiCtaSweep, BatchSizesQB3) {
         const search_plan plan = gpu_plan(idx, p, k, batch);
         std::vector<uint32_t> ids(size_t(batch) * k);
         std::vector<float> dist(ids.size());
-        qps[a] = batch / median_call_seconds([&] { cuda::search(idx, q, plan, ids.data(), dist.data(), 0); });
+        qps[a] = batch / median_call_seconds(
+                             [&] { cuda::search(idx, q, plan, ids.data(), dist.data(), 0); });
         expect_well_formed(r, idx.size(), "sweep");
       }
-      std::printf("[ bench    ] %5u %6lld | %12.0f %8.4f | %12.0f %8.4f | %s\n", it, (long long)batch, qps[0], rec[0],
-                  qps[1], rec[1], to_string(gpu_plan(idx, itopk(it), k, batch).algo));
+      std::printf("[ bench    ] %5u %6lld | %12.0f %8.4f | %12.0f %8.4f | %s\n", it,
+                  (long long)batch, qps[0], rec[0], qps[1], rec[1],
+                  to_string(gpu_plan(idx, itopk(it), k, batch).algo));
       EXPECT_GE(rec[1], rec[0] - 0.01) << "batch " << batch;
     }
   }

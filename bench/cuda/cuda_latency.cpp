@@ -1,8 +1,9 @@
 // Where the time of one batch-1 GPU search goes (a measurement for the logs, in bench/: nothing
-// asserted but the answer; `cagra_cuda_bench --gtest_filter=CudaLatency*`): the whole cagra::search call, cuda::search on an already converted query, the same
-// with a one-iteration search (kernel work nearly nil: what is left is the fixed cost of a call),
-// and the CUDA runtime pieces such a call is made of (small pageable copies, a memset launch, a
-// stream synchronize, the device queries), each the mean of many calls after a warm-up.
+// asserted but the answer; `cagra_cuda_bench --gtest_filter=CudaLatency*`): the whole cagra::search
+// call, cuda::search on an already converted query, the same with a one-iteration search (kernel
+// work nearly nil: what is left is the fixed cost of a call), and the CUDA runtime pieces such a
+// call is made of (small pageable copies, a memset launch, a stream synchronize, the device
+// queries), each the mean of many calls after a warm-up.
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -58,14 +59,20 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
       const double api = mean_us(reps, [&] {
         search(res, p, idx, q1, k, {ids.data(), 1, k}, {dist.data(), 1, k});
       });
-      const double direct = mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), dist.data(), 0); });
-      const double direct_ids = mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); });
+      const double direct =
+          mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), dist.data(), 0); });
+      const double direct_ids =
+          mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); });
       search_params p1 = p;
       p1.max_iterations = 1;  // explicit: each CTA's cap (the automatic budget has a floor)
       const search_plan one = gpu_plan(idx, p1, k, 1);
-      const double fixed = mean_us(reps, [&] { cuda::search(idx, hq, one, ids.data(), dist.data(), 0); });
-      std::printf("[ latency  ] itopk %3u width %2u: cagra::search %7.1f us, cuda::search %7.1f us (ids only "
-                  "%7.1f), one iteration %7.1f us\n", itopk, width, api, direct, direct_ids, fixed);
+      const double fixed =
+          mean_us(reps, [&] { cuda::search(idx, hq, one, ids.data(), dist.data(), 0); });
+      std::printf(
+          "[ latency  ] itopk %3u width %2u: cagra::search %7.1f us, cuda::search %7.1f us (ids "
+          "only "
+          "%7.1f), one iteration %7.1f us\n",
+          itopk, width, api, direct, direct_ids, fixed);
     }
   }
 
@@ -79,7 +86,8 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
       p.search_width = width;
       p.max_iterations = iters;
       const search_plan plan = gpu_plan(idx, p, k, 1);
-      std::printf(" %u: %.1f us", iters, mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); }));
+      std::printf(" %u: %.1f us", iters,
+                  mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); }));
     }
     std::printf("\n");
   }
@@ -114,12 +122,15 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
     cudaStreamSynchronize(s);
   });
   int attr = 0;
-  const double attr_us = mean_us(reps, [&] { cudaDeviceGetAttribute(&attr, cudaDevAttrMultiProcessorCount, 0); });
+  const double attr_us =
+      mean_us(reps, [&] { cudaDeviceGetAttribute(&attr, cudaDevAttrMultiProcessorCount, 0); });
   const double count_us = mean_us(reps, [&] { (void)cuda::device_count(); });
-  std::printf("[ latency  ] runtime: H2D 128 B pageable + sync %.1f us; D2H 80 B pageable + sync %.1f us, pinned "
-              "%.1f us; memset 64 KB + sync %.1f us, three %.1f us; idle stream sync %.1f us; "
-              "cudaDeviceGetAttribute %.2f us; device_count %.2f us\n",
-              h2d, d2h, d2h_pinned, memset_sync, three_memsets, sync_idle, attr_us, count_us);
+  std::printf(
+      "[ latency  ] runtime: H2D 128 B pageable + sync %.1f us; D2H 80 B pageable + sync %.1f us, "
+      "pinned "
+      "%.1f us; memset 64 KB + sync %.1f us, three %.1f us; idle stream sync %.1f us; "
+      "cudaDeviceGetAttribute %.2f us; device_count %.2f us\n",
+      h2d, d2h, d2h_pinned, memset_sync, three_memsets, sync_idle, attr_us, count_us);
   cudaFreeHost(pinned);
   cudaStreamDestroy(s);
   cudaFree(d);
@@ -158,7 +169,8 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
         ++claim_n;
       }
       m.iteration0 += us(r[cuda::kTraceInitDone], r[cuda::kTraceIteration0]);
-      for (uint32_t i = cuda::kTraceIteration0 + 1; i < cuda::kTracePublished && r[i] != 0; ++i, ++iter_n)
+      for (uint32_t i = cuda::kTraceIteration0 + 1; i < cuda::kTracePublished && r[i] != 0;
+           ++i, ++iter_n)
         iter_sum += us(r[i - 1], r[i]);
     }
     m.published += us(t0, published);
@@ -189,8 +201,8 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
 // wait and host work. The latency modes are switched on one by one: the CTAs' lists polled as
 // tagged words and merged by the host instead of the last CTA merging and a stream synchronize
 // ("host merge"), the query inside the launch ("inline"); then
-// the persistent kernel (host time only). On bigann10k (L2-resident), and on a 1M-scale index in DRAM when
-// CAGRA_LATENCY_INDEX (a saved .cagra) and CAGRA_LATENCY_QUERIES are set
+// the persistent kernel (host time only). On bigann10k (L2-resident), and on a 1M-scale index in
+// DRAM when CAGRA_LATENCY_INDEX (a saved .cagra) and CAGRA_LATENCY_QUERIES are set
 // (scripts/dev/device-latency.sh).
 TEST_F(CudaLatency, TracedMultiCta) {
   const char* index_path = std::getenv("CAGRA_LATENCY_INDEX");
@@ -226,10 +238,13 @@ TEST_F(CudaLatency, TracedMultiCta) {
     const char* name;
     search_io io;
   };
-  const mode modes[] = {{"last-CTA merge", search_io::mapped}, {"host merge", search_io::host_merge}};
-  std::printf("[ latency  ] traced multi-CTA batch 1 on %s (%lld x %u %s, degree %u), %u queries%s\n", name.c_str(),
-              (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()), idx->graph_degree(), n_q,
-              CAGRA_MCTA_TRACE ? "" : " (no kernel trace: build with -DCAGRA_TRACE_KERNELS=ON)");
+  const mode modes[] = {{"last-CTA merge", search_io::mapped},
+                        {"host merge", search_io::host_merge}};
+  std::printf(
+      "[ latency  ] traced multi-CTA batch 1 on %s (%lld x %u %s, degree %u), %u queries%s\n",
+      name.c_str(), (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()),
+      idx->graph_degree(), n_q,
+      CAGRA_MCTA_TRACE ? "" : " (no kernel trace: build with -DCAGRA_TRACE_KERNELS=ON)");
   for (uint32_t ctas : {16u, 32u, 64u}) {
     for (uint32_t iters : {2u, 4u}) {
       search_params p;
@@ -241,9 +256,8 @@ TEST_F(CudaLatency, TracedMultiCta) {
         search_plan plan = gpu_plan(*idx, p, k, 1);
         plan.io = md.io;
         uint32_t qi = 0;
-        const double call = mean_us(2000, [&] {
-          cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0);
-        });
+        const double call = mean_us(
+            2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
 #if CAGRA_MCTA_TRACE
         cuda::testing::set_multi_cta_trace(d_trace);
         std::vector<std::vector<uint64_t>> calls;
@@ -252,20 +266,25 @@ TEST_F(CudaLatency, TracedMultiCta) {
           cuda::search(*idx, q1[i], plan, ids.data(), dist.data(), 0);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           calls.emplace_back(trace_words);
-          ASSERT_EQ(cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost), cudaSuccess);
+          ASSERT_EQ(
+              cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost),
+              cudaSuccess);
           ASSERT_LT(ids[0], idx->size());
           ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
           first[i] = ids[0];
         }
         cuda::testing::set_multi_cta_trace(nullptr);
         const trace_summary t = summarize(calls, ctas);
-        std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us = span %5.1f + launch/wait/host %4.1f | "
-                    "query %.1f + %.1f, init %.1f, pick %.1f, claim %.1f, iteration0 %.1f, next "
-                    "%.2f each, all published %.1f, counted +%.1f, merged +%.1f\n",
-                    ctas, iters, md.name, call, t.span, call - t.span, t.query_copy, t.query_convert, t.init,
-                    t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
+        std::printf(
+            "[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us = span %5.1f + launch/wait/host "
+            "%4.1f | "
+            "query %.1f + %.1f, init %.1f, pick %.1f, claim %.1f, iteration0 %.1f, next "
+            "%.2f each, all published %.1f, counted +%.1f, merged +%.1f\n",
+            ctas, iters, md.name, call, t.span, call - t.span, t.query_copy, t.query_convert,
+            t.init, t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
 #else
-        std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, md.name, call);
+        std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, md.name,
+                    call);
 #endif
       }
       // The persistent kernel (no launch, no synchronize, warm instruction caches): host time only.
@@ -273,10 +292,10 @@ TEST_F(CudaLatency, TracedMultiCta) {
       pp.persistent = true;
       const search_plan plan = gpu_plan(*idx, pp, k, 1);
       uint32_t qi = 0;
-      const double call = mean_us(2000, [&] {
-        cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0);
-      });
-      std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, "persistent", call);
+      const double call = mean_us(
+          2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
+      std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, "persistent",
+                  call);
     }
   }
   cudaFree(d_trace);

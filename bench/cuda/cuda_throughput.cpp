@@ -57,7 +57,8 @@ void run_case(const bench_case& c, matrix_view<const uint32_t> truth) {
   p.itopk_size = c.itopk;
   p.team_size = c.team;
   const uint32_t k = 10;
-  const host_matrix q = core::queries_for(repeat(*c.queries, c.batch), c.idx->storage_dtype(), c.idx->metric(), 0);
+  const host_matrix q =
+      core::queries_for(repeat(*c.queries, c.batch), c.idx->storage_dtype(), c.idx->metric(), 0);
   const search_plan plan = gpu_plan(*c.idx, p, k, c.batch);
   std::vector<uint32_t> ids(size_t(c.batch) * k);
   std::vector<float> dist(ids.size());
@@ -71,32 +72,38 @@ void run_case(const bench_case& c, matrix_view<const uint32_t> truth) {
     res.target = backend::cpu;
     const host_matrix qu = repeat(*c.queries, c.batch);
     cpu_qps = c.batch / median_seconds(3, [&] {
-      search(res, p, *c.idx, qu, k, {ids.data(), c.batch, k}, {dist.data(), c.batch, k});
-    });
+                search(res, p, *c.idx, qu, k, {ids.data(), c.batch, k}, {dist.data(), c.batch, k});
+              });
   }
   char name[64];
-  std::snprintf(name, sizeof name, "%s team %s", c.name, c.team ? std::to_string(c.team).c_str() : "auto");
-  std::printf("[ bench    ] %-14s itopk %3u batch %6lld  recall@10 %.4f  GPU %10.0f QPS (%7.3f ms)  CPU %9.0f QPS\n",
-              name, c.itopk, (long long)c.batch, rc, c.batch / tg, tg * 1e3, cpu_qps);
+  std::snprintf(name, sizeof name, "%s team %s", c.name,
+                c.team ? std::to_string(c.team).c_str() : "auto");
+  std::printf(
+      "[ bench    ] %-14s itopk %3u batch %6lld  recall@10 %.4f  GPU %10.0f QPS (%7.3f ms)  CPU "
+      "%9.0f QPS\n",
+      name, c.itopk, (long long)c.batch, rc, c.batch / tg, tg * 1e3, cpu_qps);
 }
 
 TEST(CudaThroughput, Bigann10k) {
   ASSERT_GT(cuda::device_count(), 0) << "no CUDA device: the cuda tests need a GPU";
-  std::printf("[ bench    ] device: %s; CPU: %d threads\n", cuda::describe(cuda::cuda_info(0)).c_str(),
-              core::host_threads(0));
+  std::printf("[ bench    ] device: %s; CPU: %d threads\n",
+              cuda::describe(cuda::cuda_info(0)).c_str(), core::host_threads(0));
   const real_set s = bigann10k();
   index_params ip;
   ip.graph_degree = 32;
   ip.intermediate_graph_degree = 64;
   const cagra::index u8 = build({}, ip, s.base);
   host_matrix base_f(dtype::f32, s.base.rows(), s.base.cols()), q_f(dtype::f32, 100, s.base.cols());
-  for (int64_t i = 0; i < s.base.rows() * s.base.cols(); ++i) base_f.as<float>().data[i] = s.base.as<uint8_t>().data[i];
-  for (int64_t i = 0; i < 100 * s.base.cols(); ++i) q_f.as<float>().data[i] = s.queries.as<uint8_t>().data[i];
+  for (int64_t i = 0; i < s.base.rows() * s.base.cols(); ++i)
+    base_f.as<float>().data[i] = s.base.as<uint8_t>().data[i];
+  for (int64_t i = 0; i < 100 * s.base.cols(); ++i)
+    q_f.as<float>().data[i] = s.queries.as<uint8_t>().data[i];
   const cagra::index f32 = build({}, ip, base_f);
   ip.storage = storage_type::f16;
   const cagra::index f16 = build({}, ip, base_f);
   const auto truth = s.truth.as<uint32_t>();
-  for (uint32_t m : {32u, 64u, 128u, 256u}) run_case({"u8", &u8, &s.queries, m, 10000, m <= 64}, truth);
+  for (uint32_t m : {32u, 64u, 128u, 256u})
+    run_case({"u8", &u8, &s.queries, m, 10000, m <= 64}, truth);
   run_case({"u8", &u8, &s.queries, 64, 100, true}, truth);
   run_case({"u8", &u8, &s.queries, 64, 100000, false}, truth);
   run_case({"f32", &f32, &q_f, 64, 10000, true}, truth);

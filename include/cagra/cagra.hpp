@@ -32,8 +32,8 @@ namespace cagra {
 struct knn_graph {
   int64_t rows = 0;
   uint32_t k = 0;
-  std::vector<uint32_t> ids;      ///< [rows, k]
-  std::vector<float> distances;   ///< [rows, k]
+  std::vector<uint32_t> ids;     ///< [rows, k]
+  std::vector<float> distances;  ///< [rows, k]
   matrix_view<const uint32_t> view() const { return {ids.data(), rows, static_cast<int64_t>(k)}; }
 };
 
@@ -98,12 +98,12 @@ index load(const std::string& path);
 struct graph_stats {
   int64_t nodes = 0;
   uint32_t degree = 0;
-  double avg_two_hop = 0;          ///< mean number of distinct nodes reachable in <= 2 hops
-  int64_t strong_components = 0;   ///< strongly connected components
-  int64_t weak_components = 0;     ///< weakly connected components
-  int64_t invalid_edges = 0;       ///< ids >= nodes
+  double avg_two_hop = 0;         ///< mean number of distinct nodes reachable in <= 2 hops
+  int64_t strong_components = 0;  ///< strongly connected components
+  int64_t weak_components = 0;    ///< weakly connected components
+  int64_t invalid_edges = 0;      ///< ids >= nodes
   int64_t self_loops = 0;
-  int64_t duplicate_edges = 0;     ///< repeated ids within a row
+  int64_t duplicate_edges = 0;  ///< repeated ids within a row
   /** Nodes sampled for avg_two_hop (all nodes when 0 was asked). */
   int64_t two_hop_samples = 0;
 };

@@ -44,9 +44,9 @@ std::string format(const char* fmt, Args... args) {
 }  // namespace cagra
 
 /** Throws cagra::error with a printf-style message unless `cond` holds. */
-#define CAGRA_EXPECTS(cond, ...)                                                          \
-  do {                                                                                    \
-    if (!(cond))                                                                          \
+#define CAGRA_EXPECTS(cond, ...)                                                              \
+  do {                                                                                        \
+    if (!(cond))                                                                              \
       ::cagra::detail::throw_error(__FILE__, __LINE__, ::cagra::detail::format(__VA_ARGS__)); \
   } while (0)
 

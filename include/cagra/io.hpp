@@ -1,3 +1,5 @@
+// The table below is wider than the column limit: not formatted.
+// clang-format off
 /**
  * @file io.hpp
  * @brief Reading and writing vector files: fvecs/ivecs/bvecs, fbin/u8bin/i8bin/ibin, npy,
@@ -17,6 +19,7 @@
  * | .idx/-ubyte (optionally .gz) | u8 (images flattened) | IDX magic 0x0000080N, dims          |
  * | .hdf5 / .h5                  | dataset named by `[:name]` suffix, default "train" |        |
  */
+// clang-format on
 #pragma once
 
 #include <string>

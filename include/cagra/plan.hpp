@@ -51,22 +51,22 @@ enum class search_io : uint32_t {
 /** One search call, resolved. The multi-CTA kernel's `max_iterations`, `min_iterations` and
  *  `initial_nodes` are per CTA. */
 struct search_plan {
-  backend target = backend::cpu;                ///< cpu or cuda (never automatic)
-  search_algo algo = search_algo::automatic;    ///< cuda: single_cta or multi_cta; cpu: automatic
+  backend target = backend::cpu;              ///< cpu or cuda (never automatic)
+  search_algo algo = search_algo::automatic;  ///< cuda: single_cta or multi_cta; cpu: automatic
   search_io io = search_io::none;
   uint32_t k = 0;
-  uint32_t itopk = 0;                 ///< max(itopk_size, k)
+  uint32_t itopk = 0;  ///< max(itopk_size, k)
   uint32_t search_width = 0;
   uint32_t max_iterations = 0, min_iterations = 0;
-  uint32_t random_samplings = 0;      ///< random draws per initial slot
-  uint32_t initial_nodes = 0;         ///< random initial nodes per query (per CTA: multi-CTA)
-  uint32_t hash_bits = 0;             ///< log2 of the visited-hash slots
-  uint32_t hash_reset_interval = 0;   ///< 0: reset only when nearly full
+  uint32_t random_samplings = 0;     ///< random draws per initial slot
+  uint32_t initial_nodes = 0;        ///< random initial nodes per query (per CTA: multi-CTA)
+  uint32_t hash_bits = 0;            ///< log2 of the visited-hash slots
+  uint32_t hash_reset_interval = 0;  ///< 0: reset only when nearly full
   uint64_t seed = 0;
   // The GPU kernels' launch shape (0 on the CPU).
-  uint32_t team_size = 0;             ///< lanes per distance
-  uint32_t block_size = 0;            ///< threads per CTA
-  uint32_t ctas_per_query = 0;        ///< 1 for single-CTA
+  uint32_t team_size = 0;       ///< lanes per distance
+  uint32_t block_size = 0;      ///< threads per CTA
+  uint32_t ctas_per_query = 0;  ///< 1 for single-CTA
 };
 
 /** Resolves `params` for `batch` queries of `k` neighbors on `idx`, on the backend `res`

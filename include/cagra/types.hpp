@@ -47,14 +47,19 @@ half to_half(float f);
 /** Size in bytes of one element of `t`. */
 constexpr size_t dtype_size(dtype t) {
   switch (t) {
-    case dtype::f32: case dtype::u32: case dtype::i32: return 4;
+    case dtype::f32:
+    case dtype::u32:
+    case dtype::i32: return 4;
     case dtype::f16: return 2;
-    case dtype::u8: case dtype::i8: return 1;
+    case dtype::u8:
+    case dtype::i8: return 1;
   }
   return 0;
 }
 
 /** The dtype tag of a C++ element type. */
+// One line each, a table: not formatted.
+// clang-format off
 template <typename T> constexpr dtype dtype_of();
 template <> constexpr dtype dtype_of<float>() { return dtype::f32; }
 template <> constexpr dtype dtype_of<half>() { return dtype::f16; }
@@ -62,8 +67,10 @@ template <> constexpr dtype dtype_of<uint8_t>() { return dtype::u8; }
 template <> constexpr dtype dtype_of<int8_t>() { return dtype::i8; }
 template <> constexpr dtype dtype_of<uint32_t>() { return dtype::u32; }
 template <> constexpr dtype dtype_of<int32_t>() { return dtype::i32; }
+// clang-format on
 
-/** Names used in messages, files and on the command line ("l2", "ip", "cosine"; "f32", "u8", ...). */
+/** Names used in messages, files and on the command line ("l2", "ip", "cosine"; "f32", "u8",
+ *  ...). */
 const char* to_string(metric m);
 const char* to_string(dtype t);
 /** Parses "l2" | "ip" | "inner_product" | "cosine"; throws cagra::error otherwise. */
@@ -97,8 +104,7 @@ struct dataset_view {
   memory_space space = memory_space::host;
 
   dataset_view() = default;
-  dataset_view(const void* d, dtype t, int64_t r, int64_t c,
-               memory_space s = memory_space::host)
+  dataset_view(const void* d, dtype t, int64_t r, int64_t c, memory_space s = memory_space::host)
       : data(d), type(t), rows(r), cols(c), space(s) {}
   template <typename T>
   dataset_view(matrix_view<T> v)  // NOLINT: implicit on purpose

@@ -108,16 +108,18 @@ class vectors_in {
     const bool row_major =
         (rows <= 1 || array_.stride(0) == cols) && (cols <= 1 || array_.stride(1) == 1);
     if (!row_major) {
-      const std::string msg = what_ + " is not C-contiguous (row-major); pass "
-                                      "numpy.ascontiguousarray(x) (cupy.ascontiguousarray(x), "
-                                      "x.contiguous() for torch)";
+      const std::string msg = what_ +
+                              " is not C-contiguous (row-major); pass "
+                              "numpy.ascontiguousarray(x) (cupy.ascontiguousarray(x), "
+                              "x.contiguous() for torch)";
       throw nb::value_error(msg.c_str());
     }
     const int dev = array_.device_type();
     if (dev == nb::device::cuda::value || dev == nb::device::cuda_managed::value) {
 #ifndef CAGRA_PY_CUDA
-      const std::string msg = what_ + " is a CUDA array, but this cagra build has no CUDA backend; "
-                                      "pass a host array (cupy.asnumpy(x), x.cpu().numpy())";
+      const std::string msg = what_ +
+                              " is a CUDA array, but this cagra build has no CUDA backend; "
+                              "pass a host array (cupy.asnumpy(x), x.cpu().numpy())";
       throw nb::value_error(msg.c_str());
 #else
       on_device_ = true;
@@ -189,7 +191,10 @@ numpy_out<T> to_numpy(std::vector<T>&& v, size_t rows, size_t cols) {
 nb::ndarray<nb::numpy, nb::ndim<2>> to_numpy(cagra::host_matrix&& m) {
   auto* owner = new cagra::host_matrix(std::move(m));
   nb::capsule deleter(owner, [](void* p) noexcept { delete static_cast<cagra::host_matrix*>(p); });
-  return {owner->data(), {size_t(owner->rows()), size_t(owner->cols())}, deleter, {},
+  return {owner->data(),
+          {size_t(owner->rows()), size_t(owner->cols())},
+          deleter,
+          {},
           to_dlpack(owner->type())};
 }
 
@@ -231,8 +236,9 @@ struct device_memory {
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       p = nullptr;
-      throw cagra::error("allocating " + std::to_string(bytes) + " bytes of results on CUDA device " +
-                         std::to_string(device) + " failed: " + cudaGetErrorString(e));
+      throw cagra::error("allocating " + std::to_string(bytes) +
+                         " bytes of results on CUDA device " + std::to_string(device) +
+                         " failed: " + cudaGetErrorString(e));
     }
   }
   ~device_memory() {
@@ -245,7 +251,8 @@ struct device_memory {
 /** A [rows, cols] CUDA array over `mem` (which it takes over: freed with the array), as a torch
  *  tensor or cupy array when the queries were one, else a DLPack-capable nanobind ndarray. */
 template <typename T>
-nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device, const std::string& framework) {
+nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device,
+                    const std::string& framework) {
   nb::capsule owner(mem.p, [](void* p) noexcept {
     if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
   });
@@ -253,30 +260,33 @@ nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device, co
   mem.p = nullptr;
   constexpr int cuda = nb::device::cuda::value;
   if (framework == "torch")
-    return nb::cast(nb::ndarray<nb::pytorch, T, nb::ndim<2>, nb::device::cuda>(data, {rows, cols}, owner, {},
-                                                                              nb::dtype<T>(), cuda, device));
+    return nb::cast(nb::ndarray<nb::pytorch, T, nb::ndim<2>, nb::device::cuda>(
+        data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
   if (framework == "cupy")
-    return nb::cast(nb::ndarray<nb::cupy, T, nb::ndim<2>, nb::device::cuda>(data, {rows, cols}, owner, {},
-                                                                           nb::dtype<T>(), cuda, device));
+    return nb::cast(nb::ndarray<nb::cupy, T, nb::ndim<2>, nb::device::cuda>(
+        data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
 #if NB_VERSION_MAJOR >= 3 || (NB_VERSION_MAJOR == 2 && NB_VERSION_MINOR >= 2)
   using any_framework = nb::array_api;  // a nanobind ndarray object: __dlpack__, __dlpack_device__
 #else
   using any_framework = nb::no_framework;  // older nanobind: a bare DLPack capsule
 #endif
-  return nb::cast(nb::ndarray<any_framework, T, nb::ndim<2>, nb::device::cuda>(data, {rows, cols}, owner, {},
-                                                                               nb::dtype<T>(), cuda, device));
+  return nb::cast(nb::ndarray<any_framework, T, nb::ndim<2>, nb::device::cuda>(
+      data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
 }
 
 /** Search of CUDA queries: the results are allocated on the queries' device and written there by
  *  the CUDA backend, which reads the queries in place; no host copy either way. */
-nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k, const cagra::search_params& params,
-                           cagra::backend target, int num_threads, const std::string& framework) {
+nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
+                           const cagra::search_params& params, cagra::backend target,
+                           int num_threads, const std::string& framework) {
   if (target == cagra::backend::cpu)
-    throw cagra::error("queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
-                       "CUDA backend (use backend='cuda' or 'auto', or pass a host array)");
+    throw cagra::error(
+        "queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
+        "CUDA backend (use backend='cuda' or 'auto', or pass a host array)");
   if (!cagra::cuda_available())
-    throw cagra::error("queries are a CUDA array, but no CUDA device is visible: device memory needs the "
-                       "CUDA backend and a GPU");
+    throw cagra::error(
+        "queries are a CUDA array, but no CUDA device is visible: device memory needs the "
+        "CUDA backend and a GPU");
   const int64_t nq = q.rows();
   const int device = q.device_id();
   const size_t n = static_cast<size_t>(nq) * k;
@@ -333,8 +343,8 @@ numpy_out<uint32_t> optimize(const ids_in& knn_ids, std::optional<dist_in> knn_d
                              uint32_t graph_degree, cagra::reorder_kind reorder,
                              std::optional<any_array> dataset, cagra::metric metric,
                              cagra::backend target, int num_threads) {
-  if (knn_distances && (knn_distances->shape(0) != knn_ids.shape(0) ||
-                        knn_distances->shape(1) != knn_ids.shape(1)))
+  if (knn_distances &&
+      (knn_distances->shape(0) != knn_ids.shape(0) || knn_distances->shape(1) != knn_ids.shape(1)))
     throw nb::value_error("knn_distances must have the shape of knn_ids");
   std::optional<vectors_in> data;
   if (dataset) data.emplace(std::move(*dataset), "dataset");
@@ -389,18 +399,25 @@ nb::tuple brute_force(any_array dataset, any_array queries, uint32_t k, cagra::m
 std::string explain_build(int64_t rows, const std::string& dtype, const cagra::index_params& params,
                           cagra::backend target, int num_threads) {
   cagra::dtype t;
-  if (dtype == "f32") t = cagra::dtype::f32;
-  else if (dtype == "f16") t = cagra::dtype::f16;
-  else if (dtype == "u8") t = cagra::dtype::u8;
-  else if (dtype == "i8") t = cagra::dtype::i8;
-  else throw nb::value_error(("unknown vector dtype '" + dtype + "'").c_str());
+  if (dtype == "f32")
+    t = cagra::dtype::f32;
+  else if (dtype == "f16")
+    t = cagra::dtype::f16;
+  else if (dtype == "u8")
+    t = cagra::dtype::u8;
+  else if (dtype == "i8")
+    t = cagra::dtype::i8;
+  else
+    throw nb::value_error(("unknown vector dtype '" + dtype + "'").c_str());
   return cagra::to_string(cagra::plan_build(make_resources(target, num_threads), params, rows, t));
 }
 
 /** The search plan line (cagra::plan_search + to_string) of one call with `batch` host queries. */
-std::string explain_search(const cagra::index& idx, uint32_t k, int64_t batch, const cagra::search_params& params,
-                           cagra::backend target, int num_threads) {
-  return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k, batch));
+std::string explain_search(const cagra::index& idx, uint32_t k, int64_t batch,
+                           const cagra::search_params& params, cagra::backend target,
+                           int num_threads) {
+  return cagra::to_string(
+      cagra::plan_search(make_resources(target, num_threads), params, idx, k, batch));
 }
 
 nb::tuple read_neighbors(const std::string& path) {
@@ -458,15 +475,18 @@ NB_MODULE(_cagra, m) {
       .def_rw("metric", &ip::metric)
       .def_rw("graph_degree", &ip::graph_degree)
       .def_rw("intermediate_graph_degree", &ip::intermediate_graph_degree)
-      .def_prop_rw("knn_algo", [](const ip& p) { return p.knn.algo; },
-                   [](ip& p, cagra::knn_algo v) { p.knn.algo = v; })
-      .def_prop_rw("knn_max_iterations", [](const ip& p) { return p.knn.max_iterations; },
-                   [](ip& p, uint32_t v) { p.knn.max_iterations = v; })
-      .def_prop_rw("knn_termination_threshold",
-                   [](const ip& p) { return p.knn.termination_threshold; },
-                   [](ip& p, float v) { p.knn.termination_threshold = v; })
-      .def_prop_rw("knn_sample_rate", [](const ip& p) { return p.knn.sample_rate; },
-                   [](ip& p, float v) { p.knn.sample_rate = v; })
+      .def_prop_rw(
+          "knn_algo", [](const ip& p) { return p.knn.algo; },
+          [](ip& p, cagra::knn_algo v) { p.knn.algo = v; })
+      .def_prop_rw(
+          "knn_max_iterations", [](const ip& p) { return p.knn.max_iterations; },
+          [](ip& p, uint32_t v) { p.knn.max_iterations = v; })
+      .def_prop_rw(
+          "knn_termination_threshold", [](const ip& p) { return p.knn.termination_threshold; },
+          [](ip& p, float v) { p.knn.termination_threshold = v; })
+      .def_prop_rw(
+          "knn_sample_rate", [](const ip& p) { return p.knn.sample_rate; },
+          [](ip& p, float v) { p.knn.sample_rate = v; })
       .def_rw("reorder", &ip::reorder)
       .def_rw("storage", &ip::storage)
       .def_rw("seed", &ip::seed);
@@ -493,59 +513,77 @@ NB_MODULE(_cagra, m) {
       .def_prop_ro("dtype",
                    [](const cagra::index& i) { return std::string(to_string(i.storage_dtype())); })
       // Read-only views into the index; they keep the Index object alive.
-      .def_prop_ro("graph", [](nb::handle self) {
-        const auto& i = nb::cast<const cagra::index&>(self);
-        return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>(
-            i.graph().data, {size_t(i.size()), size_t(i.graph_degree())}, self);
-      })
+      .def_prop_ro("graph",
+                   [](nb::handle self) {
+                     const auto& i = nb::cast<const cagra::index&>(self);
+                     return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>(
+                         i.graph().data, {size_t(i.size()), size_t(i.graph_degree())}, self);
+                   })
       .def_prop_ro("vectors", [](nb::handle self) {
         const auto& i = nb::cast<const cagra::index&>(self);
-        return nb::ndarray<nb::numpy, nb::ro, nb::ndim<2>>(
-            i.vectors().data(), {size_t(i.size()), size_t(i.dim())}, self, {},
-            to_dlpack(i.storage_dtype()));
+        return nb::ndarray<nb::numpy, nb::ro, nb::ndim<2>>(i.vectors().data(),
+                                                           {size_t(i.size()), size_t(i.dim())},
+                                                           self, {}, to_dlpack(i.storage_dtype()));
       });
 
   m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
         "framework"_a = "");
-  m.def("explain_build", &explain_build, "rows"_a, "dtype"_a, "params"_a, "backend"_a, "num_threads"_a);
+  m.def("explain_build", &explain_build, "rows"_a, "dtype"_a, "params"_a, "backend"_a,
+        "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,
         "num_threads"_a);
-  m.def("_host_copies", [] { return g_host_copies.load(); },
-        "Device -> host copies of CUDA arrays made so far (build, brute_force, optimize; never search).");
+  m.def(
+      "_host_copies", [] { return g_host_copies.load(); },
+      "Device -> host copies of CUDA arrays made so far (build, brute_force, optimize; never "
+      "search).");
   m.def("build_knn_graph", &build_knn_graph, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
   m.def("optimize", &optimize, "knn_ids"_a, "knn_distances"_a.none(), "graph_degree"_a, "reorder"_a,
         "dataset"_a.none(), "metric"_a, "backend"_a, "num_threads"_a);
   m.def("analyze", &analyze, "graph"_a, "two_hop_samples"_a, "num_threads"_a);
   m.def("brute_force", &brute_force, "dataset"_a, "queries"_a, "k"_a, "metric"_a, "exclude_self"_a,
         "backend"_a, "num_threads"_a);
-  m.def("save", [](const cagra::index& idx, const std::string& path) {
-    nb::gil_scoped_release nogil;
-    cagra::save(idx, path);
-  }, "index"_a, "path"_a);
-  m.def("load", [](const std::string& path) {
-    nb::gil_scoped_release nogil;
-    return cagra::load(path);
-  }, "path"_a);
-  m.def("read_matrix", [](const std::string& path) {
-    cagra::host_matrix mat;
-    {
-      nb::gil_scoped_release nogil;
-      mat = cagra::io::read_matrix(path);
-    }
-    return to_numpy(std::move(mat));
-  }, "path"_a);
+  m.def(
+      "save",
+      [](const cagra::index& idx, const std::string& path) {
+        nb::gil_scoped_release nogil;
+        cagra::save(idx, path);
+      },
+      "index"_a, "path"_a);
+  m.def(
+      "load",
+      [](const std::string& path) {
+        nb::gil_scoped_release nogil;
+        return cagra::load(path);
+      },
+      "path"_a);
+  m.def(
+      "read_matrix",
+      [](const std::string& path) {
+        cagra::host_matrix mat;
+        {
+          nb::gil_scoped_release nogil;
+          mat = cagra::io::read_matrix(path);
+        }
+        return to_numpy(std::move(mat));
+      },
+      "path"_a);
   m.def("read_neighbors", &read_neighbors, "path"_a);
-  m.def("recall", [](const ids_in& found, const ids_in& truth, uint32_t k) {
-    const auto view = [](const ids_in& a) {
-      return cagra::matrix_view<const uint32_t>{a.data(), int64_t(a.shape(0)), int64_t(a.shape(1))};
-    };
-    return cagra::recall(view(found), view(truth), k);
-  }, "found"_a, "truth"_a, "k"_a);
+  m.def(
+      "recall",
+      [](const ids_in& found, const ids_in& truth, uint32_t k) {
+        const auto view = [](const ids_in& a) {
+          return cagra::matrix_view<const uint32_t>{a.data(), int64_t(a.shape(0)),
+                                                    int64_t(a.shape(1))};
+        };
+        return cagra::recall(view(found), view(truth), k);
+      },
+      "found"_a, "truth"_a, "k"_a);
   m.def("version", &cagra::version);
   m.def("cuda_available", &cagra::cuda_available);
-  m.def("search_backend", [](cagra::backend target) {
-    return cagra::search_backend(make_resources(target, 0));
-  }, "backend"_a);
+  m.def(
+      "search_backend",
+      [](cagra::backend target) { return cagra::search_backend(make_resources(target, 0)); },
+      "backend"_a);
   m.def("cuda_device_name", &cagra::cuda_device_name, "device"_a);
 }

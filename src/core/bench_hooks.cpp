@@ -11,14 +11,17 @@ void cpu_search_with_stats(const resources& res, const search_params& params, co
   resources cpu = res;
   cpu.target = backend::cpu;
   const search_plan plan = plan_search(cpu, params, idx, k, queries.rows);
-  const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(), core::host_threads(res.num_threads));
+  const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(),
+                                          core::host_threads(res.num_threads));
   core::cpu_backend().search(idx, q, plan, ids, nullptr, cpu, stats);
 }
 
 std::vector<uint32_t> optimize_steps(const resources& res, const knn_graph& knn, uint32_t degree,
                                      reorder_kind reorder, bool reorder_step, bool reverse_step) {
-  CAGRA_EXPECTS(knn.rows > int64_t{knn.k} && knn.k > 0, "the kNN graph is empty or has rows <= degree");
-  return core::backend_for(core::resolve_backend(res)).optimize(knn, degree, reorder, {reorder_step, reverse_step}, res);
+  CAGRA_EXPECTS(knn.rows > int64_t{knn.k} && knn.k > 0,
+                "the kNN graph is empty or has rows <= degree");
+  return core::backend_for(core::resolve_backend(res))
+      .optimize(knn, degree, reorder, {reorder_step, reverse_step}, res);
 }
 
 }  // namespace cagra::bench_hooks

@@ -32,7 +32,9 @@ CAGRA_HOST_DEVICE uint64_t mix64(uint64_t x) {
 
 /** Home slot of node `id` in a visited hash of 2^bits slots (Fibonacci hashing), bits in
  *  [1, 32): the CPU's table and both GPU tables probe linearly from here. */
-CAGRA_HOST_DEVICE uint32_t hash_home(uint32_t id, uint32_t bits) { return (id * 0x9E3779B1u) >> (32 - bits); }
+CAGRA_HOST_DEVICE uint32_t hash_home(uint32_t id, uint32_t bits) {
+  return (id * 0x9E3779B1u) >> (32 - bits);
+}
 
 /** Smallest power of two >= x (1 for x <= 1). */
 CAGRA_HOST_DEVICE uint32_t next_pow2(uint32_t x) {

@@ -13,12 +13,28 @@ namespace {
 double value_at(const dataset_view& v, int64_t i, int64_t j) {
   const uint8_t* p = static_cast<const uint8_t*>(v.data) + (i * v.cols + j) * dtype_size(v.type);
   switch (v.type) {
-    case dtype::f32: { float x; std::memcpy(&x, p, 4); return x; }
-    case dtype::f16: { half h; std::memcpy(&h, p, 2); return half_to_float(h); }
+    case dtype::f32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case dtype::f16: {
+      half h;
+      std::memcpy(&h, p, 2);
+      return half_to_float(h);
+    }
     case dtype::u8: return *p;
     case dtype::i8: return static_cast<int8_t>(*p);
-    case dtype::u32: { uint32_t x; std::memcpy(&x, p, 4); return x; }
-    case dtype::i32: { int32_t x; std::memcpy(&x, p, 4); return x; }
+    case dtype::u32: {
+      uint32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case dtype::i32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
   }
   return 0;
 }
@@ -74,8 +90,9 @@ void check_finite(dataset_view v, const char* what) {
 dtype storage_dtype_for(dtype input, metric m, storage_type s) {
   if (s == storage_type::f16) return dtype::f16;
   if (s == storage_type::f32 || m == metric::cosine) return dtype::f32;
-  CAGRA_EXPECTS(input == dtype::f32 || input == dtype::f16 || input == dtype::u8 || input == dtype::i8,
-                "vectors of type %s cannot be indexed (use f32, f16, u8 or i8)", to_string(input));
+  CAGRA_EXPECTS(
+      input == dtype::f32 || input == dtype::f16 || input == dtype::u8 || input == dtype::i8,
+      "vectors of type %s cannot be indexed (use f32, f16, u8 or i8)", to_string(input));
   return input;
 }
 
@@ -110,9 +127,11 @@ host_matrix queries_for(dataset_view queries, dtype storage, metric m, int nt) {
       double x = value_at(queries, i, j);
       CAGRA_EXPECTS(x == std::floor(x) && x >= lo && x <= hi,
                     "query row %lld holds %g, which a %s index cannot compare exactly (values must "
-                    "be integers in [%g, %g])", (long long)i, x, to_string(storage), lo, hi);
+                    "be integers in [%g, %g])",
+                    (long long)i, x, to_string(storage), lo, hi);
       int v = static_cast<int>(x);
-      o[i * queries.cols + j] = static_cast<uint8_t>(storage == dtype::u8 ? v : static_cast<int8_t>(v));
+      o[i * queries.cols + j] =
+          static_cast<uint8_t>(storage == dtype::u8 ? v : static_cast<int8_t>(v));
     }
   return out;
 }

@@ -5,7 +5,10 @@
 namespace cagra::core {
 namespace {
 
-[[noreturn]] void no_cuda() { CAGRA_FAIL("this build has no CUDA backend (configure with -DCAGRA_CUDA=ON on a machine with nvcc)"); }
+[[noreturn]] void no_cuda() {
+  CAGRA_FAIL(
+      "this build has no CUDA backend (configure with -DCAGRA_CUDA=ON on a machine with nvcc)");
+}
 
 class no_cuda_ops final : public backend_ops {
  public:
@@ -17,16 +20,26 @@ class no_cuda_ops final : public backend_ops {
   int sm_count(int) const override { no_cuda(); }
   std::string describe(int) const override { no_cuda(); }
   knn_graph brute_force(const host_matrix&, const host_matrix&, metric, uint32_t, bool,
-                        const resources&) const override { no_cuda(); }
+                        const resources&) const override {
+    no_cuda();
+  }
   uint32_t brute_force_max_k() const override { return 0; }
   knn_graph nn_descent(const host_matrix&, metric, uint32_t, const knn_graph_params&, uint64_t,
-                       const resources&, uint32_t*) const override { no_cuda(); }
+                       const resources&, uint32_t*) const override {
+    no_cuda();
+  }
   std::vector<uint32_t> optimize(const knn_graph&, uint32_t, reorder_kind, optimize_steps,
-                                 const resources&) const override { no_cuda(); }
+                                 const resources&) const override {
+    no_cuda();
+  }
   void search(const index&, const host_matrix&, const search_plan&, uint32_t*, float*,
-              const resources&, search_stats*) const override { no_cuda(); }
+              const resources&, search_stats*) const override {
+    no_cuda();
+  }
   void search_device(const index&, dataset_view, const search_plan&, uint32_t*, float*,
-                     const resources&) const override { no_cuda(); }
+                     const resources&) const override {
+    no_cuda();
+  }
 };
 
 }  // namespace

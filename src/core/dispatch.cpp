@@ -17,14 +17,17 @@ namespace core {
 backend resolve_backend(const resources& res) {
   const backend_ops& gpu = cuda_backend();
   if (res.target == backend::cuda) {
-    CAGRA_EXPECTS(gpu.device_count() > 0, "the CUDA backend was asked for, but %s", gpu.unavailable_reason());
+    CAGRA_EXPECTS(gpu.device_count() > 0, "the CUDA backend was asked for, but %s",
+                  gpu.unavailable_reason());
     return backend::cuda;
   }
   if (res.target == backend::automatic && gpu.device_count() > 0) return backend::cuda;
   return backend::cpu;
 }
 
-const backend_ops& backend_for(backend b) { return b == backend::cuda ? cuda_backend() : cpu_backend(); }
+const backend_ops& backend_for(backend b) {
+  return b == backend::cuda ? cuda_backend() : cpu_backend();
+}
 
 }  // namespace core
 
@@ -38,15 +41,18 @@ double seconds_since(clock_type::time_point t0) {
 int threads(const resources& res) { return core::host_threads(res.num_threads); }
 
 /** The kNN graph of `data` (already in its storage/compute type) as `plan` says. */
-knn_graph knn_stage(const resources& res, const build_plan& plan, const index_params& p, const host_matrix& data,
-                    uint32_t* iterations) {
+knn_graph knn_stage(const resources& res, const build_plan& plan, const index_params& p,
+                    const host_matrix& data, uint32_t* iterations) {
   const core::backend_ops& be = core::backend_for(plan.target);
   const uint32_t k = plan.intermediate_graph_degree;
   if (iterations) *iterations = 0;
-  if (plan.knn == knn_algo::nn_descent) return be.nn_descent(data, p.metric, k, p.knn, p.seed, res, iterations);
-  CAGRA_EXPECTS(k <= be.brute_force_max_k(),
-                "the CUDA brute-force kNN graph takes intermediate_graph_degree <= %u (got %u): use "
-                "knn_algo::nn_descent or the CPU backend", be.brute_force_max_k(), k);
+  if (plan.knn == knn_algo::nn_descent)
+    return be.nn_descent(data, p.metric, k, p.knn, p.seed, res, iterations);
+  CAGRA_EXPECTS(
+      k <= be.brute_force_max_k(),
+      "the CUDA brute-force kNN graph takes intermediate_graph_degree <= %u (got %u): use "
+      "knn_algo::nn_descent or the CPU backend",
+      be.brute_force_max_k(), k);
   knn_graph g = be.brute_force(data, data, p.metric, k, true, res);
   if (plan.target == backend::cuda && res.progress) res.progress("brute-force kNN", 1.0);
   return g;
@@ -68,7 +74,8 @@ const char* space_name(memory_space s) { return s == memory_space::device ? "dev
 
 }  // namespace
 
-index build(const resources& res, const index_params& params, dataset_view dataset, build_report* report) {
+index build(const resources& res, const index_params& params, dataset_view dataset,
+            build_report* report) {
   const auto t0 = clock_type::now();
   check_dataset(dataset, "dataset");
   const build_plan plan = plan_build(res, params, dataset.rows, dataset.type);
@@ -88,7 +95,8 @@ index build(const resources& res, const index_params& params, dataset_view datas
   knn_graph knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
   rep.knn_seconds = seconds_since(t1);
   const auto t2 = clock_type::now();
-  std::vector<uint32_t> graph = core::backend_for(plan.target).optimize(knn, params.graph_degree, params.reorder, {}, res);
+  std::vector<uint32_t> graph =
+      core::backend_for(plan.target).optimize(knn, params.graph_degree, params.reorder, {}, res);
   rep.optimize_seconds = seconds_since(t2);
   index idx(params.metric, std::move(stored), std::move(graph), params.graph_degree);
   rep.total_seconds = seconds_since(t0);
@@ -107,36 +115,41 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
                                reorder_kind reorder, dataset_view dataset, metric m) {
   const core::backend_ops& be = core::backend_for(core::resolve_backend(res));
   CAGRA_EXPECTS(knn.rows > 0 && knn.k > 0, "the kNN graph is empty");
-  CAGRA_EXPECTS(knn.rows > int64_t{knn.k}, "the kNN graph has %lld rows but degree %u (needs rows > degree)",
+  CAGRA_EXPECTS(knn.rows > int64_t{knn.k},
+                "the kNN graph has %lld rows but degree %u (needs rows > degree)",
                 (long long)knn.rows, knn.k);
   if (reorder != reorder_kind::distance || knn.distances.size() == knn.ids.size())
     return be.optimize(knn, graph_degree, reorder, {}, res);
   // The kNN graph came without distances: compute them from the vectors.
   check_dataset(dataset, "dataset (needed for distance-based reordering)");
-  CAGRA_EXPECTS(dataset.rows == knn.rows, "dataset has %lld rows, the kNN graph %lld", (long long)dataset.rows,
-                (long long)knn.rows);
+  CAGRA_EXPECTS(dataset.rows == knn.rows, "dataset has %lld rows, the kNN graph %lld",
+                (long long)dataset.rows, (long long)knn.rows);
   knn_graph with = knn;
   core::fill_knn_distances(core::to_storage(dataset, m, storage_type::f32, threads(res)), m, with);
   return be.optimize(with, graph_degree, reorder, {}, res);
 }
 
-void search(const resources& res, const search_params& params, const index& idx, dataset_view queries, uint32_t k,
-            matrix_view<uint32_t> neighbors, matrix_view<float> distances) {
+void search(const resources& res, const search_params& params, const index& idx,
+            dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
+            matrix_view<float> distances) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   check_dataset(queries, "queries");
   CAGRA_EXPECTS(queries.cols == idx.dim(), "queries have dimension %lld but the index has %u",
                 (long long)queries.cols, idx.dim());
   CAGRA_EXPECTS(neighbors.data != nullptr && neighbors.rows == queries.rows && neighbors.cols == k,
-                "neighbors must be a [%lld, %u] matrix (got [%lld, %lld])", (long long)queries.rows, k,
-                (long long)neighbors.rows, (long long)neighbors.cols);
-  CAGRA_EXPECTS(distances.data == nullptr || (distances.rows == queries.rows && distances.cols == k),
-                "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])", (long long)queries.rows, k,
-                (long long)distances.rows, (long long)distances.cols);
+                "neighbors must be a [%lld, %u] matrix (got [%lld, %lld])", (long long)queries.rows,
+                k, (long long)neighbors.rows, (long long)neighbors.cols);
+  CAGRA_EXPECTS(
+      distances.data == nullptr || (distances.rows == queries.rows && distances.cols == k),
+      "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])", (long long)queries.rows,
+      k, (long long)distances.rows, (long long)distances.cols);
   const memory_space space = queries.space;
-  CAGRA_EXPECTS(neighbors.space == space && (distances.data == nullptr || distances.space == space),
-                "queries, neighbors and distances must all be in host memory or all in device memory "
-                "(queries: %s, neighbors: %s, distances: %s)", space_name(space), space_name(neighbors.space),
-                distances.data == nullptr ? "none" : space_name(distances.space));
+  CAGRA_EXPECTS(
+      neighbors.space == space && (distances.data == nullptr || distances.space == space),
+      "queries, neighbors and distances must all be in host memory or all in device memory "
+      "(queries: %s, neighbors: %s, distances: %s)",
+      space_name(space), space_name(neighbors.space),
+      distances.data == nullptr ? "none" : space_name(distances.space));
   const search_plan plan = plan_search(res, params, idx, k, queries.rows, space);
   const core::backend_ops& be = core::backend_for(plan.target);
   if (space == memory_space::device) {
@@ -147,23 +160,27 @@ void search(const resources& res, const search_params& params, const index& idx,
   be.search(idx, q, plan, neighbors.data, distances.data, res, nullptr);
 }
 
-knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset, dataset_view queries, uint32_t k,
-                          bool exclude_self) {
+knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset,
+                          dataset_view queries, uint32_t k, bool exclude_self) {
   check_dataset(dataset, "dataset");
   check_dataset(queries, "queries");
-  CAGRA_EXPECTS(queries.cols == dataset.cols, "queries have dimension %lld but the dataset has %lld",
-                (long long)queries.cols, (long long)dataset.cols);
-  CAGRA_EXPECTS(!exclude_self || queries.rows == dataset.rows, "exclude_self needs the queries to be the dataset itself");
+  CAGRA_EXPECTS(queries.cols == dataset.cols,
+                "queries have dimension %lld but the dataset has %lld", (long long)queries.cols,
+                (long long)dataset.cols);
+  CAGRA_EXPECTS(!exclude_self || queries.rows == dataset.rows,
+                "exclude_self needs the queries to be the dataset itself");
   backend target = core::resolve_backend(res);
   const core::backend_ops& gpu = core::cuda_backend();
   if (res.target == backend::cuda) {
-    CAGRA_EXPECTS(k <= gpu.brute_force_max_k(), "the CUDA brute force takes k <= %u (got %u); use the CPU backend",
+    CAGRA_EXPECTS(k <= gpu.brute_force_max_k(),
+                  "the CUDA brute force takes k <= %u (got %u); use the CPU backend",
                   gpu.brute_force_max_k(), k);
   } else if (target == backend::cuda) {
     // `automatic`: the GPU (cuBLAS) when k fits and the problem is large (nq * n >= 1e8
     // distances: below that the CPU finishes in well under a second and the GPU's setup would
     // dominate).
-    if (k > gpu.brute_force_max_k() || double(queries.rows) * double(dataset.rows) < 1e8) target = backend::cpu;
+    if (k > gpu.brute_force_max_k() || double(queries.rows) * double(dataset.rows) < 1e8)
+      target = backend::cpu;
   }
   const int nt = threads(res);
   const host_matrix data = core::to_storage(dataset, m, storage_type::same_as_input, nt);

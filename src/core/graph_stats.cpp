@@ -251,8 +251,10 @@ graph_stats analyze(const resources& res, matrix_view<const uint32_t> graph,
       b.bad.reserve(size_t(graph.cols));
     }
   } catch (const std::bad_alloc&) {
-    CAGRA_FAIL("analyze: out of memory for %d per-thread arrays of %lld nodes (lower "
-               "resources::num_threads)", nt, (long long)graph.rows);
+    CAGRA_FAIL(
+        "analyze: out of memory for %d per-thread arrays of %lld nodes (lower "
+        "resources::num_threads)",
+        nt, (long long)graph.rows);
   }
   const edge_counts e = count_edges(graph, buf);
   st.invalid_edges = e.invalid;

@@ -1,6 +1,7 @@
 // IEEE binary16 <-> float on the host, exactly (float_to_half rounds to nearest even): the
 // conversions of the CPU distance kernels, of the input conversion to f16 storage, and of the
-// public cagra::to_float / cagra::to_half. Inline: the CPU's scalar f16 kernels call them per element.
+// public cagra::to_float / cagra::to_half. Inline: the CPU's scalar f16 kernels call them per
+// element.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,10 @@ inline float half_to_float(half h) {
       bits = sign;
     } else {  // subnormal: renormalize
       int e = -1;
-      do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
       bits = sign | ((127 - 15 - e) << 23) | ((man & 0x3FFu) << 13);
     }
   } else if (exp == 31) {
@@ -37,7 +41,8 @@ inline half float_to_half(float f) {  // round to nearest even
   uint32_t sign = (x >> 16) & 0x8000u;
   int32_t exp = static_cast<int32_t>((x >> 23) & 0xFF) - 127 + 15;
   uint32_t man = x & 0x7FFFFFu;
-  if (((x >> 23) & 0xFF) == 0xFF) return {static_cast<uint16_t>(sign | 0x7C00u | (man ? 0x200u : 0))};
+  if (((x >> 23) & 0xFF) == 0xFF)
+    return {static_cast<uint16_t>(sign | 0x7C00u | (man ? 0x200u : 0))};
   if (exp >= 31) return {static_cast<uint16_t>(sign | 0x7C00u)};
   if (exp <= 0) {
     if (exp < -10) return {static_cast<uint16_t>(sign)};

@@ -33,8 +33,8 @@ void index_params::validate(int64_t rows) const {
   v.check(graph_degree >= 1, "graph_degree must be >= 1");
   if (intermediate_graph_degree != 0) {  // 0: automatic, 2 x graph_degree capped at rows - 1
     v.check(intermediate_graph_degree >= graph_degree,
-            "intermediate_graph_degree (%u) must be >= graph_degree (%u)", intermediate_graph_degree,
-            graph_degree);
+            "intermediate_graph_degree (%u) must be >= graph_degree (%u)",
+            intermediate_graph_degree, graph_degree);
     v.check(intermediate_graph_degree <= 1024, "intermediate_graph_degree %u exceeds 1024",
             intermediate_graph_degree);
     v.check(rows > int64_t{intermediate_graph_degree},
@@ -43,13 +43,16 @@ void index_params::validate(int64_t rows) const {
             (long long)rows, intermediate_graph_degree, intermediate_graph_degree + 1);
   } else {
     v.check(2 * uint64_t{graph_degree} <= 1024,
-            "graph_degree %u makes the automatic intermediate_graph_degree (2 x graph_degree) exceed 1024",
+            "graph_degree %u makes the automatic intermediate_graph_degree (2 x graph_degree) "
+            "exceed 1024",
             graph_degree);
     v.check(rows > int64_t{graph_degree},
-            "the dataset has %lld rows, but graph_degree %u needs at least %u rows (lower --graph-degree)",
+            "the dataset has %lld rows, but graph_degree %u needs at least %u rows (lower "
+            "--graph-degree)",
             (long long)rows, graph_degree, graph_degree + 1);
   }
-  v.check(rows <= kMaxRows, "the dataset has %lld rows; at most 2^31-1 are supported", (long long)rows);
+  v.check(rows <= kMaxRows, "the dataset has %lld rows; at most 2^31-1 are supported",
+          (long long)rows);
   v.check(uint32_t(knn.algo) <= 2, "unknown knn algorithm %u", uint32_t(knn.algo));
   v.check(knn.max_iterations >= 1, "knn.max_iterations must be >= 1");
   v.check(knn.sample_rate > 0 && knn.sample_rate <= 1, "knn.sample_rate must be in (0, 1]");
@@ -63,14 +66,17 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   violations v;
   v.check(k >= 1, "k must be >= 1");
   v.check(int64_t{k} <= rows, "k = %u exceeds the index size %lld", k, (long long)rows);
-  v.check(itopk_size >= 1 && itopk_size <= 65536, "itopk_size must be in [1, 65536] (got %u)", itopk_size);
-  v.check(search_width >= 1 && search_width <= 64, "search_width must be in [1, 64] (got %u)", search_width);
+  v.check(itopk_size >= 1 && itopk_size <= 65536, "itopk_size must be in [1, 65536] (got %u)",
+          itopk_size);
+  v.check(search_width >= 1 && search_width <= 64, "search_width must be in [1, 64] (got %u)",
+          search_width);
   v.check(max_iterations == 0 || max_iterations >= min_iterations,
           "max_iterations (%u) must be >= min_iterations (%u)", max_iterations, min_iterations);
   v.check(team_size == 0 || team_size == 2 || team_size == 4 || team_size == 8 || team_size == 16 ||
               team_size == 32,
           "team_size must be 0 (auto), 2, 4, 8, 16 or 32 (got %u)", team_size);
-  v.check(hash_bits == 0 || (hash_bits >= 8 && hash_bits <= 24), "hash_bits must be 0 (auto) or in [8, 24] (got %u)", hash_bits);
+  v.check(hash_bits == 0 || (hash_bits >= 8 && hash_bits <= 24),
+          "hash_bits must be 0 (auto) or in [8, 24] (got %u)", hash_bits);
   v.check(uint32_t(algo) <= 2, "unknown search algorithm %u", uint32_t(algo));
   v.check(graph_degree >= 1, "the index graph is empty");
   v.raise("search parameters");

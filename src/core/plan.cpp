@@ -21,15 +21,18 @@ index_shape shape_of(const index& idx) {
 }
 
 bool gpu_takes(const index_shape& s, uint32_t itopk) {
-  const bool type_ok = s.type == dtype::f32 || s.type == dtype::f16 || s.type == dtype::u8 || s.type == dtype::i8;
-  return type_ok && itopk <= gpu::kMultiCtaMaxItopk && (dtype_size(s.type) != 1 || s.dim <= gpu::kMaxByteDim);
+  const bool type_ok =
+      s.type == dtype::f32 || s.type == dtype::f16 || s.type == dtype::u8 || s.type == dtype::i8;
+  return type_ok && itopk <= gpu::kMultiCtaMaxItopk &&
+         (dtype_size(s.type) != 1 || s.dim <= gpu::kMaxByteDim);
 }
 
 knn_algo resolve_knn_algo(knn_algo requested, int64_t rows, uint32_t k) {
   if (requested != knn_algo::automatic) return requested;
   // NN-descent costs ~ c * n * k^2 distances, brute force n^2. Measured on Fashion-MNIST (60K rows,
   // k = 64, 2 threads): NN-descent 24.4 s, brute force 84.1 s, so the crossover is near n = 4 k^2.
-  return rows <= std::max<int64_t>(10000, int64_t{4} * k * k) ? knn_algo::brute_force : knn_algo::nn_descent;
+  return rows <= std::max<int64_t>(10000, int64_t{4} * k * k) ? knn_algo::brute_force
+                                                              : knn_algo::nn_descent;
 }
 
 namespace {
@@ -46,9 +49,10 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
   s.max_iterations = p.max_iterations ? p.max_iterations : s.itopk + 16 + log_n;
   s.min_iterations = std::min(p.min_iterations, s.max_iterations);
   // Several random draws per initial slot at large N, so recall does not collapse at N >= 100K.
-  s.random_samplings = p.num_random_samplings
-                           ? p.num_random_samplings
-                           : 1 + (shape.rows > 100000 ? ceil_log2(static_cast<uint64_t>(shape.rows / 100000)) : 0);
+  s.random_samplings =
+      p.num_random_samplings
+          ? p.num_random_samplings
+          : 1 + (shape.rows > 100000 ? ceil_log2(static_cast<uint64_t>(shape.rows / 100000)) : 0);
   s.hash_reset_interval = p.hash_reset_interval;
   // Random initial draws: itopk + width * degree * samplings (the whole buffer, as cuVS fills
   // it; seeding only width * degree slots lost recall on clustered data). The single-CTA kernel
@@ -60,7 +64,8 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
  *  to see (top-M x d, plus the initial draws), 2^8..2^20. */
 uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index_shape& shape) {
   if (p.hash_bits) return p.hash_bits;
-  const uint64_t expected = uint64_t{s.itopk} * shape.degree + uint64_t{s.search_width} * shape.degree * s.random_samplings;
+  const uint64_t expected = uint64_t{s.itopk} * shape.degree +
+                            uint64_t{s.search_width} * shape.degree * s.random_samplings;
   return std::clamp<uint32_t>(ceil_log2(4 * expected), 8, 20);
 }
 
@@ -71,7 +76,8 @@ uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index
  *  slightly faster than 8. */
 uint32_t auto_team_size(const search_params& p, const index_shape& shape) {
   if (p.team_size) return p.team_size;
-  const uint32_t chunks = static_cast<uint32_t>((size_t{shape.dim} * dtype_size(shape.type) + 15) / 16);
+  const uint32_t chunks =
+      static_cast<uint32_t>((size_t{shape.dim} * dtype_size(shape.type) + 15) / 16);
   return std::clamp<uint32_t>(next_pow2(chunks) / 4, 4, 32);
 }
 
@@ -79,14 +85,16 @@ uint32_t auto_team_size(const search_params& p, const index_shape& shape) {
 void plan_single_cta(search_plan& s, const search_params& p, const index_shape& shape) {
   CAGRA_EXPECTS(s.itopk <= gpu::kSingleCtaMaxItopk,
                 "itopk_size %u needs the multi-CTA search kernel (single-CTA handles itopk <= %u): "
-                "use algo = automatic or multi_cta", s.itopk, gpu::kSingleCtaMaxItopk);
+                "use algo = automatic or multi_cta",
+                s.itopk, gpu::kSingleCtaMaxItopk);
   const uint32_t n_cand = s.search_width * shape.degree;
   // Auto: about 8 slots per entry of top-M + candidates (a few iterations between resets; the
   // paper: 2^8..2^13 slots, <= 4 KB per query at itopk 64); an explicit size capped at 2^13.
   // Never below what keeps linear probing finite: a reset happens at half fill, so
   // 2^bits >= 2 * candidates and > top-M + candidates (and > the initial nodes).
-  const uint32_t wanted = p.hash_bits == 0 ? std::clamp<uint32_t>(ceil_log2(8ull * (s.itopk + n_cand)), 8, 13)
-                                           : std::min(p.hash_bits, gpu::kSingleCtaMaxHashBits);
+  const uint32_t wanted = p.hash_bits == 0
+                              ? std::clamp<uint32_t>(ceil_log2(8ull * (s.itopk + n_cand)), 8, 13)
+                              : std::min(p.hash_bits, gpu::kSingleCtaMaxHashBits);
   const uint32_t needed = ceil_log2(std::max<uint64_t>(
       {2ull * n_cand, uint64_t{s.itopk} + n_cand + 1, uint64_t{s.initial_nodes} + 1, 256}));
   s.hash_bits = std::max(wanted, needed);
@@ -94,7 +102,8 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
   s.ctas_per_query = 1;
   // CTA size: about two candidates per team per iteration, 64..256 threads; the CTA-wide merge
   // of long lists wants at least 128.
-  const uint32_t list = next_pow2(s.itopk) + std::max(next_pow2(n_cand), next_pow2(s.initial_nodes));
+  const uint32_t list =
+      next_pow2(s.itopk) + std::max(next_pow2(n_cand), next_pow2(s.initial_nodes));
   uint32_t block = 64;
   while (block < gpu::kSingleCtaMaxBlock && 2 * block < n_cand * s.team_size) block *= 2;
   if (list > gpu::kWarpMergeMax) block = std::max(block, 128u);
@@ -104,8 +113,9 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
 /** The multi-CTA kernel: several CTAs per query, each with its own 32-entry list and one parent
  *  per iteration, sharing a visited hash in device memory (paper §IV-C2). */
 void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& shape) {
-  CAGRA_EXPECTS(s.itopk <= gpu::kMultiCtaMaxItopk, "the multi-CTA search handles itopk_size <= %u (got %u)",
-                gpu::kMultiCtaMaxItopk, s.itopk);
+  CAGRA_EXPECTS(s.itopk <= gpu::kMultiCtaMaxItopk,
+                "the multi-CTA search handles itopk_size <= %u (got %u)", gpu::kMultiCtaMaxItopk,
+                s.itopk);
   const uint32_t list = gpu::kMultiCtaList;
   const auto lists_for = [list](uint32_t entries) { return (entries + list - 1) / list; };
   // CTAs: enough 32-entry lists to hold itopk entries and one CTA per parent of an iteration of
@@ -128,13 +138,15 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
   // CTAs. Fashion-MNIST, H200, batch 1, itopk 32, 16 CTAs: recall@10 0.9955 at 4 iterations
   // each (40 us a query) against 1.0000 uncapped (120 us); docs/cuda.md.
   if (!p.max_iterations)
-    s.max_iterations = std::max(gpu::kMultiCtaMinIterations, (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
+    s.max_iterations = std::max(gpu::kMultiCtaMinIterations,
+                                (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
   s.min_iterations = std::min(s.min_iterations, s.max_iterations);
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
   // expected to visit (the CTAs' lists x d, plus the initial nodes), at most N; 2^10..2^24 slots
   // of 4 bytes. An explicit hash_bits sets the size (a table that fills up skips nodes).
-  const uint64_t expected = std::min<uint64_t>(
-      uint64_t(shape.rows), uint64_t{s.ctas_per_query} * (list + s.random_samplings) * shape.degree);
+  const uint64_t expected =
+      std::min<uint64_t>(uint64_t(shape.rows),
+                         uint64_t{s.ctas_per_query} * (list + s.random_samplings) * shape.degree);
   s.hash_bits = p.hash_bits ? p.hash_bits : std::clamp<uint32_t>(ceil_log2(2 * expected), 10, 24);
   s.team_size = auto_team_size(p, shape);
   // CTA size: one team per neighbor of the parent (d candidates per iteration), 64..256.
@@ -144,7 +156,8 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
 }
 
 /** How the batch travels (the CUDA backend's latency paths, docs/cuda.md). */
-search_io choose_io(const search_plan& s, const search_params& p, int64_t batch, memory_space space) {
+search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
+                    memory_space space) {
   if (space == memory_space::device) return search_io::device;
   const bool multi = s.algo == search_algo::multi_cta;
   if (multi && p.persistent && batch == 1) return search_io::persistent;
@@ -154,8 +167,8 @@ search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
 
 }  // namespace
 
-search_plan make_search_plan(backend target, const search_params& p, const index_shape& shape, uint32_t k,
-                             int64_t batch, memory_space space, int sm_count) {
+search_plan make_search_plan(backend target, const search_params& p, const index_shape& shape,
+                             uint32_t k, int64_t batch, memory_space space, int sm_count) {
   search_plan s;
   s.target = target;
   resolve_common(s, p, shape, k);
@@ -166,8 +179,9 @@ search_plan make_search_plan(backend target, const search_params& p, const index
   // The kernel choice (paper §IV-C3): multi-CTA when the batch is smaller than the number of
   // SMs (one CTA per query would leave SMs idle) or itopk is above the single-CTA limit.
   s.algo = p.algo != search_algo::automatic ? p.algo
-           : batch < int64_t{sm_count} || s.itopk > gpu::kSingleCtaMaxItopk ? search_algo::multi_cta
-                                                                            : search_algo::single_cta;
+           : batch < int64_t{sm_count} || s.itopk > gpu::kSingleCtaMaxItopk
+               ? search_algo::multi_cta
+               : search_algo::single_cta;
   if (s.algo == search_algo::single_cta)
     plan_single_cta(s, p, shape);
   else
@@ -186,16 +200,17 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
   b.target = core::resolve_backend(res);
   b.graph_degree = params.graph_degree;
   // Automatic: 2d (the paper's 2d..3d), at most rows - 1 (a kNN list cannot be longer).
-  b.intermediate_graph_degree = params.intermediate_graph_degree
-                                    ? params.intermediate_graph_degree
-                                    : static_cast<uint32_t>(std::min<int64_t>(2 * int64_t{params.graph_degree}, rows - 1));
+  b.intermediate_graph_degree =
+      params.intermediate_graph_degree
+          ? params.intermediate_graph_degree
+          : static_cast<uint32_t>(std::min<int64_t>(2 * int64_t{params.graph_degree}, rows - 1));
   b.knn = core::resolve_knn_algo(params.knn.algo, rows, b.intermediate_graph_degree);
   b.storage = core::storage_dtype_for(input, params.metric, params.storage);
   return b;
 }
 
-search_plan plan_search(const resources& res, const search_params& params, const index& idx, uint32_t k,
-                        int64_t batch, memory_space space) {
+search_plan plan_search(const resources& res, const search_params& params, const index& idx,
+                        uint32_t k, int64_t batch, memory_space space) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   params.validate(k, idx.size(), idx.graph_degree());
   const core::index_shape shape = core::shape_of(idx);
@@ -204,22 +219,27 @@ search_plan plan_search(const resources& res, const search_params& params, const
   if (space == memory_space::device) {
     // Device memory never falls back to the CPU: it would need a host round trip the caller
     // did not ask for.
-    CAGRA_EXPECTS(res.target != backend::cpu,
-                  "queries are in device memory, but the CPU backend was asked for: device memory needs the "
-                  "CUDA backend (use backend::cuda or automatic, or pass host memory)");
-    CAGRA_EXPECTS(core::cuda_backend().device_count() > 0,
-                  "queries are in device memory, but no CUDA device is visible (or this build has no CUDA "
-                  "backend): device memory needs the CUDA backend and a GPU");
-    CAGRA_EXPECTS(core::gpu_takes(shape, itopk),
-                  "the CUDA search does not take this search (a %s index of dimension %u, itopk %u; it takes "
-                  "itopk <= %u and byte vectors of dim <= %u), and queries in device memory cannot go to "
-                  "the CPU backend: pass host memory", to_string(shape.type), shape.dim, itopk,
-                  core::gpu::kMultiCtaMaxItopk, core::gpu::kMaxByteDim);
+    CAGRA_EXPECTS(
+        res.target != backend::cpu,
+        "queries are in device memory, but the CPU backend was asked for: device memory needs the "
+        "CUDA backend (use backend::cuda or automatic, or pass host memory)");
+    CAGRA_EXPECTS(
+        core::cuda_backend().device_count() > 0,
+        "queries are in device memory, but no CUDA device is visible (or this build has no CUDA "
+        "backend): device memory needs the CUDA backend and a GPU");
+    CAGRA_EXPECTS(
+        core::gpu_takes(shape, itopk),
+        "the CUDA search does not take this search (a %s index of dimension %u, itopk %u; it takes "
+        "itopk <= %u and byte vectors of dim <= %u), and queries in device memory cannot go to "
+        "the CPU backend: pass host memory",
+        to_string(shape.type), shape.dim, itopk, core::gpu::kMultiCtaMaxItopk,
+        core::gpu::kMaxByteDim);
     target = backend::cuda;
   } else {
     target = core::resolve_backend(res);
     // `automatic` stays on the CPU for what the GPU kernels do not take (itopk > 4096, ...).
-    if (target == backend::cuda && res.target == backend::automatic && !core::gpu_takes(shape, itopk))
+    if (target == backend::cuda && res.target == backend::automatic &&
+        !core::gpu_takes(shape, itopk))
       target = backend::cpu;
   }
   const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device) : 0;
@@ -246,15 +266,20 @@ std::string to_string(const build_plan& p) {
 }
 
 std::string to_string(const search_plan& p) {
-  const auto kv = [](const char* k, uint64_t v) { return std::string(" ") + k + "=" + std::to_string(v); };
+  const auto kv = [](const char* k, uint64_t v) {
+    return std::string(" ") + k + "=" + std::to_string(v);
+  };
   std::string s = std::string("backend=") + to_string(p.target);
-  if (p.target == backend::cuda) s += std::string(" algo=") + to_string(p.algo) + " io=" + to_string(p.io);
+  if (p.target == backend::cuda)
+    s += std::string(" algo=") + to_string(p.algo) + " io=" + to_string(p.io);
   s += kv("k", p.k) + kv("itopk", p.itopk) + kv("search_width", p.search_width) +
        kv("max_iterations", p.max_iterations) + kv("min_iterations", p.min_iterations) +
        kv("random_samplings", p.random_samplings) + kv("initial_nodes", p.initial_nodes) +
-       kv("hash_bits", p.hash_bits) + kv("hash_reset_interval", p.hash_reset_interval) + kv("seed", p.seed);
+       kv("hash_bits", p.hash_bits) + kv("hash_reset_interval", p.hash_reset_interval) +
+       kv("seed", p.seed);
   if (p.target == backend::cuda)
-    s += kv("team_size", p.team_size) + kv("block_size", p.block_size) + kv("ctas_per_query", p.ctas_per_query);
+    s += kv("team_size", p.team_size) + kv("block_size", p.block_size) +
+         kv("ctas_per_query", p.ctas_per_query);
   return s;
 }
 

@@ -14,7 +14,8 @@ namespace cagra::core {
 namespace gpu {
 /** Largest internal top-M list of the single-CTA kernel (larger needs the multi-CTA kernel). */
 constexpr uint32_t kSingleCtaMaxItopk = 512;
-/** Single-CTA: top-M + candidates up to this many entries are merged by one warp, longer by the CTA. */
+/** Single-CTA: top-M + candidates up to this many entries are merged by one warp, longer by
+ *  the CTA. */
 constexpr uint32_t kWarpMergeMax = 512;
 /** Threads per CTA at most (the __launch_bounds__ of the single-CTA kernel). */
 constexpr uint32_t kSingleCtaMaxBlock = 256;

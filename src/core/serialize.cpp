@@ -207,8 +207,7 @@ void read_all(int fd, void* data, size_t n, checksum* sum, const std::string& pa
     CAGRA_EXPECTS(r >= 0, "cagra::load: reading '%s' failed: %s", path.c_str(),
                   std::strerror(errno));
     // The size was checked with fstat, so a short read means the file shrank under us.
-    CAGRA_EXPECTS(r > 0, "cagra::load: '%s' ended early (changed while being read?)",
-                  path.c_str());
+    CAGRA_EXPECTS(r > 0, "cagra::load: '%s' ended early (changed while being read?)", path.c_str());
     p += r;
     n -= static_cast<size_t>(r);
   }
@@ -238,8 +237,8 @@ void save(const index& idx, const std::string& path) {
   CAGRA_EXPECTS(is_storage_dtype(uint32_t(idx.storage_dtype())),
                 "cagra::save('%s'): vectors of dtype %s cannot be stored (f32, f16, u8, i8 only)",
                 path.c_str(), to_string(idx.storage_dtype()));
-  CAGRA_EXPECTS(idx.dim() >= 1 && idx.dim() <= kMaxDim,
-                "cagra::save('%s'): dim %u outside [1, %u]", path.c_str(), idx.dim(), kMaxDim);
+  CAGRA_EXPECTS(idx.dim() >= 1 && idx.dim() <= kMaxDim, "cagra::save('%s'): dim %u outside [1, %u]",
+                path.c_str(), idx.dim(), kMaxDim);
   CAGRA_EXPECTS(idx.graph_degree() >= 1 && int64_t(idx.graph_degree()) < idx.size(),
                 "cagra::save('%s'): graph degree %u outside [1, rows - 1 = %lld]", path.c_str(),
                 idx.graph_degree(), (long long)idx.size() - 1);
@@ -325,18 +324,19 @@ index load(const std::string& path) {
                 f, h.version, kFormatVersion);
   CAGRA_EXPECTS(h.version == kFormatVersion, "cagra::load: '%s': invalid format version %u", f,
                 h.version);
-  CAGRA_EXPECTS(head_n == kHeaderSize, "cagra::load: '%s': truncated header (%llu of %u bytes)",
-                f, (unsigned long long)file_size, kHeaderSize);
+  CAGRA_EXPECTS(head_n == kHeaderSize, "cagra::load: '%s': truncated header (%llu of %u bytes)", f,
+                (unsigned long long)file_size, kHeaderSize);
   CAGRA_EXPECTS(h.endian == kEndianTag,
                 "cagra::load: '%s': endianness tag is 0x%08x, expected 0x%08x (file written in "
                 "a different byte order or corrupted)",
                 f, h.endian, kEndianTag);
   CAGRA_EXPECTS(h.header_size == kHeaderSize,
-                "cagra::load: '%s': header_size field is %u, expected %u for format version %u",
-                f, h.header_size, kHeaderSize, kFormatVersion);
+                "cagra::load: '%s': header_size field is %u, expected %u for format version %u", f,
+                h.header_size, kHeaderSize, kFormatVersion);
   CAGRA_EXPECTS(is_storage_dtype(h.type),
                 "cagra::load: '%s': dtype field %u is not a storage type (0=f32, 1=f16, 2=u8, "
-                "3=i8)", f, h.type);
+                "3=i8)",
+                f, h.type);
   CAGRA_EXPECTS(h.metric <= uint32_t(metric::cosine),
                 "cagra::load: '%s': metric field %u out of range (0=l2, 1=ip, 2=cosine)", f,
                 h.metric);

@@ -23,7 +23,8 @@ class cpu_ops final : public core::backend_ops {
   }
   uint32_t brute_force_max_k() const override { return UINT32_MAX; }
   knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
-                       uint64_t seed, const resources& res, uint32_t* iterations_run) const override {
+                       uint64_t seed, const resources& res,
+                       uint32_t* iterations_run) const override {
     return cpu::nn_descent(data, m, k, p, seed, res.num_threads, res.progress, iterations_run);
   }
   std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,

@@ -15,7 +15,6 @@
 
 namespace cagra::cpu {
 
-
 namespace {
 
 using entry = std::pair<float, uint32_t>;  // (distance, id): lexicographic order breaks ties by id
@@ -63,7 +62,8 @@ void brute_force_impl(const host_matrix& data, const host_matrix& queries, metri
       }
     }
     int64_t finished = ++done;
-    if (progress && omp_get_thread_num() == 0) progress("brute-force kNN", double(finished) / n_qblocks);
+    if (progress && omp_get_thread_num() == 0)
+      progress("brute-force kNN", double(finished) / n_qblocks);
   }
 }
 

@@ -11,7 +11,8 @@
 #define CAGRA_HAVE_F16C_PATH 1
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define CAGRA_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define CAGRA_MULTIVERSION
@@ -51,7 +52,8 @@ __attribute__((target("avx2,fma,f16c"))) float hsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-__attribute__((target("avx2,fma,f16c"))) float l2_f16_f16c(const float* q, const half* x, size_t dim) {
+__attribute__((target("avx2,fma,f16c"))) float l2_f16_f16c(const float* q, const half* x,
+                                                           size_t dim) {
   __m256 acc = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= dim; i += 8) {
@@ -67,7 +69,8 @@ __attribute__((target("avx2,fma,f16c"))) float l2_f16_f16c(const float* q, const
   return s;
 }
 
-__attribute__((target("avx2,fma,f16c"))) float dot_f16_f16c(const float* q, const half* x, size_t dim) {
+__attribute__((target("avx2,fma,f16c"))) float dot_f16_f16c(const float* q, const half* x,
+                                                            size_t dim) {
   __m256 acc = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= dim; i += 8) {
@@ -79,7 +82,8 @@ __attribute__((target("avx2,fma,f16c"))) float dot_f16_f16c(const float* q, cons
   return s;
 }
 
-const bool kF16C = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+const bool kF16C = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                   __builtin_cpu_supports("f16c");
 
 }  // namespace
 #endif
@@ -130,7 +134,8 @@ template <typename T, typename Chunk>
 static inline float chunked(const T* q, const T* x, size_t dim, Chunk chunk) {
   if (dim <= kIntChunk) return static_cast<float>(chunk(q, x, dim));
   int64_t s = 0;
-  for (size_t i = 0; i < dim; i += kIntChunk) s += chunk(q + i, x + i, std::min(kIntChunk, dim - i));
+  for (size_t i = 0; i < dim; i += kIntChunk)
+    s += chunk(q + i, x + i, std::min(kIntChunk, dim - i));
   return static_cast<float>(s);
 }
 

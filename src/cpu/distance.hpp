@@ -16,9 +16,16 @@
 namespace cagra::cpu {
 
 /** Element type of a query for vectors stored as T (exact comparison for integer types). */
-template <typename T> struct query_type { using type = T; };
-template <> struct query_type<half> { using type = float; };
-template <typename T> using query_t = typename query_type<T>::type;
+template <typename T>
+struct query_type {
+  using type = T;
+};
+template <>
+struct query_type<half> {
+  using type = float;
+};
+template <typename T>
+using query_t = typename query_type<T>::type;
 
 // Raw kernels: squared L2 and dot product.
 float l2_f32(const float* q, const float* x, size_t dim);

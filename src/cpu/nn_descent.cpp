@@ -43,8 +43,8 @@ class nn_descent_run {
                  uint64_t seed, int nt)
       : n_(data.rows()), k_(k), s_(std::max<uint32_t>(1, uint32_t(std::lround(p.sample_rate * k)))),
         seed_(seed), nt_(nt), x_(static_cast<const T*>(data.data())),
-        dim_(static_cast<size_t>(data.cols())), dist_{m, dim_},
-        list_(static_cast<size_t>(n_) * k), is_new_(static_cast<size_t>(n_) * k, 1) {}
+        dim_(static_cast<size_t>(data.cols())), dist_{m, dim_}, list_(static_cast<size_t>(n_) * k),
+        is_new_(static_cast<size_t>(n_) * k, 1) {}
 
   double distance(uint32_t a, uint32_t b) const { return dist_(row(a), row(b)); }
 
@@ -135,7 +135,9 @@ class nn_descent_run {
       uint32_t* b = all.data() + count[v];
       uint32_t len = count[v + 1] - count[v];
       if (len > s_) {
-        auto key = [&](uint32_t u) { return mix64(seed_ ^ salt ^ (uint64_t(it) << 48) ^ (uint64_t(u) << 24) ^ uint64_t(v)); };
+        auto key = [&](uint32_t u) {
+          return mix64(seed_ ^ salt ^ (uint64_t(it) << 48) ^ (uint64_t(u) << 24) ^ uint64_t(v));
+        };
         std::nth_element(b, b + s_, b + len, [&](uint32_t a, uint32_t c) {
           uint64_t ka = key(a), kc = key(c);
           return ka < kc || (ka == kc && a < c);
@@ -167,9 +169,10 @@ class nn_descent_run {
     add(old, rev_old_.data() + i * s_, s_);
     std::sort(old.begin(), old.end());
     old.erase(std::unique(old.begin(), old.end()), old.end());
-    old.erase(std::remove_if(old.begin(), old.end(),
-                             [&](uint32_t u) { return std::binary_search(nw.begin(), nw.end(), u); }),
-              old.end());
+    old.erase(
+        std::remove_if(old.begin(), old.end(),
+                       [&](uint32_t u) { return std::binary_search(nw.begin(), nw.end(), u); }),
+        old.end());
   }
 
   void join(int64_t c0, int64_t c1) {
@@ -202,7 +205,8 @@ class nn_descent_run {
     int64_t changed = 0;
 #pragma omp parallel num_threads(nt_) reduction(+ : changed)
     {
-      const uint32_t t = static_cast<uint32_t>(omp_get_thread_num()), nt = static_cast<uint32_t>(nt_);
+      const uint32_t t = static_cast<uint32_t>(omp_get_thread_num()),
+                     nt = static_cast<uint32_t>(nt_);
       // This thread's targets are t, t + nt, ...: its proposals are bucketed by target (a counting
       // sort), then each bucket is sorted by (distance, id). That is the order a full sort by
       // (target, distance, id) gives (the three fields are the whole proposal), at O(P) plus
@@ -238,8 +242,8 @@ class nn_descent_run {
   }
 
   /** Merges sorted proposals [p, pe) into v's sorted list; returns the number of new entries. */
-  int64_t merge_into(uint32_t v, const proposal* p, const proposal* pe, std::vector<neighbor>& merged,
-                     std::vector<uint8_t>& merged_new) {
+  int64_t merge_into(uint32_t v, const proposal* p, const proposal* pe,
+                     std::vector<neighbor>& merged, std::vector<uint8_t>& merged_new) {
     neighbor* l = list_.data() + static_cast<size_t>(v) * k_;
     uint8_t* fl = is_new_.data() + static_cast<size_t>(v) * k_;
     merged.clear();

@@ -24,8 +24,8 @@ namespace {
 void check_knn(const knn_graph& knn) {
   const int64_t n = knn.rows;
   const uint32_t k = knn.k;
-  CAGRA_EXPECTS(knn.ids.size() == static_cast<size_t>(n) * k, "kNN graph holds %zu ids, expected %lld x %u",
-                knn.ids.size(), (long long)n, k);
+  CAGRA_EXPECTS(knn.ids.size() == static_cast<size_t>(n) * k,
+                "kNN graph holds %zu ids, expected %lld x %u", knn.ids.size(), (long long)n, k);
   int64_t bad = -1;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -63,12 +63,12 @@ std::vector<uint32_t> reorder_and_prune(const knn_graph& knn, uint32_t degree, r
       std::fill(count.begin(), count.end(), 0u);
       for (uint32_t j = 0; j + 1 < k; ++j) {  // Z = row[j]; j < r needed
         const uint32_t* zrow = knn.ids.data() + static_cast<int64_t>(row[j]) * k;
-        const float* wz = by_rank ? nullptr : knn.distances.data() + static_cast<int64_t>(row[j]) * k;
+        const float* wz =
+            by_rank ? nullptr : knn.distances.data() + static_cast<int64_t>(row[j]) * k;
         for (uint32_t s = 0; s < k; ++s) {
           int32_t r = pos[zrow[s]];
           if (r < 0) continue;
-          if (by_rank ? std::max(j, s) < static_cast<uint32_t>(r)
-                      : std::max(wx[j], wz[s]) < wx[r])
+          if (by_rank ? std::max(j, s) < static_cast<uint32_t>(r) : std::max(wx[j], wz[s]) < wx[r])
             ++count[static_cast<uint32_t>(r)];
         }
       }
@@ -76,11 +76,13 @@ std::vector<uint32_t> reorder_and_prune(const knn_graph& knn, uint32_t degree, r
       std::iota(order.begin(), order.end(), 0u);
       std::stable_sort(order.begin(), order.end(),
                        [&](uint32_t a, uint32_t b) { return count[a] < count[b]; });
-      for (uint32_t r = 0; r < degree; ++r) pruned[static_cast<size_t>(x) * degree + r] = row[order[r]];
+      for (uint32_t r = 0; r < degree; ++r)
+        pruned[static_cast<size_t>(x) * degree + r] = row[order[r]];
       if (progress && (x & 4095) == 0) {
 #pragma omp atomic
         done += 4096;
-        if (omp_get_thread_num() == 0) progress("optimize: reorder", std::min(1.0, double(done) / n));
+        if (omp_get_thread_num() == 0)
+          progress("optimize: reorder", std::min(1.0, double(done) / n));
       }
     }
   }
@@ -101,7 +103,8 @@ void reverse_graph(const std::vector<uint32_t>& pruned, int64_t n, uint32_t degr
 }
 
 /** Step 3: interleave pruned and reverse lists of one node into `out` (degree entries). */
-void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree, uint32_t* out) {
+void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
+               uint32_t* out) {
   const uint32_t rev_quota = degree / 2;
   uint32_t n_out = 0, ip = 0, ir = 0, taken_rev = 0;
   auto contains = [&](uint32_t id) { return std::find(out, out + n_out, id) != out + n_out; };
@@ -111,7 +114,10 @@ void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t de
     if (use_rev) {
       if (ir >= n_rev) break;  // both exhausted (cannot happen: p holds degree distinct ids)
       uint32_t id = r[ir++];
-      if (!contains(id)) { out[n_out++] = id; ++taken_rev; }
+      if (!contains(id)) {
+        out[n_out++] = id;
+        ++taken_rev;
+      }
     } else {
       uint32_t id = p[ip++];
       if (!contains(id)) out[n_out++] = id;
@@ -147,8 +153,8 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   std::vector<uint32_t> graph(static_cast<size_t>(n) * degree);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t x = 0; x < n; ++x)
-    merge_row(pruned.data() + x * degree, rev.data() + x * degree, rev_count[static_cast<size_t>(x)],
-              degree, graph.data() + x * degree);
+    merge_row(pruned.data() + x * degree, rev.data() + x * degree,
+              rev_count[static_cast<size_t>(x)], degree, graph.data() + x * degree);
   if (progress) progress("optimize", 1.0);
   return graph;
 }

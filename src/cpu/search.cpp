@@ -1,9 +1,9 @@
 // CAGRA search on the CPU (paper §IV-A), one query per thread at a time.
 //
 // Buffer = internal top-M list (sorted) + candidate list (p x d). Step 0 fills the candidates
-// with random nodes (seeded by the query's content, several samplings per slot at large N, so recall does
-// not collapse at N >= 100K); then repeat: 1) merge the sorted candidates into the top-M;
-// 2) take the first p top-M entries that were not parents yet (parent flag = MSB of the id);
+// with random nodes (seeded by the query's content, several samplings per slot at large N, so
+// recall does not collapse at N >= 100K); then repeat: 1) merge the sorted candidates into the
+// top-M; 2) take the first p top-M entries that were not parents yet (parent flag = MSB of the id);
 // 3) their neighbors not seen before (visited hash; optionally forgettable: cleared every
 // `reset_interval` iterations and re-seeded with the top-M ids) get a distance and become the
 // next candidates. Stop when no new parent is left (converged) or at max_iterations.
@@ -38,8 +38,8 @@ template <typename T>
 class searcher {
  public:
   searcher(const index& idx, const search_plan& plan, uint64_t seed)
-      : plan_(plan), seed_(seed), n_(idx.size()), degree_(idx.graph_degree()),
-        dim_(idx.dim()), x_(static_cast<const T*>(idx.vectors().data())),
+      : plan_(plan), seed_(seed), n_(idx.size()), degree_(idx.graph_degree()), dim_(idx.dim()),
+        x_(static_cast<const T*>(idx.vectors().data())),
         graph_(idx.graph().data), dist_{idx.metric(), dim_} {
     top_.resize(plan.itopk);
     cand_.reserve(std::max<size_t>(size_t{plan.search_width} * degree_, plan.initial_nodes));
@@ -67,7 +67,8 @@ class searcher {
       if (n_par == 0 && iter >= plan_.min_iterations) break;
       ++counts.iterations;
       counts.parents += n_par;
-      if ((plan_.hash_reset_interval && iter > 0 && iter % plan_.hash_reset_interval == 0) || hash_.nearly_full())
+      if ((plan_.hash_reset_interval && iter > 0 && iter % plan_.hash_reset_interval == 0) ||
+          hash_.nearly_full())
         forget();
       expand(q, parents, n_par);
     }
@@ -85,11 +86,12 @@ class searcher {
     for (size_t off = 0; off < std::min<size_t>(bytes, 512); off += 64) __builtin_prefetch(c + off);
   }
 
-  // Step 0: itopk + p*d*samplings random nodes (distinct via the hash). The seed mixes the query's own
-  // bytes, so a query gets the same answer whatever batch or position it comes in.
+  // Step 0: itopk + p*d*samplings random nodes (distinct via the hash). The seed mixes the query's
+  // own bytes, so a query gets the same answer whatever batch or position it comes in.
   void random_init(const query_t<T>* q) {
     cand_.clear();
-    uint64_t state = mix64(seed_ ^ bits::fnv1a_mixed(reinterpret_cast<const uint8_t*>(q), dim_ * sizeof(query_t<T>)));
+    uint64_t state = mix64(
+        seed_ ^ bits::fnv1a_mixed(reinterpret_cast<const uint8_t*>(q), dim_ * sizeof(query_t<T>)));
     const uint32_t count = plan_.initial_nodes;
     for (uint32_t i = 0; i < count; ++i) {
       state = mix64(state);
@@ -104,13 +106,16 @@ class searcher {
   // Step 1: sorted candidates merged into the sorted top-M.
   void merge_candidates() {
     const float worst = top_.back().dist;
-    cand_.erase(std::remove_if(cand_.begin(), cand_.end(), [&](const entry& e) { return !(e.dist < worst) && worst != kFar; }),
+    cand_.erase(std::remove_if(cand_.begin(), cand_.end(),
+                               [&](const entry& e) { return !(e.dist < worst) && worst != kFar; }),
                 cand_.end());
     if (cand_.empty()) return;
     std::sort(cand_.begin(), cand_.end(), nearer);
     size_t i = 0, j = 0;
     for (size_t o = 0; o < merged_.size(); ++o)
-      merged_[o] = (j >= cand_.size() || (i < top_.size() && !nearer(cand_[j], top_[i]))) ? top_[i++] : cand_[j++];
+      merged_[o] = (j >= cand_.size() || (i < top_.size() && !nearer(cand_[j], top_[i])))
+                       ? top_[i++]
+                       : cand_[j++];
     top_.swap(merged_);
     cand_.clear();
   }

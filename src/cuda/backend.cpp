@@ -22,7 +22,8 @@ class cuda_ops final : public core::backend_ops {
   }
   uint32_t brute_force_max_k() const override { return cuda::brute_force_max_k(); }
   knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
-                       uint64_t seed, const resources& res, uint32_t* iterations_run) const override {
+                       uint64_t seed, const resources& res,
+                       uint32_t* iterations_run) const override {
     return cuda::nn_descent(data, m, k, p, seed, res.device, res.progress, iterations_run);
   }
   std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,

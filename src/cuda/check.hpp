@@ -9,25 +9,24 @@
 
 #include <cagra/error.hpp>
 
-#define CAGRA_CUDA_TRY(call)                                                              \
-  do {                                                                                    \
-    const cudaError_t cagra_cuda_err_ = (call);                                           \
-    if (cagra_cuda_err_ != cudaSuccess) {                                                 \
-      (void)cudaGetLastError(); /* clear a sticky-free error so later calls start clean */ \
-      ::cagra::detail::throw_error(                                                       \
-          __FILE__, __LINE__,                                                             \
-          ::cagra::detail::format("CUDA error in %s: %s (%s)", #call,                     \
-                                  cudaGetErrorString(cagra_cuda_err_),                    \
-                                  cudaGetErrorName(cagra_cuda_err_)));                    \
-    }                                                                                     \
+#define CAGRA_CUDA_TRY(call)                                                                    \
+  do {                                                                                          \
+    const cudaError_t cagra_cuda_err_ = (call);                                                 \
+    if (cagra_cuda_err_ != cudaSuccess) {                                                       \
+      (void)cudaGetLastError(); /* clear a sticky-free error so later calls start clean */      \
+      ::cagra::detail::throw_error(__FILE__, __LINE__,                                          \
+                                   ::cagra::detail::format("CUDA error in %s: %s (%s)", #call,  \
+                                                           cudaGetErrorString(cagra_cuda_err_), \
+                                                           cudaGetErrorName(cagra_cuda_err_))); \
+    }                                                                                           \
   } while (0)
 
 /** After a <<<...>>> launch: configuration errors (bad grid, too much shared memory) show here. */
 #define CAGRA_CUDA_CHECK_LAUNCH() CAGRA_CUDA_TRY(cudaGetLastError())
 
-#define CAGRA_CUDA_TRY_NO_THROW(call)      \
-  do {                                     \
-    if ((call) != cudaSuccess) {           \
-      (void)cudaGetLastError();            \
-    }                                      \
+#define CAGRA_CUDA_TRY_NO_THROW(call) \
+  do {                                \
+    if ((call) != cudaSuccess) {      \
+      (void)cudaGetLastError();       \
+    }                                 \
   } while (0)

@@ -45,8 +45,9 @@ device_info cuda_info(int device) {
 
 std::string describe(const device_info& d) {
   return d.name + " (sm_" + std::to_string(d.cc_major) + std::to_string(d.cc_minor) + ", " +
-         std::to_string(d.sm_count) + " SMs, " + std::to_string(d.global_mem_bytes >> 20) + " MiB, driver " +
-         std::to_string(d.driver_version) + ", runtime " + std::to_string(d.runtime_version) + ")";
+         std::to_string(d.sm_count) + " SMs, " + std::to_string(d.global_mem_bytes >> 20) +
+         " MiB, driver " + std::to_string(d.driver_version) + ", runtime " +
+         std::to_string(d.runtime_version) + ")";
 }
 
 void* testing::device_alloc(size_t bytes, int device) {

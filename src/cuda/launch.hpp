@@ -18,10 +18,11 @@ namespace cagra::cuda {
 
 /** Launches `kernel` with `smem` bytes of dynamic shared memory (opting in above 48 KB). */
 template <typename... P, typename... A>
-void launch_with_smem(void (*kernel)(P...), dim3 grid, uint32_t block, size_t smem, cudaStream_t stream,
-                      const A&... args) {
+void launch_with_smem(void (*kernel)(P...), dim3 grid, uint32_t block, size_t smem,
+                      cudaStream_t stream, const A&... args) {
   if (smem > 48 * 1024)
-    CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    CAGRA_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   kernel<<<grid, block, smem, stream>>>(args...);
   CAGRA_CUDA_CHECK_LAUNCH();
 }

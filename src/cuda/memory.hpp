@@ -1,6 +1,7 @@
 // RAII owners of device resources: the only place in the library that calls cudaMalloc /
 // cudaFree / cudaStreamCreate (besides device_alloc/device_free in device.cu, the raw helpers
-// that backend.hpp offers to code without CUDA headers). Owners are move-only; a moved-from owner holds nothing.
+// that backend.hpp offers to code without CUDA headers). Owners are move-only; a moved-from owner
+// holds nothing.
 //  - device_buffer<T>: n elements of device memory (uninitialized); reserve() only grows.
 //  - pinned_buffer<T>: n elements of page-locked host memory that kernels read and write in
 //    place (mapped; with unified addressing the host pointer is the device pointer).
@@ -24,7 +25,8 @@ class device_buffer {
   device_buffer() = default;
   explicit device_buffer(size_t n) { reserve(n); }
   ~device_buffer() { release(); }
-  device_buffer(device_buffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
+  device_buffer(device_buffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   device_buffer& operator=(device_buffer&& o) noexcept {
     if (this != &o) {
       release();

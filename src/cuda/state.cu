@@ -7,13 +7,15 @@
 
 namespace cagra::cuda {
 namespace {
-std::mutex cache_mutex;  // guards idx.backend_cache() (a const index may be searched by many threads)
+std::mutex
+    cache_mutex;  // guards idx.backend_cache() (a const index may be searched by many threads)
 }
 
 std::shared_ptr<index_state> device_index(const index& idx, int device) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& slot = idx.backend_cache();
-  if (auto cached = std::dynamic_pointer_cast<index_state>(slot); cached && cached->device == device)
+  if (auto cached = std::dynamic_pointer_cast<index_state>(slot);
+      cached && cached->device == device)
     return cached;
 
   auto s = std::make_shared<index_state>();
@@ -30,8 +32,9 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   s->dataset.reserve(data_bytes);
   if (s->row_stride != row_bytes)
     CAGRA_CUDA_TRY(cudaMemsetAsync(s->dataset.data(), 0, data_bytes, s->stream.get()));
-  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(s->dataset.data(), s->row_stride, idx.vectors().data(), row_bytes,
-                                   row_bytes, size_t(s->rows), cudaMemcpyHostToDevice, s->stream.get()));
+  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(s->dataset.data(), s->row_stride, idx.vectors().data(),
+                                   row_bytes, row_bytes, size_t(s->rows), cudaMemcpyHostToDevice,
+                                   s->stream.get()));
   const size_t graph_elems = size_t(s->rows) * s->degree;
   s->graph.reserve(graph_elems);
   CAGRA_CUDA_TRY(cudaMemcpyAsync(s->graph.data(), idx.graph().data, graph_elems * sizeof(uint32_t),

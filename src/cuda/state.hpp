@@ -34,12 +34,12 @@ struct index_state final : detail::backend_state {
   int64_t rows = 0;
   uint32_t dim = 0, degree = 0;
   dtype type = dtype::f32;
-  uint32_t row_stride = 0;             // bytes between rows on the device (multiple of 16)
-  device_buffer<uint8_t> dataset;      // [rows, row_stride] bytes, zero padded
-  device_buffer<uint32_t> graph;       // [rows, degree]
+  uint32_t row_stride = 0;         // bytes between rows on the device (multiple of 16)
+  device_buffer<uint8_t> dataset;  // [rows, row_stride] bytes, zero padded
+  device_buffer<uint32_t> graph;   // [rows, degree]
   cuda_stream stream;
 
-  std::mutex workspace_mutex;          // one search at a time uses the workspaces below
+  std::mutex workspace_mutex;  // one search at a time uses the workspaces below
   search_workspace io;
   multi_cta_workspace mcta;
   persistent_state persistent;

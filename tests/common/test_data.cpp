@@ -1,8 +1,8 @@
 // Shared helpers for the tests (see test_data.hpp).
 #include "test_data.hpp"
 
-#include <cstdlib>
 #include <unistd.h>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cstring>
@@ -91,7 +91,8 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 }  // namespace cagra::test

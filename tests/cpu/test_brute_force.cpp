@@ -42,12 +42,15 @@ TEST(BruteForce, MetricsAgreeWithDoubleReference) {
           na += double(a[t]) * a[t];
           nb += double(b[t]) * b[t];
         }
-        double d = m == metric::l2 ? l2 : m == metric::inner_product ? -dot : 1 - dot / std::sqrt(na * nb);
+        double d = m == metric::l2              ? l2
+                   : m == metric::inner_product ? -dot
+                                                : 1 - dot / std::sqrt(na * nb);
         ref.push_back({d, uint32_t(j)});
       }
       std::sort(ref.begin(), ref.end());
       for (int r = 0; r < 5; ++r) {
-        EXPECT_EQ(g.ids[i * 5 + r], ref[r].second) << to_string(m) << " query " << i << " rank " << r;
+        EXPECT_EQ(g.ids[i * 5 + r], ref[r].second)
+            << to_string(m) << " query " << i << " rank " << r;
         EXPECT_NEAR(g.distances[i * 5 + r], ref[r].first, 1e-3 * (1 + std::abs(ref[r].first)));
       }
     }

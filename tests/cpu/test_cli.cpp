@@ -137,13 +137,13 @@ TEST(CliUsage, UsageMistakesExitWithStatus2) {
   expect_error({}, 2);
   expect_error({"frobnicate"}, 2);
   expect_error({"eval", gt, gt, "-k", "10", "--bogus"}, 2);
-  expect_error({"eval", gt, "-k", "10"}, 2);                   // missing argument
-  expect_error({"eval", gt, gt}, 2);                           // missing -k
-  expect_error({"eval", gt, gt, "-k"}, 2);                     // -k without a value
-  expect_error({"eval", gt, gt, gt, "-k", "10"}, 2);           // one argument too many
+  expect_error({"eval", gt, "-k", "10"}, 2);          // missing argument
+  expect_error({"eval", gt, gt}, 2);                  // missing -k
+  expect_error({"eval", gt, gt, "-k"}, 2);            // -k without a value
+  expect_error({"eval", gt, gt, gt, "-k", "10"}, 2);  // one argument too many
   for (const char* k : {"0", "abc", "-3", "1.5", "99999999999999999999"})
     expect_error({"eval", gt, gt, "-k", k}, 2);
-  expect_error({"build", bigann("base.u8bin")}, 2);            // missing -o
+  expect_error({"build", bigann("base.u8bin")}, 2);  // missing -o
   expect_error({"build", bigann("base.u8bin"), "-o", temp_path("x.cagra"), "--metric", "l3"}, 2);
   expect_error({"bench", gt, gt, gt, "--itopk", "16,,32"}, 2);
   EXPECT_EQ(read_bytes(gt), before);
@@ -154,7 +154,8 @@ TEST(CliErrors, MissingInputFile) {
   const std::string out = temp_path("missing_out.cagra");
   expect_error({"build", temp_path("does_not_exist.u8bin"), "-o", out}, 1);
   expect_error({"search", temp_path("nope.cagra"), bigann("query.u8bin"), "-k", "10", "-o",
-                temp_path("missing.ibin")}, 1);
+                temp_path("missing.ibin")},
+               1);
   expect_error({"info", temp_path("nope.cagra")}, 1);
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(temp_path("missing.ibin")));
@@ -215,7 +216,7 @@ TEST(CliErrors, ExistingOutputNeedsForce) {
 TEST(CliErrors, EvalShapeMismatch) {
   const std::string gt = bigann("groundtruth.ibin");
   const std::string q8 = small_queries(8, "q8e.fbin");
-  expect_error({"eval", gt, gt, "-k", "101"}, 1);  // only 100 columns
+  expect_error({"eval", gt, gt, "-k", "101"}, 1);                // only 100 columns
   expect_error({"bench", small_index(), q8, gt, "-k", "3"}, 1);  // 5 queries, 100 truth rows
 }
 
@@ -234,7 +235,8 @@ std::string plan_line(const std::string& out) {
 TEST(CliRules, ItopkBelowKIsRaisedToK) {
   const std::string idx = small_index(), q8 = small_queries(8, "q8r.fbin");
   const std::string out = temp_path("small_raised.ibin");
-  cli_result r = run_cli({"search", idx, q8, "-k", "10", "--itopk", "5", "-o", out, "--force", "--explain"});
+  cli_result r =
+      run_cli({"search", idx, q8, "-k", "10", "--itopk", "5", "-o", out, "--force", "--explain"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(plan_line(r.out).find(" k=10 itopk=10 "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("search    k 10, itopk 10,"), std::string::npos) << r.out;
@@ -259,10 +261,12 @@ TEST(CliRules, BuildAndSearchFollowTheLibraryDefaults) {
     std::vector<std::string> extra;
     uint32_t d, d_init;
   };
-  for (const build_case& c : {build_case{{}, 64, 128}, build_case{{"--graph-degree", "16"}, 16, 32},
-                              build_case{{"--limit", "100"}, 64, 99},
-                              build_case{{"--graph-degree", "16", "--intermediate-degree", "24"}, 16, 24}}) {
-    std::vector<std::string> cmd = {"build", base, "-o", idx, "--force", "--explain", "--backend", "cpu"};
+  for (const build_case& c :
+       {build_case{{}, 64, 128}, build_case{{"--graph-degree", "16"}, 16, 32},
+        build_case{{"--limit", "100"}, 64, 99},
+        build_case{{"--graph-degree", "16", "--intermediate-degree", "24"}, 16, 24}}) {
+    std::vector<std::string> cmd = {"build",   base,        "-o",        idx,
+                                    "--force", "--explain", "--backend", "cpu"};
     cmd.insert(cmd.end(), c.extra.begin(), c.extra.end());
     SCOPED_TRACE(cmd_text(cmd));
     cli_result r = run_cli(cmd);
@@ -275,12 +279,15 @@ TEST(CliRules, BuildAndSearchFollowTheLibraryDefaults) {
     const build_plan plan = plan_build(cpu, ip, c.d_init == 99 ? 100 : 300, dtype::f32);
     EXPECT_EQ(plan.intermediate_graph_degree, c.d_init);
     EXPECT_EQ(plan_line(r.out), to_string(plan)) << r.out;
-    EXPECT_NE(r.out.find("degree " + std::to_string(c.d) + " (intermediate " + std::to_string(c.d_init) + ")"),
-              std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("degree " + std::to_string(c.d) + " (intermediate " +
+                         std::to_string(c.d_init) + ")"),
+              std::string::npos)
+        << r.out;
   }
 
   // The last index (d = 16): the default search, k above the default itopk.
-  cli_result r = run_cli({"search", idx, queries, "-k", "80", "-o", out, "--force", "--explain", "--backend", "cpu"});
+  cli_result r = run_cli(
+      {"search", idx, queries, "-k", "80", "-o", out, "--force", "--explain", "--backend", "cpu"});
   ASSERT_EQ(r.status, 0) << r.err;
   resources cpu;
   cpu.target = backend::cpu;
@@ -305,8 +312,8 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   const std::string truth = bigann("groundtruth.ibin");
   const std::string idx = temp_path("bigann.cagra"), nn = temp_path("bigann_nn.ibin");
 
-  cli_result r = run_cli({"build", base, "-o", idx, "--graph-degree", "32",
-                          "--intermediate-degree", "64"});
+  cli_result r =
+      run_cli({"build", base, "-o", idx, "--graph-degree", "32", "--intermediate-degree", "64"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("optimize"), std::string::npos) << r.out;
 
@@ -343,8 +350,8 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
     for (const char* field :
          {"\"run_id\":\"", system_field.c_str(), "\"device\":\"", "\"commit\":\"",
           "\"dataset\":\"bigann10k\"", "\"n\":9900", "\"dim\":128", "\"batch\":0", "\"k\":10",
-          "\"params\":{\"itopk\":", "\"search_width\":", "\"max_iterations\":0", "\"threads\":",
-          "\"recall\":", "\"qps\":", "\"latency_ms\":", "\"build_s\":null",
+          "\"params\":{\"itopk\":", "\"search_width\":", "\"max_iterations\":0",
+          "\"threads\":", "\"recall\":", "\"qps\":", "\"latency_ms\":", "\"build_s\":null",
           "\"plan\":\"backend=", " k=10 itopk="})
       EXPECT_NE(l.find(field), std::string::npos) << field << " in " << l;
   }
@@ -364,10 +371,13 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
 
   // --explain: one plan line per point, before its row; a sweep whose every itopk is < k is a
   // usage error (nothing left to measure), one with some >= k skips the others.
-  r = run_cli({"bench", idx, query, truth, "-k", "10", "--itopk", "8,32", "--search-width", "1,2", "--explain"});
+  r = run_cli({"bench", idx, query, truth, "-k", "10", "--itopk", "8,32", "--search-width", "1,2",
+               "--explain"});
   ASSERT_EQ(r.status, 0) << r.err;
   size_t plans = 0;
-  for (size_t at = r.out.find("\nplan: "); at != std::string::npos; at = r.out.find("\nplan: ", at + 1)) ++plans;
+  for (size_t at = r.out.find("\nplan: "); at != std::string::npos;
+       at = r.out.find("\nplan: ", at + 1))
+    ++plans;
   EXPECT_EQ(plans, 2u) << r.out;
   EXPECT_NE(r.out.find("itopk=32 search_width=2"), std::string::npos) << r.out;
   expect_error({"bench", idx, query, truth, "-k", "10", "--itopk", "4,8"}, 2);
@@ -375,8 +385,8 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   // The ablation settings (paper Q-B1/Q-B2/Q-B3): swept team sizes, a forced kernel and the hash
   // go into params only when set; bad values are usage errors.
   const std::string ablation = temp_path("ablation.jsonl");
-  r = run_cli({"bench", idx, query, truth, "--itopk", "32", "--team-size", "4,8", "--algo", "single",
-               "--hash-bits", "10", "--hash-reset-interval", "2", "--json", ablation});
+  r = run_cli({"bench", idx, query, truth, "--itopk", "32", "--team-size", "4,8", "--algo",
+               "single", "--hash-bits", "10", "--hash-reset-interval", "2", "--json", ablation});
   ASSERT_EQ(r.status, 0) << r.err;
   lines.clear();
   std::ifstream f3(ablation);
@@ -391,7 +401,8 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
 
   const std::string gt = temp_path("bigann_gt.ibin");
   const std::string gt_json = temp_path("gt.jsonl");
-  r = run_cli({"gt", base, query, "-k", "10", "-o", gt, "--json", gt_json, "--dataset", "bigann10k"});
+  r = run_cli(
+      {"gt", base, query, "-k", "10", "-o", gt, "--json", gt_json, "--dataset", "bigann10k"});
   ASSERT_EQ(r.status, 0) << r.err;
   r = run_cli({"eval", gt, truth, "-k", "10"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -400,8 +411,9 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   std::ifstream f4(gt_json);
   std::string rec;
   ASSERT_TRUE(std::getline(f4, rec));
-  for (const char* field : {"\"system\":\"", "-brute-force\"", "\"dataset\":\"bigann10k\"", "\"n\":9900",
-                            "\"nq\":100", "\"k\":10", "\"recall\":1.000000", "\"qps\":"})
+  for (const char* field :
+       {"\"system\":\"", "-brute-force\"", "\"dataset\":\"bigann10k\"", "\"n\":9900", "\"nq\":100",
+        "\"k\":10", "\"recall\":1.000000", "\"qps\":"})
     EXPECT_NE(rec.find(field), std::string::npos) << field << " in " << rec;
 }
 

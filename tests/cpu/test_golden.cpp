@@ -111,15 +111,22 @@ const std::map<std::string, std::string>& golden_table() {
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.k10.ids", "fa0180eb54e273d8"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.k10.dist", "27474442e28dea62"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.ids", "c533084d3906c159"},
-      {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.dist", "1808fbca7775011a"},
+      {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.dist",
+       "1808fbca7775011a"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.k10.ids", "59feae3184a9307b"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.k10.dist", "eaabe4d68a3d9b6a"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.kfull.ids", "0326f2fad29f0ab6"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.kfull.dist", "7cba57db5de9cddf"},
-      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10.ids", "5dc9af636789e533"},
-      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10.dist", "d447aad867d7bb6c"},
-      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull.ids", "cdbcef33dc5d9a37"},
-      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull.dist", "d2b71ebe581bb988"},
+      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10.ids",
+       "5dc9af636789e533"},
+      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10.dist",
+       "d447aad867d7bb6c"},
+      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull."
+       "ids",
+       "cdbcef33dc5d9a37"},
+      {"bigann.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull."
+       "dist",
+       "d2b71ebe581bb988"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk16.k1.ids", "1f4bbe45d1299eb2"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk16.k1.dist", "f9623dd5462774f3"},
       {"bigann.u8.l2.bf.rank.d32.search.itopk16.k100.ids", "d556567d41e17367"},
@@ -172,7 +179,8 @@ const std::map<std::string, std::string>& golden_table() {
       {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.defaults.k10.ids", "15bd6364298fdc19"},
       {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.defaults.k10.dist", "c16f2dbd0fd1e641"},
       {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.defaults.kfull.ids", "6d015722983096aa"},
-      {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.defaults.kfull.dist", "9d1140ddabbf8385"},
+      {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.defaults.kfull.dist",
+       "9d1140ddabbf8385"},
       {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.itopk32.k10.ids", "16827f81cea7f38b"},
       {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.itopk32.k10.dist", "23448337a130996c"},
       {"bigann.u8.l2.bf.knn64.optimize.distance.d32.search.itopk32.kfull.ids", "f5e56d47cad8b44e"},
@@ -216,8 +224,10 @@ const std::map<std::string, std::string>& golden_table() {
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.kfull.dist", "a27cdac2672f589c"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.reset2.k10.ids", "a83ed67af140886c"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.reset2.k10.dist", "3d59642a8cb5f171"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.reset2.kfull.ids", "63f396dde4e1f932"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.reset2.kfull.dist", "a27cdac2672f589c"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.reset2.kfull.ids",
+       "63f396dde4e1f932"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.hashbits10.reset2.kfull.dist",
+       "a27cdac2672f589c"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter5.k10.ids", "c1bb67db627a6335"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter5.k10.dist", "734638286cc37544"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter5.kfull.ids", "6de93ea510389f0f"},
@@ -238,18 +248,30 @@ const std::map<std::string, std::string>& golden_table() {
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.k10.dist", "11a5e9062c991d58"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.kfull.ids", "1aaf0097e85b8bb6"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.kfull.dist", "f6ee8dc64b198a74"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.k10.ids", "7b61bbdf3b6ccbef"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.k10.dist", "1994d72819e7de10"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.ids", "75312d6c2f6f67d0"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.dist", "91f8fee483f3065b"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.k10.ids",
+       "7b61bbdf3b6ccbef"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.k10.dist",
+       "1994d72819e7de10"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.ids",
+       "75312d6c2f6f67d0"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.samplings3.kfull.dist",
+       "91f8fee483f3065b"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.k10.ids", "57b20797c6ef2ef8"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.k10.dist", "9a4f8f17f18bc7aa"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.kfull.ids", "0a796bf27e7f7919"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk32.maxiter3.seed7.kfull.dist", "5e05706846f81c99"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10.ids", "a83ed67af140886c"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10.dist", "3d59642a8cb5f171"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull.ids", "8016524a29043a27"},
-      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull.dist", "f0c216bee96f8e1d"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10."
+       "ids",
+       "a83ed67af140886c"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.k10."
+       "dist",
+       "3d59642a8cb5f171"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull."
+       "ids",
+       "8016524a29043a27"},
+      {"fashion4k.u8.l2.bf.rank.d32.search.itopk64.width4.hashbits10.reset2.samplings3.seed7.kfull."
+       "dist",
+       "f0c216bee96f8e1d"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk16.k40.ids", "044fca65b5539eb9"},
       {"fashion4k.u8.l2.bf.rank.d32.search.itopk16.k40.dist", "000eedc4b806f6e1"},
       {"fashion4k.u8.ip.nnd.distance.d32.graph", "452d45c16e4dc569"},
@@ -319,11 +341,14 @@ std::string float_profile() {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
 #if !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-  p = __builtin_cpu_supports("avx512f") ? "avx512f" : __builtin_cpu_supports("avx2") ? "avx2" : "default";
+  p = __builtin_cpu_supports("avx512f") ? "avx512f"
+      : __builtin_cpu_supports("avx2")  ? "avx2"
+                                        : "default";
 #else
   p = "default";
 #endif
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
     p += "+f16c";
   p = "x86_64-" + p;
 #else
@@ -340,7 +365,8 @@ std::string float_profile() {
 /** Records one case: prints it in print mode, else compares with the table. `exact`: the bytes do
  *  not depend on float rounding (checked on every machine); otherwise only on kGoldenProfile. */
 void check(const std::string& name, uint64_t hash, bool exact) {
-  static std::map<std::string, uint64_t> seen;  // a name must mean one case (--gtest_repeat is fine)
+  static std::map<std::string, uint64_t>
+      seen;  // a name must mean one case (--gtest_repeat is fine)
   auto [prev, fresh] = seen.emplace(name, hash);
   ASSERT_TRUE(fresh || prev->second == hash) << "golden case name used twice: " << name;
   char hex[17];
@@ -359,14 +385,16 @@ void check(const std::string& name, uint64_t hash, bool exact) {
   ASSERT_NE(it, table.end()) << "golden case " << name << " (hash " << hex
                              << ") has no entry in kGolden: regenerate with CAGRA_GOLDEN_PRINT=1";
   if (!exact && float_profile() != kGoldenProfile) {
-    std::printf("[ golden   ] %s: not compared (float rounding: this machine is '%s', the table '%s'): "
-                "%s here, %s in the table\n",
-                name.c_str(), float_profile().c_str(), kGoldenProfile, hex, it->second.c_str());
+    std::printf(
+        "[ golden   ] %s: not compared (float rounding: this machine is '%s', the table '%s'): "
+        "%s here, %s in the table\n",
+        name.c_str(), float_profile().c_str(), kGoldenProfile, hex, it->second.c_str());
     return;
   }
   EXPECT_EQ(it->second, std::string(hex))
       << "golden case " << name << ": the CPU backend's behaviour changed (graph bytes or search "
-      << "ids/distances differ from the ones recorded at commit 1c2698a). A refactor must not change "
+      << "ids/distances differ from the ones recorded at commit 1c2698a). A refactor must not "
+         "change "
       << "them. If the change is intended, regenerate the table with CAGRA_GOLDEN_PRINT=1 (see the "
       << "top of tests/cpu/test_golden.cpp).";
 }
@@ -392,16 +420,18 @@ cagra::index build_checked(const std::string& name, const index_params& p, const
   cagra::index idx = build(cpu_res(), p, base, &rep);
   EXPECT_EQ(rep.backend_used, backend::cpu);
   EXPECT_EQ(rep.knn_used, p.knn.algo);
-  check(name + ".graph", fnv1a(idx.graph().data, size_t(idx.graph().size()) * sizeof(uint32_t)), exact);
+  check(name + ".graph", fnv1a(idx.graph().data, size_t(idx.graph().size()) * sizeof(uint32_t)),
+        exact);
   if (p.knn.algo == knn_algo::nn_descent) check(name + ".knn_iterations", rep.knn_iterations, true);
   if (vectors != vec::skip)
-    check(name + ".vectors", fnv1a(idx.vectors().data(), idx.vectors().size_bytes()), vectors == vec::exact);
+    check(name + ".vectors", fnv1a(idx.vectors().data(), idx.vectors().size_bytes()),
+          vectors == vec::exact);
   return idx;
 }
 
 /** Searches on the CPU and checks the ids' and the distances' hashes. */
-void search_checked(const std::string& name, const cagra::index& idx, const host_matrix& q, uint32_t k,
-                    const search_params& p, bool exact) {
+void search_checked(const std::string& name, const cagra::index& idx, const host_matrix& q,
+                    uint32_t k, const search_params& p, bool exact) {
   std::vector<uint32_t> ids(size_t(q.rows()) * k, 0);
   std::vector<float> dist(size_t(q.rows()) * k, 0);
   search(cpu_res(), p, idx, q, k, {ids.data(), q.rows(), k}, {dist.data(), q.rows(), k});
@@ -426,7 +456,8 @@ void search_both(const std::string& name, const cagra::index& idx, const host_ma
  *  and k = itopk (the whole internal top-M list, whose tail is far more sensitive to the
  *  traversal than the first 10, which mostly converge to the exact answer). The knobs that only
  *  matter before convergence (seed, random samplings) are also recorded with max_iterations 3. */
-void search_sweep(const std::string& prefix, const cagra::index& idx, const host_matrix& q, bool exact) {
+void search_sweep(const std::string& prefix, const cagra::index& idx, const host_matrix& q,
+                  bool exact) {
   struct variant {
     std::string name;
     search_params p;
@@ -447,16 +478,19 @@ void search_sweep(const std::string& prefix, const cagra::index& idx, const host
   add("itopk32.width4", 32, [](search_params& p) { p.search_width = 4; });
   add("itopk32.reset2", 32, [](search_params& p) { p.hash_reset_interval = 2; });
   add("itopk32.hashbits10", 32, [](search_params& p) { p.hash_bits = 10; });
-  add("itopk32.hashbits10.reset2", 32, [](search_params& p) { p.hash_bits = 10, p.hash_reset_interval = 2; });
+  add("itopk32.hashbits10.reset2", 32,
+      [](search_params& p) { p.hash_bits = 10, p.hash_reset_interval = 2; });
   add("itopk32.maxiter5", 32, [](search_params& p) { p.max_iterations = 5; });
   add("itopk32.miniter40", 32, [](search_params& p) { p.min_iterations = 40; });
   add("itopk32.samplings3", 32, [](search_params& p) { p.num_random_samplings = 3; });
   add("itopk32.seed7", 32, [](search_params& p) { p.seed = 7; });
   add("itopk32.maxiter3", 32, [](search_params& p) { p.max_iterations = 3; });
-  add("itopk32.maxiter3.samplings3", 32, [](search_params& p) { p.max_iterations = 3, p.num_random_samplings = 3; });
+  add("itopk32.maxiter3.samplings3", 32,
+      [](search_params& p) { p.max_iterations = 3, p.num_random_samplings = 3; });
   add("itopk32.maxiter3.seed7", 32, [](search_params& p) { p.max_iterations = 3, p.seed = 7; });
   add("itopk64.width4.hashbits10.reset2.samplings3.seed7", 64, [](search_params& p) {
-    p.search_width = 4, p.hash_bits = 10, p.hash_reset_interval = 2, p.num_random_samplings = 3, p.seed = 7;
+    p.search_width = 4, p.hash_bits = 10, p.hash_reset_interval = 2, p.num_random_samplings = 3,
+    p.seed = 7;
   });
   for (const variant& c : v) search_both(prefix + c.name, idx, q, c.p, exact);
 }
@@ -477,18 +511,22 @@ real_set* GoldenBigann::set_ = nullptr;
 
 TEST_F(GoldenBigann, BruteForceRankL2AndSearchParams) {
   const std::string n = "bigann.u8.l2.bf.rank.d32";
-  cagra::index idx = build_checked(n, params_of(metric::l2, knn_algo::brute_force), set_->base, true);
+  cagra::index idx =
+      build_checked(n, params_of(metric::l2, knn_algo::brute_force), set_->base, true);
   search_sweep(n + ".search.", idx, set_->queries, true);
   const host_matrix& q = set_->queries;
   const std::string s = n + ".search.";
   search_checked(s + "itopk16.k1", idx, q, 1, sp(16), true);
-  search_checked(s + "itopk16.k100", idx, q, 100, sp(16), true);  // k > itopk: itopk raised to k today
-  search_checked(s + "itopk16.k10.queries1", idx, head(q, 1), 10, sp(16), true);  // one query: one thread
+  search_checked(s + "itopk16.k100", idx, q, 100, sp(16),
+                 true);  // k > itopk: itopk raised to k today
+  search_checked(s + "itopk16.k10.queries1", idx, head(q, 1), 10, sp(16),
+                 true);  // one query: one thread
 }
 
 TEST_F(GoldenBigann, NNDescentRankL2) {
   const std::string n = "bigann.u8.l2.nnd.rank.d32";
-  cagra::index idx = build_checked(n, params_of(metric::l2, knn_algo::nn_descent), set_->base, true);
+  cagra::index idx =
+      build_checked(n, params_of(metric::l2, knn_algo::nn_descent), set_->base, true);
   search_both(n + ".search.defaults", idx, set_->queries, search_params{}, true);
   search_both(n + ".search.itopk32", idx, set_->queries, sp(32), true);
   search_params p = sp(32);
@@ -509,7 +547,8 @@ TEST_F(GoldenBigann, HalfStorage) {
 
 TEST_F(GoldenBigann, InnerProduct) {
   const std::string n = "bigann.u8.ip.bf.rank.d32";
-  cagra::index idx = build_checked(n, params_of(metric::inner_product, knn_algo::brute_force), set_->base, true);
+  cagra::index idx =
+      build_checked(n, params_of(metric::inner_product, knn_algo::brute_force), set_->base, true);
   search_both(n + ".search.defaults", idx, set_->queries, search_params{}, true);
   search_both(n + ".search.itopk32", idx, set_->queries, sp(32), true);
 }
@@ -518,30 +557,35 @@ TEST_F(GoldenBigann, KnnGraphThenOptimize) {
   // The brute-force kNN graph, then optimize (rank and distance reordering, two degrees). The
   // NN-descent graph is pinned through build (NNDescentRankL2), so it is not built twice here.
   const std::string n = "bigann.u8.l2.bf";
-  knn_graph knn = build_knn_graph(cpu_res(), params_of(metric::l2, knn_algo::brute_force), set_->base);
+  knn_graph knn =
+      build_knn_graph(cpu_res(), params_of(metric::l2, knn_algo::brute_force), set_->base);
   ASSERT_EQ(knn.k, 64u);
   check(n + ".knn64.ids", hash_vec(knn.ids), true);
   check(n + ".knn64.dist", hash_vec(knn.distances), true);
   const std::vector<uint32_t> rank32 = optimize(cpu_res(), knn, 32, reorder_kind::rank);
   check(n + ".knn64.optimize.rank.d32", hash_vec(rank32), true);
-  check(n + ".knn64.optimize.rank.d16", hash_vec(optimize(cpu_res(), knn, 16, reorder_kind::rank)), true);
+  check(n + ".knn64.optimize.rank.d16", hash_vec(optimize(cpu_res(), knn, 16, reorder_kind::rank)),
+        true);
   std::vector<uint32_t> dist32 = optimize(cpu_res(), knn, 32, reorder_kind::distance);
   check(n + ".knn64.optimize.distance.d32", hash_vec(dist32), true);
   // Distances left out: optimize recomputes them from the vectors (in f32; exact on bigann10k).
   knn_graph bare = knn;
   bare.distances.clear();
   check(n + ".knn64.nodist.optimize.distance.d32",
-        hash_vec(optimize(cpu_res(), bare, 32, reorder_kind::distance, set_->base, metric::l2)), true);
+        hash_vec(optimize(cpu_res(), bare, 32, reorder_kind::distance, set_->base, metric::l2)),
+        true);
   // Today build == build_knn_graph + optimize, so the rank graph is bigann.u8.l2.bf.rank.d32.graph.
   // Search the distance-reordered graph through an index assembled from its parts.
   cagra::index idx(metric::l2, host_matrix::copy_of(set_->base), std::move(dist32), 32);
-  search_both(n + ".knn64.optimize.distance.d32.search.defaults", idx, set_->queries, search_params{}, true);
+  search_both(n + ".knn64.optimize.distance.d32.search.defaults", idx, set_->queries,
+              search_params{}, true);
   search_both(n + ".knn64.optimize.distance.d32.search.itopk32", idx, set_->queries, sp(32), true);
 }
 
 // ---- Fashion-MNIST: the first 4,000 training images (784-d u8), the first 100 test images -----
 // u8 vectors: integer distances, exact. Cosine (normalized f32 rows): float sums of 784 terms,
-// inexact (compared on kGoldenProfile only). f16 storage is pinned on bigann10k (where it is exact).
+// inexact (compared on kGoldenProfile only). f16 storage is pinned on bigann10k (where it is
+// exact).
 
 class GoldenFashion : public ::testing::Test {
  protected:
@@ -556,7 +600,8 @@ real_set* GoldenFashion::set_ = nullptr;
 
 TEST_F(GoldenFashion, BruteForceRankL2) {
   const std::string n = "fashion4k.u8.l2.bf.rank.d32";
-  cagra::index idx = build_checked(n, params_of(metric::l2, knn_algo::brute_force), set_->base, true);
+  cagra::index idx =
+      build_checked(n, params_of(metric::l2, knn_algo::brute_force), set_->base, true);
   search_sweep(n + ".search.", idx, set_->queries, true);
   search_checked(n + ".search.itopk16.k40", idx, set_->queries, 40, sp(16), true);  // k > itopk
 }
@@ -564,15 +609,17 @@ TEST_F(GoldenFashion, BruteForceRankL2) {
 TEST_F(GoldenFashion, NNDescentDistanceReorderInnerProduct) {
   const std::string n = "fashion4k.u8.ip.nnd.distance.d32";
   cagra::index idx = build_checked(
-      n, params_of(metric::inner_product, knn_algo::nn_descent, reorder_kind::distance), set_->base, true);
+      n, params_of(metric::inner_product, knn_algo::nn_descent, reorder_kind::distance), set_->base,
+      true);
   search_both(n + ".search.defaults", idx, set_->queries, search_params{}, true);
   search_both(n + ".search.itopk32", idx, set_->queries, sp(32), true);
 }
 
 TEST_F(GoldenFashion, Cosine) {
   const std::string n = "fashion4k.f32.cosine.bf.rank.d32";
-  cagra::index idx = build_checked(n, params_of(metric::cosine, knn_algo::brute_force), set_->base, false,
-                                   vec::inexact);  // normalized rows
+  cagra::index idx =
+      build_checked(n, params_of(metric::cosine, knn_algo::brute_force), set_->base, false,
+                    vec::inexact);  // normalized rows
   EXPECT_EQ(idx.storage_dtype(), dtype::f32);
   search_both(n + ".search.defaults", idx, set_->queries, search_params{}, false);
   search_both(n + ".search.itopk32", idx, set_->queries, sp(32), false);

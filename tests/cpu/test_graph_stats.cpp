@@ -187,10 +187,10 @@ TEST(GraphStats, InvalidSelfAndDuplicateCounts) {
   const uint32_t bad = cagra::kInvalidId;
   // 4 nodes, degree 5.
   graph g = {
-      1, 1,   1,   2,   0,    // row 0: two duplicates of 1, a self loop
-      5, 5,   bad, bad, 2,    // row 1: 4 invalid ids, 5 and bad repeated (2 duplicates)
-      2, 2,   3,   7,   3,    // row 2: self loop twice (1 duplicate), 3 twice (1 duplicate)
-      0, 1,   2,   bad, 6,    // row 3: 2 invalid ids
+      1, 1, 1,   2,   0,  // row 0: two duplicates of 1, a self loop
+      5, 5, bad, bad, 2,  // row 1: 4 invalid ids, 5 and bad repeated (2 duplicates)
+      2, 2, 3,   7,   3,  // row 2: self loop twice (1 duplicate), 3 twice (1 duplicate)
+      0, 1, 2,   bad, 6,  // row 3: 2 invalid ids
   };
   cagra::graph_stats s = stats(g, 4, 5);
   EXPECT_EQ(s.invalid_edges, 7);

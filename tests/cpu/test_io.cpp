@@ -114,13 +114,13 @@ TEST(IoRoundTrip, EveryWritableFormatIsBitExact) {
     dtype write, read;
   };
   const fmt_case cases[] = {
-      {".fbin", dtype::f32, dtype::f32},   {".u8bin", dtype::u8, dtype::u8},
-      {".i8bin", dtype::i8, dtype::i8},    {".ibin", dtype::i32, dtype::i32},
-      {".ibin", dtype::u32, dtype::i32},   {".fvecs", dtype::f32, dtype::f32},
-      {".ivecs", dtype::i32, dtype::i32},  {".ivecs", dtype::u32, dtype::i32},
-      {".bvecs", dtype::u8, dtype::u8},    {".npy", dtype::f32, dtype::f32},
-      {".npy", dtype::f16, dtype::f16},    {".npy", dtype::u8, dtype::u8},
-      {".npy", dtype::i8, dtype::i8},      {".npy", dtype::i32, dtype::i32},
+      {".fbin", dtype::f32, dtype::f32},  {".u8bin", dtype::u8, dtype::u8},
+      {".i8bin", dtype::i8, dtype::i8},   {".ibin", dtype::i32, dtype::i32},
+      {".ibin", dtype::u32, dtype::i32},  {".fvecs", dtype::f32, dtype::f32},
+      {".ivecs", dtype::i32, dtype::i32}, {".ivecs", dtype::u32, dtype::i32},
+      {".bvecs", dtype::u8, dtype::u8},   {".npy", dtype::f32, dtype::f32},
+      {".npy", dtype::f16, dtype::f16},   {".npy", dtype::u8, dtype::u8},
+      {".npy", dtype::i8, dtype::i8},     {".npy", dtype::i32, dtype::i32},
       {".npy", dtype::u32, dtype::u32},
   };
   const int64_t shapes[][2] = {{37, 13}, {1, 5}, {9, 1}, {300, 128}};
@@ -321,8 +321,8 @@ TEST(IoHdf5, AnnBenchmarksStyleFile) {
   EXPECT_EQ(std::memcmp(gt.ids.data(), nb.data(), 24), 0);
   EXPECT_EQ(std::memcmp(gt.distances.data(), dist.data(), 24), 0);
   expect_error([&] { io::read_neighbors(path + ":bad_ids"); }, {"ann.hdf5", "negative"});
-  expect_error([&] { io::read_matrix(path + ":nope"); }, {"ann.hdf5", "no dataset 'nope'",
-                                                            "train"});
+  expect_error([&] { io::read_matrix(path + ":nope"); },
+               {"ann.hdf5", "no dataset 'nope'", "train"});
 }
 #endif
 
@@ -393,8 +393,9 @@ TEST(IoErrors, MalformedFilesNameTheFileAndTheProblem) {
        "True or False"},
       {"i8matrix.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }").fill(8).v,
        "only read as neighbor ids"},
-      {"neg64.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }")
-                        .le64(~uint64_t{0}).v, "negative", true},
+      {"neg64.npy",
+       npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }").le64(~uint64_t{0}).v,
+       "negative", true},
       {"floatids.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }").fill(4).v,
        "must be integers", true},
       {"notgt.fbin", bytes().le32(1).le32(1).fill(4).v, "do not hold neighbor ids", true},
@@ -434,9 +435,9 @@ TEST(IoWrite, FailedWritesLeaveTheTargetUntouched) {
   expect_error([&] { io::write_matrix(target, host_matrix(dtype::i32, 0, 4)); },
                {"keep.ibin", "empty"});
   host_matrix dist = random_matrix(dtype::f32, 49, 10, 24);
-  expect_error([&] {
-    io::write_neighbors(target, ids.as<const uint32_t>(), dist.as<const float>());
-  }, {"keep.ibin", "distances must be f32 50 x 10"});
+  expect_error(
+      [&] { io::write_neighbors(target, ids.as<const uint32_t>(), dist.as<const float>()); },
+      {"keep.ibin", "distances must be f32 50 x 10"});
   expect_error([&] { io::write_matrix(dir + "/keep.idx", ids); }, {"keep.idx", "not supported"});
   expect_error([&] { io::write_matrix(dir, ids); }, {"writes", "unknown file extension"});
   fs::create_directories(dir + "/sub.fbin");

@@ -23,7 +23,8 @@ void expect_valid_knn(const knn_graph& g) {
       ASSERT_LT(row[j], g.rows);
       ASSERT_NE(row[j], uint32_t(i)) << "self loop in row " << i;
       if (j) {
-        ASSERT_LE(g.distances[i * g.k + j - 1], g.distances[i * g.k + j]) << "row " << i << " unsorted";
+        ASSERT_LE(g.distances[i * g.k + j - 1], g.distances[i * g.k + j])
+            << "row " << i << " unsorted";
       }
     }
     std::sort(row.begin(), row.end());
@@ -42,11 +43,13 @@ TEST(NnDescent, RecallOnBigann10k) {
 TEST(NnDescent, RecallOnSift5kAndFashionSubset) {
   host_matrix sift = io::read_matrix(shared_data_dir() + "/sift5k/base.u8bin");
   knn_graph a = build_knn_graph({}, nnd_params(32), sift);
-  EXPECT_GE(recall(a.view(), brute_force_knn({}, metric::l2, sift, sift, 32, true).view(), 32), 0.95);
+  EXPECT_GE(recall(a.view(), brute_force_knn({}, metric::l2, sift, sift, 32, true).view(), 32),
+            0.95);
   real_set f = fashion(8000, 1);
   knn_graph b = build_knn_graph({}, nnd_params(32), f.base);
   expect_valid_knn(b);
-  EXPECT_GE(recall(b.view(), brute_force_knn({}, metric::l2, f.base, f.base, 32, true).view(), 32), 0.95);
+  EXPECT_GE(recall(b.view(), brute_force_knn({}, metric::l2, f.base, f.base, 32, true).view(), 32),
+            0.95);
 }
 
 TEST(NnDescent, DeterministicForSeedAndThreadCount) {

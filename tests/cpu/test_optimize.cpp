@@ -46,7 +46,8 @@ TEST(Optimize, InvariantsAndDeterminism) {
     expect_valid_graph(a, knn.rows, 24);
     EXPECT_EQ(a, b) << "optimize must not depend on the thread count";
   }
-  EXPECT_NE(optimize({}, knn, 24, reorder_kind::rank), optimize({}, knn, 24, reorder_kind::distance));
+  EXPECT_NE(optimize({}, knn, 24, reorder_kind::rank),
+            optimize({}, knn, 24, reorder_kind::distance));
 }
 
 TEST(Optimize, DistanceReorderWithoutStoredDistancesUsesVectors) {
@@ -76,7 +77,7 @@ TEST(Optimize, RejectsBadGraphs) {
   knn_graph g = hand_graph();
   EXPECT_THROW(optimize({}, g, 0), cagra::error);
   EXPECT_THROW(optimize({}, g, 4), cagra::error);  // degree > k
-  g.ids[0] = 0;                                     // self loop
+  g.ids[0] = 0;                                    // self loop
   EXPECT_THROW(optimize({}, g, 2), cagra::error);
   g = hand_graph();
   g.ids[1] = 1;  // duplicate in row 0

@@ -57,7 +57,9 @@ class ParamsErrors : public ::testing::Test {
   std::vector<uint32_t> ids_;
 };
 
-TEST_F(ParamsErrors, KZero) { EXPECT_NE(error_of([&] { search_k(0); }).find("k must be >= 1"), std::string::npos); }
+TEST_F(ParamsErrors, KZero) {
+  EXPECT_NE(error_of([&] { search_k(0); }).find("k must be >= 1"), std::string::npos);
+}
 
 TEST_F(ParamsErrors, KAboveIndexSize) {
   EXPECT_NE(error_of([&] { search_k(301); }).find("exceeds the index size"), std::string::npos);
@@ -65,12 +67,16 @@ TEST_F(ParamsErrors, KAboveIndexSize) {
 
 TEST_F(ParamsErrors, QueryDimensionMismatch) {
   host_matrix q = random_f32(5, 9);
-  EXPECT_NE(error_of([&] { search({}, {}, *idx_, q, 10, {ids_.data(), 5, 10}, {}); }).find("dimension 9"),
+  EXPECT_NE(error_of([&] {
+              search({}, {}, *idx_, q, 10, {ids_.data(), 5, 10}, {});
+            }).find("dimension 9"),
             std::string::npos);
 }
 
 TEST_F(ParamsErrors, OutputShapeMismatch) {
-  EXPECT_NE(error_of([&] { search({}, {}, *idx_, q_, 10, {ids_.data(), 4, 10}, {}); }).find("neighbors must be"),
+  EXPECT_NE(error_of([&] {
+              search({}, {}, *idx_, q_, 10, {ids_.data(), 4, 10}, {});
+            }).find("neighbors must be"),
             std::string::npos);
 }
 
@@ -98,8 +104,10 @@ TEST(BuildErrors, FewerRowsThanDegree) {
 
 TEST(BuildErrors, DegreeAboveIntermediateAndZero) {
   host_matrix base = random_f32(100, 4);
-  EXPECT_NE(error_of([&] { build({}, params(32, 16), base); }).find("must be >= graph_degree"), std::string::npos);
-  EXPECT_NE(error_of([&] { build({}, params(0, 16), base); }).find("graph_degree must be >= 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { build({}, params(32, 16), base); }).find("must be >= graph_degree"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { build({}, params(0, 16), base); }).find("graph_degree must be >= 1"),
+            std::string::npos);
 }
 
 TEST(BuildErrors, NanAndInfInData) {
@@ -145,7 +153,9 @@ TEST(SearchErrors, NonIntegerQueriesForByteIndex) {
   host_matrix q(dtype::f32, 1, 4);
   for (int j = 0; j < 4; ++j) q.as<float>().data[j] = 0.5f;
   std::vector<uint32_t> ids(5);
-  EXPECT_NE(error_of([&] { search({}, {}, idx, q, 5, {ids.data(), 1, 5}, {}); }).find("integers"),
+  EXPECT_NE(error_of([&] {
+              search({}, {}, idx, q, 5, {ids.data(), 1, 5}, {});
+            }).find("integers"),
             std::string::npos);
   q.as<float>().data[0] = 300;
   EXPECT_THROW(search({}, {}, idx, q, 5, {ids.data(), 1, 5}, {}), cagra::error);
@@ -175,8 +185,10 @@ TEST(Plan, DefaultsResolve) {
   EXPECT_EQ(b.target, backend::cpu);
   EXPECT_EQ(b.knn, knn_algo::brute_force) << "1000 rows: brute force";
   EXPECT_EQ(plan_build(cpu, params(16, 0), 1000, dtype::f32).intermediate_graph_degree, 32u);
-  EXPECT_EQ(plan_build(cpu, params(64, 0), 100, dtype::f32).intermediate_graph_degree, 99u) << "rows - 1";
-  EXPECT_EQ(plan_build(cpu, params(16, 48), 1000, dtype::f32).intermediate_graph_degree, 48u) << "as given";
+  EXPECT_EQ(plan_build(cpu, params(64, 0), 100, dtype::f32).intermediate_graph_degree, 99u)
+      << "rows - 1";
+  EXPECT_EQ(plan_build(cpu, params(16, 48), 1000, dtype::f32).intermediate_graph_degree, 48u)
+      << "as given";
   EXPECT_NE(to_string(b).find("intermediate_graph_degree=128"), std::string::npos) << to_string(b);
 
   host_matrix base = random_f32(300, 8);

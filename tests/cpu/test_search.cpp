@@ -60,7 +60,8 @@ TEST_F(SearchBigann, RecallGrowsWithItopk) {
   for (uint32_t m : {10u, 32u, 128u}) {
     search_params p;
     p.itopk_size = m;
-    double rc = recall(run(*idx_, set_->queries, 10, p).view(100, 10), set_->truth.as<uint32_t>(), 10);
+    double rc =
+        recall(run(*idx_, set_->queries, 10, p).view(100, 10), set_->truth.as<uint32_t>(), 10);
     EXPECT_GE(rc, prev - 0.005) << "itopk " << m;
     prev = rc;
   }
@@ -73,7 +74,9 @@ TEST_F(SearchBigann, SearchWidthDoesNotLoseRecall) {
     search_params p;
     p.itopk_size = 64;
     p.search_width = w;
-    EXPECT_GE(recall(run(*idx_, set_->queries, 10, p).view(100, 10), set_->truth.as<uint32_t>(), 10), 0.99)
+    EXPECT_GE(
+        recall(run(*idx_, set_->queries, 10, p).view(100, 10), set_->truth.as<uint32_t>(), 10),
+        0.99)
         << "search_width " << w;
   }
 }
@@ -84,7 +87,9 @@ TEST_F(SearchBigann, ForgettableHashKeepsRecall) {
     p.itopk_size = 64;
     p.hash_bits = 10;
     p.hash_reset_interval = interval;
-    EXPECT_GE(recall(run(*idx_, set_->queries, 10, p).view(100, 10), set_->truth.as<uint32_t>(), 10), 0.985)
+    EXPECT_GE(
+        recall(run(*idx_, set_->queries, 10, p).view(100, 10), set_->truth.as<uint32_t>(), 10),
+        0.985)
         << "reset every " << interval;
   }
 }
@@ -119,8 +124,10 @@ TEST(Search, FashionMnistSubset) {
 TEST(Search, InnerProductCosineAndFloatStorage) {
   real_set s = bigann10k();
   host_matrix base(dtype::f32, s.base.rows(), 128), q(dtype::f32, 100, 128);
-  for (int64_t i = 0; i < base.rows() * 128; ++i) base.as<float>().data[i] = s.base.as<uint8_t>().data[i] / 255.0f;
-  for (int64_t i = 0; i < 100 * 128; ++i) q.as<float>().data[i] = s.queries.as<uint8_t>().data[i] / 255.0f;
+  for (int64_t i = 0; i < base.rows() * 128; ++i)
+    base.as<float>().data[i] = s.base.as<uint8_t>().data[i] / 255.0f;
+  for (int64_t i = 0; i < 100 * 128; ++i)
+    q.as<float>().data[i] = s.queries.as<uint8_t>().data[i] / 255.0f;
   for (metric m : {metric::l2, metric::inner_product, metric::cosine}) {
     index_params ip = small_params();
     ip.metric = m;
@@ -142,8 +149,10 @@ TEST(Search, HalfStorageAndInt8) {
   p.itopk_size = 64;
   EXPECT_GE(recall(run(idx, s.queries, 10, p).view(100, 10), s.truth.as<uint32_t>(), 10), 0.99);
   host_matrix base8(dtype::i8, s.base.rows(), 128), q8(dtype::i8, 100, 128);
-  for (int64_t i = 0; i < base8.rows() * 128; ++i) base8.as<int8_t>().data[i] = int8_t(s.base.as<uint8_t>().data[i] / 2);
-  for (int64_t i = 0; i < 100 * 128; ++i) q8.as<int8_t>().data[i] = int8_t(s.queries.as<uint8_t>().data[i] / 2);
+  for (int64_t i = 0; i < base8.rows() * 128; ++i)
+    base8.as<int8_t>().data[i] = int8_t(s.base.as<uint8_t>().data[i] / 2);
+  for (int64_t i = 0; i < 100 * 128; ++i)
+    q8.as<int8_t>().data[i] = int8_t(s.queries.as<uint8_t>().data[i] / 2);
   cagra::index idx8 = build({}, small_params(), base8);
   knn_graph gt = brute_force_knn({}, metric::l2, base8, q8, 10);
   EXPECT_GE(recall(run(idx8, q8, 10, p).view(100, 10), gt.view(), 10), 0.98);

@@ -64,8 +64,8 @@ uint64_t rd(const uint8_t* p, int n) {
   return v;
 }
 uint64_t xxh64(const uint8_t* p, size_t n) {
-  const uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full,
-                 P3 = 0x165667B19E3779F9ull, P4 = 0x85EBCA77C2B2AE63ull, P5 = 0x27D4EB2F165667C5ull;
+  const uint64_t P1 = 0x9E3779B185EBCA87ull, P2 = 0xC2B2AE3D27D4EB4Full, P3 = 0x165667B19E3779F9ull,
+                 P4 = 0x85EBCA77C2B2AE63ull, P5 = 0x27D4EB2F165667C5ull;
   auto round = [&](uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; };
   const uint8_t* end = p + n;
   uint64_t h;
@@ -193,12 +193,12 @@ TEST(Serialize, HeaderMatchesDocumentedLayout) {
   const std::vector<uint8_t>& f = s.bytes;
   ASSERT_EQ(f.size(), size_t(64 + 100 * 8 * 4 + 100 * 4 * 4 + 8));
   EXPECT_EQ(0, std::memcmp(f.data(), "CAGRAIDX", 8));
-  EXPECT_EQ(f[8], 1);                                        // version 1
-  EXPECT_EQ(f[12], 0x04);                                    // endianness tag, little-endian
-  EXPECT_EQ(f[16], 64);                                      // header size
-  EXPECT_EQ(get_u64(f, 32), 100u);                           // rows
-  EXPECT_EQ(get_u64(f, 48), 100u * 8 * 4);                   // vector bytes
-  EXPECT_EQ(get_u64(f, 56), 100u * 4 * 4);                   // graph bytes
+  EXPECT_EQ(f[8], 1);                       // version 1
+  EXPECT_EQ(f[12], 0x04);                   // endianness tag, little-endian
+  EXPECT_EQ(f[16], 64);                     // header size
+  EXPECT_EQ(get_u64(f, 32), 100u);          // rows
+  EXPECT_EQ(get_u64(f, 48), 100u * 8 * 4);  // vector bytes
+  EXPECT_EQ(get_u64(f, 56), 100u * 4 * 4);  // graph bytes
   EXPECT_EQ(get_u64(f, f.size() - 8), doc_checksum(f.data(), f.size() - 8));
 }
 

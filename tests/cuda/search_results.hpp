@@ -28,8 +28,10 @@ struct result {
 };
 
 /** The CPU backend's search of q (the oracle). */
-inline result cpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p) {
-  result r{std::vector<uint32_t>(size_t(q.rows()) * k), std::vector<float>(size_t(q.rows()) * k), q.rows(), k};
+inline result cpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k,
+                      const search_params& p) {
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k), std::vector<float>(size_t(q.rows()) * k),
+           q.rows(), k};
   resources res;
   res.target = backend::cpu;
   search(res, p, idx, q, k, {r.ids.data(), q.rows(), k}, {r.dist.data(), q.rows(), k});
@@ -47,12 +49,14 @@ inline void expect_well_formed(const result& r, int64_t n, const std::string& wh
       }
     }
     std::sort(row.begin(), row.end());
-    ASSERT_EQ(std::adjacent_find(row.begin(), row.end()), row.end()) << what << ": duplicate id, query " << q;
+    ASSERT_EQ(std::adjacent_find(row.begin(), row.end()), row.end())
+        << what << ": duplicate id, query " << q;
   }
 }
 
 /** The CUDA backend's plan for `batch` queries of k neighbors with p (what cagra::search uses). */
-inline search_plan gpu_plan(const cagra::index& idx, const search_params& p, uint32_t k, int64_t batch) {
+inline search_plan gpu_plan(const cagra::index& idx, const search_params& p, uint32_t k,
+                            int64_t batch) {
   resources res;
   res.target = backend::cuda;
   return plan_search(res, p, idx, k, batch);
@@ -60,19 +64,20 @@ inline search_plan gpu_plan(const cagra::index& idx, const search_params& p, uin
 
 /** cuda::search of the rows of q (the user's type) with p as given, `batch` rows per call
  *  (0: all in one). Outputs start as garbage (12345 / -1) so unwritten slots show. */
-inline result gpu_search(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p,
-                         int64_t batch = 0) {
+inline result gpu_search(const cagra::index& idx, const host_matrix& q, uint32_t k,
+                         const search_params& p, int64_t batch = 0) {
   p.validate(k, idx.size(), idx.graph_degree());
   const host_matrix qc = core::queries_for(q, idx.storage_dtype(), idx.metric(), 0);
-  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u), std::vector<float>(size_t(q.rows()) * k, -1.f),
-           q.rows(), k};
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u),
+           std::vector<float>(size_t(q.rows()) * k, -1.f), q.rows(), k};
   if (batch <= 0) batch = q.rows();
   const size_t row_bytes = qc.size_bytes() / size_t(qc.rows());
   for (int64_t first = 0; first < q.rows(); first += batch) {
     const int64_t n = std::min(batch, q.rows() - first);
     host_matrix part(qc.type(), n, qc.cols());
     std::memcpy(part.data(), qc.row_bytes(first), size_t(n) * row_bytes);
-    cuda::search(idx, part, gpu_plan(idx, p, k, n), r.ids.data() + first * k, r.dist.data() + first * k, 0);
+    cuda::search(idx, part, gpu_plan(idx, p, k, n), r.ids.data() + first * k,
+                 r.dist.data() + first * k, 0);
   }
   return r;
 }

@@ -59,8 +59,8 @@ host_matrix random_f32(int64_t rows, int64_t cols, uint32_t seed) {
 
 /** GPU against CPU: recall@k >= min_recall (ids) and distance at each rank within 1e-3 relative;
  *  `exact`: ids and distances identical. Every id valid, distances ascending. */
-void compare(const knn_graph& gpu, const knn_graph& cpu, int64_t n, const std::string& what, bool exact,
-             double min_recall = 0.999) {
+void compare(const knn_graph& gpu, const knn_graph& cpu, int64_t n, const std::string& what,
+             bool exact, double min_recall = 0.999) {
   ASSERT_EQ(gpu.rows, cpu.rows) << what;
   ASSERT_EQ(gpu.k, cpu.k) << what;
   const uint32_t k = gpu.k;
@@ -69,10 +69,12 @@ void compare(const knn_graph& gpu, const knn_graph& cpu, int64_t n, const std::s
       const size_t i = size_t(q) * k + j;
       ASSERT_LT(gpu.ids[i], uint64_t(n)) << what << ": query " << q << " rank " << j;
       if (j) {
-        ASSERT_LE(gpu.distances[i - 1], gpu.distances[i]) << what << ": query " << q << " rank " << j;
+        ASSERT_LE(gpu.distances[i - 1], gpu.distances[i])
+            << what << ": query " << q << " rank " << j;
       }
       const float d = cpu.distances[i];
-      ASSERT_NEAR(gpu.distances[i], d, 1e-3f * std::fabs(d) + 1e-5f) << what << ": query " << q << " rank " << j;
+      ASSERT_NEAR(gpu.distances[i], d, 1e-3f * std::fabs(d) + 1e-5f)
+          << what << ": query " << q << " rank " << j;
       if (exact) {
         ASSERT_EQ(gpu.ids[i], cpu.ids[i]) << what << ": query " << q << " rank " << j;
         ASSERT_EQ(gpu.distances[i], d) << what << ": query " << q << " rank " << j;
@@ -126,7 +128,8 @@ TEST_F(CudaBruteForce, AllTypesAndMetrics) {
     const char* name;
     const host_matrix* base;
     const host_matrix* q;
-  } inputs[] = {{"u8", &set_->base, &set_->queries}, {"f32", f32_base_, f32_q_}, {"f16", &f16_base, f32_q_}};
+  } inputs[] = {
+      {"u8", &set_->base, &set_->queries}, {"f32", f32_base_, f32_q_}, {"f16", &f16_base, f32_q_}};
   for (const input& in : inputs)
     for (metric m : {metric::l2, metric::inner_product, metric::cosine})
       for (uint32_t k : {10u, 100u}) {
@@ -150,19 +153,23 @@ TEST_F(CudaBruteForce, ExcludeSelf) {
   knn_graph g = run(backend::cuda, metric::l2, base, base, 16, true);
   knn_graph c = run(backend::cpu, metric::l2, base, base, 16, true);
   for (int64_t i = 0; i < g.rows; ++i)
-    for (uint32_t j = 0; j < g.k; ++j) ASSERT_NE(g.ids[size_t(i) * g.k + j], uint32_t(i)) << "row " << i;
+    for (uint32_t j = 0; j < g.k; ++j)
+      ASSERT_NE(g.ids[size_t(i) * g.k + j], uint32_t(i)) << "row " << i;
   compare(g, c, base.rows(), "exclude_self u8 l2", true);
   const host_matrix fb = to_f32(base);
-  compare(run(backend::cuda, metric::cosine, fb, fb, 16, true), run(backend::cpu, metric::cosine, fb, fb, 16, true),
-          base.rows(), "exclude_self f32 cosine", false);
+  compare(run(backend::cuda, metric::cosine, fb, fb, 16, true),
+          run(backend::cpu, metric::cosine, fb, fb, 16, true), base.rows(),
+          "exclude_self f32 cosine", false);
 }
 
 TEST_F(CudaBruteForce, KOneAndKThousand) {
   for (uint32_t k : {1u, 1000u}) {
     compare(run(backend::cuda, metric::l2, set_->base, set_->queries, k),
-            run(backend::cpu, metric::l2, set_->base, set_->queries, k), set_->base.rows(), "u8 l2", true);
-    compare(run(backend::cuda, metric::inner_product, *f32_base_, *f32_q_, k), run(backend::cpu, metric::inner_product, *f32_base_, *f32_q_, k),
-            set_->base.rows(), "f32 ip", false);
+            run(backend::cpu, metric::l2, set_->base, set_->queries, k), set_->base.rows(), "u8 l2",
+            true);
+    compare(run(backend::cuda, metric::inner_product, *f32_base_, *f32_q_, k),
+            run(backend::cpu, metric::inner_product, *f32_base_, *f32_q_, k), set_->base.rows(),
+            "f32 ip", false);
   }
 }
 
@@ -171,12 +178,15 @@ TEST_F(CudaBruteForce, ManyTiles) {
   // carried across data tiles, exclude_self across tiles.
   cuda::testing::set_brute_force_tiles(37, 1000);
   compare(run(backend::cuda, metric::l2, set_->base, set_->queries, 100),
-          run(backend::cpu, metric::l2, set_->base, set_->queries, 100), set_->base.rows(), "tiled u8 l2", true);
+          run(backend::cpu, metric::l2, set_->base, set_->queries, 100), set_->base.rows(),
+          "tiled u8 l2", true);
   const host_matrix base = head(set_->base, 2500);
-  compare(run(backend::cuda, metric::l2, base, base, 10, true), run(backend::cpu, metric::l2, base, base, 10, true),
-          base.rows(), "tiled exclude_self", true);
+  compare(run(backend::cuda, metric::l2, base, base, 10, true),
+          run(backend::cpu, metric::l2, base, base, 10, true), base.rows(), "tiled exclude_self",
+          true);
   compare(run(backend::cuda, metric::cosine, *f32_base_, *f32_q_, 50),
-          run(backend::cpu, metric::cosine, *f32_base_, *f32_q_, 50), set_->base.rows(), "tiled f32 cosine", false);
+          run(backend::cpu, metric::cosine, *f32_base_, *f32_q_, 50), set_->base.rows(),
+          "tiled f32 cosine", false);
 }
 
 TEST_F(CudaBruteForce, TinyWithTies) {
@@ -193,7 +203,8 @@ TEST_F(CudaBruteForce, TinyWithTies) {
     EXPECT_FLOAT_EQ(g.distances[j], dist0[j]) << "rank " << j;
   }
   compare(g, run(backend::cpu, metric::l2, base, q, 6), 6, "tiny l2", true);
-  compare(run(backend::cuda, metric::inner_product, base, q, 3), run(backend::cpu, metric::inner_product, base, q, 3), 6, "tiny ip", true);
+  compare(run(backend::cuda, metric::inner_product, base, q, 3),
+          run(backend::cpu, metric::inner_product, base, q, 3), 6, "tiny ip", true);
   // i8 vectors.
   const int8_t iv[] = {-128, 127, 3, -4, 0, 0, 127, -128, 5, 5};
   host_matrix ib = host_matrix::copy_of(dataset_view{iv, dtype::i8, 5, 2});
@@ -203,7 +214,9 @@ TEST_F(CudaBruteForce, TinyWithTies) {
   // Errors: k larger than the rows, k above the GPU limit.
   EXPECT_THROW(run(backend::cuda, metric::l2, base, q, 7), cagra::error);
   EXPECT_THROW(run(backend::cuda, metric::l2, base, base, 6, true), cagra::error);
-  EXPECT_THROW(run(backend::cuda, metric::l2, set_->base, set_->queries, cuda::brute_force_max_k() + 1), cagra::error);
+  EXPECT_THROW(
+      run(backend::cuda, metric::l2, set_->base, set_->queries, cuda::brute_force_max_k() + 1),
+      cagra::error);
 }
 
 }  // namespace

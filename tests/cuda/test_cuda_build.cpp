@@ -62,18 +62,25 @@ TEST_F(CudaBuild, RecallAndGraphMetricsMatchTheCpuBuild) {
     const graph_stats sg = analyze({}, gpu_idx.graph());
     EXPECT_EQ(sg.invalid_edges + sg.self_loops + sg.duplicate_edges, 0);
     for (uint32_t itopk : {16u, 32u, 64u}) {
-      const double r_cpu = search_recall(cpu_idx, *set_, itopk), r_gpu = search_recall(gpu_idx, *set_, itopk);
-      std::printf("[ build    ] bigann10k %-11s itopk %3u: recall@10 CPU-built %.4f GPU-built %.4f\n",
-                  to_string(algo), itopk, r_cpu, r_gpu);
+      const double r_cpu = search_recall(cpu_idx, *set_, itopk),
+                   r_gpu = search_recall(gpu_idx, *set_, itopk);
+      std::printf(
+          "[ build    ] bigann10k %-11s itopk %3u: recall@10 CPU-built %.4f GPU-built %.4f\n",
+          to_string(algo), itopk, r_cpu, r_gpu);
       EXPECT_GE(r_gpu, r_cpu - 0.01) << to_string(algo) << " itopk " << itopk;
     }
-    std::printf("[ build    ] bigann10k %-11s CPU: knn %.3f s optimize %.3f s total %.3f s; GPU: knn %.3f s "
-                "(%u iterations) optimize %.3f s total %.3f s\n", to_string(algo), rc.knn_seconds,
-                rc.optimize_seconds, rc.total_seconds, rg.knn_seconds, rg.knn_iterations, rg.optimize_seconds,
-                rg.total_seconds);
-    std::printf("[ build    ] graph metrics (Q-A1): CPU-built 2-hop %.1f, strong components %lld; GPU-built "
-                "2-hop %.1f, strong components %lld\n", sc.avg_two_hop, (long long)sc.strong_components,
-                sg.avg_two_hop, (long long)sg.strong_components);
+    std::printf(
+        "[ build    ] bigann10k %-11s CPU: knn %.3f s optimize %.3f s total %.3f s; GPU: knn %.3f "
+        "s "
+        "(%u iterations) optimize %.3f s total %.3f s\n",
+        to_string(algo), rc.knn_seconds, rc.optimize_seconds, rc.total_seconds, rg.knn_seconds,
+        rg.knn_iterations, rg.optimize_seconds, rg.total_seconds);
+    std::printf(
+        "[ build    ] graph metrics (Q-A1): CPU-built 2-hop %.1f, strong components %lld; "
+        "GPU-built "
+        "2-hop %.1f, strong components %lld\n",
+        sc.avg_two_hop, (long long)sc.strong_components, sg.avg_two_hop,
+        (long long)sg.strong_components);
   }
 }
 

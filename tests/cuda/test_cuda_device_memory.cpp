@@ -15,9 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include "bigann_fixture.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/testing.hpp"
-#include "bigann_fixture.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -57,21 +57,25 @@ resources on(backend b) {
   return r;
 }
 
-result host_search(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p) {
+result host_search(const cagra::index& idx, const host_matrix& q, uint32_t k,
+                   const search_params& p) {
   result r{std::vector<uint32_t>(size_t(q.rows()) * k), std::vector<float>(size_t(q.rows()) * k)};
-  search(on(backend::cuda), p, idx, q, k, {r.ids.data(), q.rows(), k}, {r.dist.data(), q.rows(), k});
+  search(on(backend::cuda), p, idx, q, k, {r.ids.data(), q.rows(), k},
+         {r.dist.data(), q.rows(), k});
   return r;
 }
 
 /** The same search with the queries copied to the device and device outputs. */
-result device_search(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& p,
-                     backend b = backend::cuda, bool with_distances = true) {
+result device_search(const cagra::index& idx, const host_matrix& q, uint32_t k,
+                     const search_params& p, backend b = backend::cuda,
+                     bool with_distances = true) {
   const int64_t nq = q.rows();
   device_array dq(q), ids(size_t(nq) * k * 4), dist(size_t(nq) * k * 4);
   const dataset_view qv(dq.get(), q.type(), nq, q.cols(), memory_space::device);
   matrix_view<float> dv{};
   if (with_distances) dv = {static_cast<float*>(dist.get()), nq, int64_t{k}, memory_space::device};
-  search(on(b), p, idx, qv, k, {static_cast<uint32_t*>(ids.get()), nq, int64_t{k}, memory_space::device}, dv);
+  search(on(b), p, idx, qv, k,
+         {static_cast<uint32_t*>(ids.get()), nq, int64_t{k}, memory_space::device}, dv);
   result r{ids.to_host<uint32_t>(size_t(nq) * k), {}};
   if (with_distances) r.dist = dist.to_host<float>(size_t(nq) * k);
   return r;
@@ -135,28 +139,29 @@ class CudaDevice : public bigann_gpu_suite {
   /** Host path vs device path: exact for single-CTA (and automatic, which is single-CTA for a
    *  batch of >= SM count queries... or multi-CTA for 100 queries on 132 SMs); multi-CTA exact
    *  where two host runs agree, else recall within 1 point. */
-  static void expect_same(const std::string& what, const cagra::index& idx, const host_matrix& host_q,
-                          const host_matrix& device_q, search_algo algo, uint32_t k = 10) {
+  static void expect_same(const std::string& what, const cagra::index& idx,
+                          const host_matrix& host_q, const host_matrix& device_q, search_algo algo,
+                          uint32_t k = 10) {
     const search_params p = with_algo(algo);
     const int64_t nq = host_q.rows();
     const result h = host_search(idx, host_q, k, p);
     const result d = device_search(idx, device_q, k, p);
     const result h2 = host_search(idx, host_q, k, p);
     const int64_t repeat = identical_rows(h, h2, nq, k), same = identical_rows(h, d, nq, k);
-    std::printf("[ cuda     ] device path %-34s %-10s identical rows %lld/%lld (host repeats %lld)\n",
-                what.c_str(), algo == search_algo::single_cta ? "single-CTA" : "multi-CTA", (long long)same,
-                (long long)nq, (long long)repeat);
+    std::printf(
+        "[ cuda     ] device path %-34s %-10s identical rows %lld/%lld (host repeats %lld)\n",
+        what.c_str(), algo == search_algo::single_cta ? "single-CTA" : "multi-CTA", (long long)same,
+        (long long)nq, (long long)repeat);
     if (algo == search_algo::single_cta || repeat == nq) {
       EXPECT_EQ(d.ids, h.ids) << what;
       EXPECT_EQ(d.dist, h.dist) << what;
     } else {
-      const knn_graph gt = brute_force_knn(on(backend::cpu), idx.metric(), idx.vectors().view(),
-                                           host_q, k);
+      const knn_graph gt =
+          brute_force_knn(on(backend::cpu), idx.metric(), idx.vectors().view(), host_q, k);
       const double rh = recall_of(h, nq, k, gt.view()), rd = recall_of(d, nq, k, gt.view());
       EXPECT_GE(rd, rh - 0.01) << what;
     }
   }
-
 };
 
 constexpr search_algo kAlgos[] = {search_algo::single_cta, search_algo::multi_cta};
@@ -173,7 +178,8 @@ TEST_F(CudaDevice, ByteIndexesMatchHostPath) {
 TEST_F(CudaDevice, FloatIndexesMatchHostPath) {
   const float s = 1.0f / 256;  // powers of two: f16 holds these values exactly
   const host_matrix base = to_type(set_->base, dtype::f32, s);
-  const host_matrix qf = to_type(set_->queries, dtype::f32, s), qh = to_type(set_->queries, dtype::f16, s);
+  const host_matrix qf = to_type(set_->queries, dtype::f32, s),
+                    qh = to_type(set_->queries, dtype::f16, s);
   for (metric m : {metric::l2, metric::inner_product, metric::cosine}) {
     for (storage_type st : {storage_type::f32, storage_type::f16}) {
       cagra::index idx = build({}, params_for(m, st), base);
@@ -191,11 +197,13 @@ TEST_F(CudaDevice, FloatIndexesMatchHostPath) {
 TEST_F(CudaDevice, AutomaticBackendNoDistancesAndBigBatch) {
   const search_params p = with_algo(search_algo::single_cta);
   const result h = host_search(*u8_, set_->queries, 10, p);
-  const result a = device_search(*u8_, set_->queries, 10, p, backend::automatic);  // device views: CUDA
+  const result a =
+      device_search(*u8_, set_->queries, 10, p, backend::automatic);  // device views: CUDA
   EXPECT_EQ(a.ids, h.ids);
   const result n = device_search(*u8_, set_->queries, 10, p, backend::cuda, false);
   EXPECT_EQ(n.ids, h.ids);
-  // 70,000 queries: the single-CTA grid is chunked by 65,535, query_offset into the caller's buffer.
+  // 70,000 queries: the single-CTA grid is chunked by 65,535, query_offset into the caller's
+  // buffer.
   host_matrix big(dtype::u8, 70000, 128);
   for (int64_t i = 0; i < big.rows(); ++i)
     std::memcpy(static_cast<uint8_t*>(big.data()) + i * 128, set_->queries.row_bytes(i % 100), 128);
@@ -223,27 +231,31 @@ TEST_F(CudaDevice, ClearErrors) {
   const host_matrix qf = to_type(set_->queries, dtype::f32);
   device_array dqf(qf);
   const dataset_view q_dev(dq.get(), dtype::u8, nq, 128, memory_space::device);
-  const matrix_view<uint32_t> ids_dev{static_cast<uint32_t*>(ids.get()), nq, k, memory_space::device};
+  const matrix_view<uint32_t> ids_dev{static_cast<uint32_t*>(ids.get()), nq, k,
+                                      memory_space::device};
   const matrix_view<float> dist_dev{static_cast<float*>(dist.get()), nq, k, memory_space::device};
   std::vector<uint32_t> hids(nq * k);
   std::vector<float> hdist(nq * k);
   const matrix_view<uint32_t> ids_host{hids.data(), nq, k};
   const matrix_view<float> dist_host{hdist.data(), nq, k};
   const auto contains = [](const std::string& msg, const char* part) {
-    EXPECT_NE(msg.find(part), std::string::npos) << "message: '" << msg << "' lacks '" << part << "'";
+    EXPECT_NE(msg.find(part), std::string::npos)
+        << "message: '" << msg << "' lacks '" << part << "'";
   };
 
   // f32 device queries for a u8 index: the exactness check is host-only.
   contains(error_of([&] {
-             search(on(backend::cuda), p, *u8_, dataset_view(dqf.get(), dtype::f32, nq, 128, memory_space::device), k,
-                    ids_dev, dist_dev);
+             search(on(backend::cuda), p, *u8_,
+                    dataset_view(dqf.get(), dtype::f32, nq, 128, memory_space::device), k, ids_dev,
+                    dist_dev);
            }),
            "a u8 index takes u8 device queries (got f32)");
   // Mixed spaces.
   contains(error_of([&] { search(on(backend::cuda), p, *u8_, q_dev, k, ids_host, dist_host); }),
            "must all be in host memory or all in device memory");
-  contains(error_of([&] { search(on(backend::cuda), p, *u8_, set_->queries, k, ids_dev, dist_dev); }),
-           "must all be in host memory or all in device memory");
+  contains(
+      error_of([&] { search(on(backend::cuda), p, *u8_, set_->queries, k, ids_dev, dist_dev); }),
+      "must all be in host memory or all in device memory");
   contains(error_of([&] { search(on(backend::cuda), p, *u8_, q_dev, k, ids_dev, dist_host); }),
            "distances: host");
   // The CPU backend.
@@ -251,8 +263,9 @@ TEST_F(CudaDevice, ClearErrors) {
            "device memory needs the CUDA backend");
   // Shapes, as on the host path.
   contains(error_of([&] {
-             search(on(backend::cuda), p, *u8_, dataset_view(dq.get(), dtype::u8, nq, 64, memory_space::device), k,
-                    ids_dev, dist_dev);
+             search(on(backend::cuda), p, *u8_,
+                    dataset_view(dq.get(), dtype::u8, nq, 64, memory_space::device), k, ids_dev,
+                    dist_dev);
            }),
            "queries have dimension 64 but the index has 128");
   contains(error_of([&] {
@@ -264,11 +277,13 @@ TEST_F(CudaDevice, ClearErrors) {
   std::vector<uint8_t> host_bytes(set_->queries.size_bytes());
   contains(error_of([&] {
              search(on(backend::cuda), p, *u8_,
-                    dataset_view(host_bytes.data(), dtype::u8, nq, 128, memory_space::device), k, ids_dev, dist_dev);
+                    dataset_view(host_bytes.data(), dtype::u8, nq, 128, memory_space::device), k,
+                    ids_dev, dist_dev);
            }),
            "is not CUDA device memory");
   // NaN, and all-zero rows under cosine, as on the host path.
-  cagra::index cos = build({}, params_for(metric::cosine), to_type(set_->base, dtype::f32, 1.0f / 256));
+  cagra::index cos =
+      build({}, params_for(metric::cosine), to_type(set_->base, dtype::f32, 1.0f / 256));
   host_matrix bad = to_type(set_->queries, dtype::f32, 1.0f / 256);
   bad.as<float>().data[7 * 128 + 3] = std::numeric_limits<float>::quiet_NaN();
   std::memset(bad.as<float>().data + 9 * 128, 0, 128 * 4);
@@ -279,7 +294,8 @@ TEST_F(CudaDevice, ClearErrors) {
   bad.as<float>().data[7 * 128 + 3] = 0.5f;
   device_array dzero(bad);
   contains(error_of([&] {
-             search(on(backend::cuda), p, cos, dataset_view(dzero.get(), dtype::f32, nq, 128, memory_space::device), k,
+             search(on(backend::cuda), p, cos,
+                    dataset_view(dzero.get(), dtype::f32, nq, 128, memory_space::device), k,
                     ids_dev, dist_dev);
            }),
            "queries row 9 is all zeros");

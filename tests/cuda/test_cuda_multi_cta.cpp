@@ -16,10 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include "bigann_fixture.hpp"
 #include "core/convert.hpp"
 #include "core/plan.hpp"
 #include "cuda/backend.hpp"
-#include "bigann_fixture.hpp"
 #include "search_results.hpp"
 #include "test_data.hpp"
 
@@ -35,11 +35,13 @@ result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, search
 
 /** Runs both backends: multi-CTA recall >= CPU recall - 1 point, and a well-formed output. */
 double compare(const std::string& what, const cagra::index& idx, const host_matrix& q,
-               matrix_view<const uint32_t> truth, const search_params& p, int64_t batch = 0, uint32_t k = 10) {
+               matrix_view<const uint32_t> truth, const search_params& p, int64_t batch = 0,
+               uint32_t k = 10) {
   const result c = cpu_run(idx, q, k, p);
   const result g = gpu_run(idx, q, k, p, search_algo::multi_cta, batch);
   const double rc = recall(c.view(), truth, k), rg = recall(g.view(), truth, k);
-  std::printf("[ cuda     ] multi-CTA %-40s recall@%u cpu %.4f gpu %.4f\n", what.c_str(), k, rc, rg);
+  std::printf("[ cuda     ] multi-CTA %-40s recall@%u cpu %.4f gpu %.4f\n", what.c_str(), k, rc,
+              rg);
   EXPECT_GE(rg, rc - 0.01) << what;
   expect_well_formed(g, idx.size(), what);
   return rg;
@@ -63,9 +65,15 @@ class CudaMultiCta : public bigann_gpu_suite {};
 TEST_F(CudaMultiCta, RecallMatchesCpuEveryTypeAndMetric) {
   // f32 / f16 rows hold the u8 values / 255 (so inner products stay small); i8 rows u8 / 2.
   // u8 and i8 with cosine are stored as f32 (normalized), like the CPU backend does.
-  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255), q_f = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255),
+                    q_f = scaled_f32(set_->queries, 1.0f / 255);
   const host_matrix base_i8 = halved_i8(set_->base), q_i8 = halved_i8(set_->queries);
-  struct data { const char* name; const host_matrix* base; const host_matrix* q; storage_type s; };
+  struct data {
+    const char* name;
+    const host_matrix* base;
+    const host_matrix* q;
+    storage_type s;
+  };
   for (const data& d : {data{"u8", &set_->base, &set_->queries, storage_type::same_as_input},
                         data{"i8", &base_i8, &q_i8, storage_type::same_as_input},
                         data{"f32", &base_f, &q_f, storage_type::same_as_input},
@@ -76,15 +84,16 @@ TEST_F(CudaMultiCta, RecallMatchesCpuEveryTypeAndMetric) {
       const cagra::index idx = build({}, ip, *d.base);
       const knn_graph gt = exact(m, *d.base, *d.q);
       for (uint32_t it : {64u, 256u, 1024u}) {
-        const std::string what = std::string(d.name) + " (" + to_string(idx.storage_dtype()) + ") " +
-                                 to_string(m) + " itopk " + std::to_string(it);
+        const std::string what = std::string(d.name) + " (" + to_string(idx.storage_dtype()) +
+                                 ") " + to_string(m) + " itopk " + std::to_string(it);
         compare(what, idx, *d.q, gt.view(), itopk(it));
       }
     }
 }
 
 TEST_F(CudaMultiCta, BatchesOf1And10And100) {
-  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255), q_f = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255),
+                    q_f = scaled_f32(set_->queries, 1.0f / 255);
   const cagra::index f32 = build({}, small_params(), base_f);
   for (uint32_t it : {64u, 256u, 1024u})
     for (int64_t batch : {1, 10, 100}) {
@@ -99,7 +108,8 @@ TEST_F(CudaMultiCta, ExactByteDistancesAndKEqualsItopk) {
   const auto* base = static_cast<const uint8_t*>(set_->base.data());
   const auto* qs = static_cast<const uint8_t*>(set_->queries.data());
   for (uint32_t it : {64u, 1024u}) {
-    const result r = gpu_run(*u8_, set_->queries, it, itopk(it));  // k = itopk: lists for 2k entries
+    const result r =
+        gpu_run(*u8_, set_->queries, it, itopk(it));  // k = itopk: lists for 2k entries
     expect_well_formed(r, u8_->size(), "k = itopk " + std::to_string(it));
     size_t wrong = 0;
     for (int64_t q = 0; q < r.rows; ++q)
@@ -119,21 +129,24 @@ TEST_F(CudaMultiCta, ExactByteDistancesAndKEqualsItopk) {
 }
 
 TEST_F(CudaMultiCta, WidthSamplingsSmallHashAndIterations) {
-  struct cfg { uint32_t itopk, width, samplings, hash_bits, min_it, max_it; };
-  for (cfg c : {cfg{64, 4, 1, 0, 0, 0}, cfg{64, 1, 3, 0, 0, 0}, cfg{32, 8, 2, 0, 0, 0}, cfg{128, 1, 1, 0, 40, 0},
-                cfg{1024, 1, 1, 0, 0, 0}, cfg{1024, 64, 1, 0, 0, 0}}) {
+  struct cfg {
+    uint32_t itopk, width, samplings, hash_bits, min_it, max_it;
+  };
+  for (cfg c : {cfg{64, 4, 1, 0, 0, 0}, cfg{64, 1, 3, 0, 0, 0}, cfg{32, 8, 2, 0, 0, 0},
+                cfg{128, 1, 1, 0, 40, 0}, cfg{1024, 1, 1, 0, 0, 0}, cfg{1024, 64, 1, 0, 0, 0}}) {
     search_params p = itopk(c.itopk);
     p.search_width = c.width;
     p.num_random_samplings = c.samplings;
     p.hash_bits = c.hash_bits;
     p.min_iterations = c.min_it;
     char what[96];
-    std::snprintf(what, sizeof what, "itopk %u width %u samplings %u min_it %u", c.itopk, c.width, c.samplings,
-                  c.min_it);
+    std::snprintf(what, sizeof what, "itopk %u width %u samplings %u min_it %u", c.itopk, c.width,
+                  c.samplings, c.min_it);
     compare(what, *u8_, set_->queries, truth(), p);
   }
   // A device hash far too small (2^8 slots for ~2,000 visited nodes): nodes that find no free slot
-  // are skipped; the search must still end with valid, distinct ids. Likewise a tight iteration cap.
+  // are skipped; the search must still end with valid, distinct ids. Likewise a tight iteration
+  // cap.
   search_params p = itopk(64);
   p.hash_bits = 8;
   expect_well_formed(gpu_run(*u8_, set_->queries, 10, p), u8_->size(), "hash 2^8");
@@ -168,7 +181,9 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
   const auto algo_for = [&](int sms, int64_t batch, uint32_t m, A requested = A::automatic) {
     search_params p = itopk(m);
     p.algo = requested;
-    return core::make_search_plan(backend::cuda, p, core::shape_of(*u8_), 10, batch, memory_space::host, sms).algo;
+    return core::make_search_plan(backend::cuda, p, core::shape_of(*u8_), 10, batch,
+                                  memory_space::host, sms)
+        .algo;
   };
   EXPECT_EQ(algo_for(132, 1, 64), A::multi_cta);
   EXPECT_EQ(algo_for(132, 131, 64), A::multi_cta);
@@ -180,9 +195,11 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
   EXPECT_EQ(algo_for(132, 1, 64, A::single_cta), A::single_cta);    // forced
   // The device's SM count.
   const int sm = cuda::cuda_info(0).sm_count;
-  const auto device_algo = [&](int64_t batch, uint32_t m) { return gpu_plan(*u8_, itopk(m), 10, batch).algo; };
-  std::printf("[ cuda     ] automatic choice on %d SMs: batch %d -> %s, batch %d -> %s\n", sm, sm - 1,
-              to_string(device_algo(sm - 1, 64)), sm, to_string(device_algo(sm, 64)));
+  const auto device_algo = [&](int64_t batch, uint32_t m) {
+    return gpu_plan(*u8_, itopk(m), 10, batch).algo;
+  };
+  std::printf("[ cuda     ] automatic choice on %d SMs: batch %d -> %s, batch %d -> %s\n", sm,
+              sm - 1, to_string(device_algo(sm - 1, 64)), sm, to_string(device_algo(sm, 64)));
   EXPECT_EQ(device_algo(sm - 1, 64), A::multi_cta);
   EXPECT_EQ(device_algo(sm, 64), A::single_cta);
   EXPECT_EQ(device_algo(sm, 1024), A::multi_cta);
@@ -194,8 +211,10 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
   } catch (const cagra::error& e) {
     EXPECT_NE(std::string(e.what()).find("multi-CTA"), std::string::npos) << e.what();
   }
-  expect_well_formed(gpu_run(*u8_, set_->queries, 10, itopk(1024), A::automatic), u8_->size(), "auto 1024");
-  EXPECT_THROW(gpu_run(*u8_, set_->queries, 10, itopk(5000)), cagra::error);  // above the multi-CTA limit
+  expect_well_formed(gpu_run(*u8_, set_->queries, 10, itopk(1024), A::automatic), u8_->size(),
+                     "auto 1024");
+  EXPECT_THROW(gpu_run(*u8_, set_->queries, 10, itopk(5000)),
+               cagra::error);  // above the multi-CTA limit
 
   // The library's `automatic` backend searches on the GPU now, and on the CPU what the GPU does
   // not take (itopk > 4096).
@@ -215,7 +234,8 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
 // idle pause past its lifetime (it leaves; the next query launches it again) and the index's
 // destruction (stopped first).
 TEST_F(CudaMultiCta, PersistentKernel) {
-  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255), q_f = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255),
+                    q_f = scaled_f32(set_->queries, 1.0f / 255);
   for (uint32_t it : {32u, 64u}) {
     search_params p = itopk(it);
     p.search_width = 16;
@@ -223,8 +243,10 @@ TEST_F(CudaMultiCta, PersistentKernel) {
     const result c = cpu_run(*u8_, set_->queries, 10, p);
     const result g = gpu_run(*u8_, set_->queries, 10, p, search_algo::multi_cta, 1);
     const double rc = recall(c.view(), truth(), 10), rg = recall(g.view(), truth(), 10);
-    std::printf("[ cuda     ] persistent u8 itopk %u, 16 CTAs, queries one by one: recall@10 cpu %.4f gpu %.4f\n",
-                it, rc, rg);
+    std::printf(
+        "[ cuda     ] persistent u8 itopk %u, 16 CTAs, queries one by one: recall@10 cpu %.4f gpu "
+        "%.4f\n",
+        it, rc, rg);
     EXPECT_GE(rg, rc - 0.01);
     expect_well_formed(g, u8_->size(), "persistent");
     // A batch in between stops the kernel; the next batch-1 query starts it again.
@@ -283,7 +305,8 @@ TEST_F(CudaMultiCta, SanitizerCase) {
   expect_well_formed(gpu_run(*u8_, q, 10, p), u8_->size(), "itopk 64, samplings 2");
   p = itopk(1024);
   p.max_iterations = 12;
-  expect_well_formed(gpu_run(*u8_, q, 64, p), u8_->size(), "itopk 1024 (32 CTAs, 1024-entry merge)");
+  expect_well_formed(gpu_run(*u8_, q, 64, p), u8_->size(),
+                     "itopk 1024 (32 CTAs, 1024-entry merge)");
   p = itopk(64);
   p.hash_bits = 8;  // the table fills up: bounded probing
   p.max_iterations = 20;

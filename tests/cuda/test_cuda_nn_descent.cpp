@@ -35,8 +35,10 @@ std::vector<float> row_f32(const host_matrix& m, int64_t i) {
     using T = decltype(tag);
     const T* r = static_cast<const T*>(m.data()) + i * m.cols();
     for (int64_t j = 0; j < m.cols(); ++j) {
-      if constexpr (std::is_same_v<T, half>) out[j] = cpu::half_to_float(r[j]);
-      else out[j] = static_cast<float>(r[j]);
+      if constexpr (std::is_same_v<T, half>)
+        out[j] = cpu::half_to_float(r[j]);
+      else
+        out[j] = static_cast<float>(r[j]);
     }
     return 0;
   });
@@ -47,7 +49,8 @@ std::vector<float> row_f32(const host_matrix& m, int64_t i) {
 double exact_distance(const host_matrix& m, metric mt, int64_t a, int64_t b) {
   const std::vector<float> x = row_f32(m, a), y = row_f32(m, b);
   double s = 0;
-  for (size_t j = 0; j < x.size(); ++j) s += mt == metric::l2 ? (double(x[j]) - y[j]) * (double(x[j]) - y[j]) : double(x[j]) * y[j];
+  for (size_t j = 0; j < x.size(); ++j)
+    s += mt == metric::l2 ? (double(x[j]) - y[j]) * (double(x[j]) - y[j]) : double(x[j]) * y[j];
   return mt == metric::l2 ? s : mt == metric::inner_product ? -s : 1.0 - s;
 }
 
@@ -74,8 +77,8 @@ void expect_valid(const knn_graph& g, const host_matrix& data, metric mt, const 
       const double got = g.distances[e];
       const bool ok = bytes ? got == want : std::fabs(got - want) <= 1e-4 * std::fabs(want) + 1e-5;
       if (!ok && bad_dist++ < 5)
-        ADD_FAILURE() << what << ": row " << i << " rank " << j << " id " << g.ids[e] << " distance " << got
-                      << ", exact " << want;
+        ADD_FAILURE() << what << ": row " << i << " rank " << j << " id " << g.ids[e]
+                      << " distance " << got << ", exact " << want;
     }
     std::sort(row.begin(), row.end());
     ASSERT_EQ(std::unique(row.begin(), row.end()), row.end()) << what << ": duplicate in row " << i;
@@ -99,7 +102,8 @@ struct gpu_run {
   uint32_t iterations = 0;
   double seconds = 0;
 };
-gpu_run run_gpu(const host_matrix& data, metric mt, uint32_t k, const knn_graph_params& p = {}, uint64_t seed = 0) {
+gpu_run run_gpu(const host_matrix& data, metric mt, uint32_t k, const knn_graph_params& p = {},
+                uint64_t seed = 0) {
   gpu_run r;
   const auto t0 = clk::now();
   r.g = cuda::nn_descent(data, mt, k, p, seed, 0, {}, &r.iterations);
@@ -112,8 +116,8 @@ knn_graph exact_knn(const host_matrix& data, metric mt, uint32_t k) {
 }
 
 /** Recall, validity, iteration limit and a print line; returns the recall. */
-double check_case(const host_matrix& data, metric mt, uint32_t k, const std::string& what, double min_recall,
-                  const knn_graph_params& p = {}) {
+double check_case(const host_matrix& data, metric mt, uint32_t k, const std::string& what,
+                  double min_recall, const knn_graph_params& p = {}) {
   const gpu_run r = run_gpu(data, mt, k, p);
   EXPECT_LE(r.iterations, p.max_iterations) << what;
   expect_valid(r.g, data, mt, what);
@@ -145,7 +149,9 @@ class CudaNnDescent : public ::testing::Test {
   static inline real_set* set_ = nullptr;
 };
 
-TEST_F(CudaNnDescent, Bigann10kU8L2) { check_case(set_->base, metric::l2, 64, "bigann10k u8 l2", 0.95); }
+TEST_F(CudaNnDescent, Bigann10kU8L2) {
+  check_case(set_->base, metric::l2, 64, "bigann10k u8 l2", 0.95);
+}
 
 TEST_F(CudaNnDescent, Sift5kU8L2) {
   const host_matrix sift = io::read_matrix(shared_data_dir() + "/sift5k/base.u8bin");
@@ -157,12 +163,14 @@ TEST_F(CudaNnDescent, FloatStorageAndMetrics) {
   const host_matrix f32 = to_f32(set_->base);
   check_case(f32, metric::l2, 64, "bigann10k f32 l2", 0.95);
   check_case(f32, metric::inner_product, 64, "bigann10k f32 inner_product", 0.90);
-  const host_matrix unit = core::to_storage(set_->base.view(), metric::cosine, storage_type::same_as_input, 0);
+  const host_matrix unit =
+      core::to_storage(set_->base.view(), metric::cosine, storage_type::same_as_input, 0);
   ASSERT_EQ(unit.type(), dtype::f32);
   check_case(unit, metric::cosine, 64, "bigann10k f32 cosine (unit rows)", 0.90);
   const host_matrix f16 = core::to_storage(set_->base.view(), metric::l2, storage_type::f16, 0);
   check_case(f16, metric::l2, 64, "bigann10k f16 l2", 0.95);
-  const host_matrix f16u = core::to_storage(set_->base.view(), metric::cosine, storage_type::f16, 0);
+  const host_matrix f16u =
+      core::to_storage(set_->base.view(), metric::cosine, storage_type::f16, 0);
   check_case(f16u, metric::cosine, 32, "bigann10k f16 cosine (unit rows)", 0.90);
 }
 
@@ -197,9 +205,10 @@ TEST_F(CudaNnDescent, CpuVersusGpu) {
     const gpu_run g = run_gpu(set_->base, metric::l2, k, p);
     const knn_graph exact = exact_knn(set_->base, metric::l2, k);
     const double rc = recall(c.view(), exact.view(), k), rg = recall(g.g.view(), exact.view(), k);
-    std::printf("[nnd] bigann10k u8 l2 k=%u default params: CPU recall %.4f (%u it, %.3f s, %d threads)  "
-                "GPU recall %.4f (%u it, %.3f s)\n",
-                k, rc, cpu_it, cpu_s, cpu::thread_count(0), rg, g.iterations, g.seconds);
+    std::printf(
+        "[nnd] bigann10k u8 l2 k=%u default params: CPU recall %.4f (%u it, %.3f s, %d threads)  "
+        "GPU recall %.4f (%u it, %.3f s)\n",
+        k, rc, cpu_it, cpu_s, cpu::thread_count(0), rg, g.iterations, g.seconds);
     EXPECT_GE(rg, rc - 0.03) << "k = " << k;
   }
 }
@@ -218,15 +227,18 @@ TEST_F(CudaNnDescent, SmallRowsAndOddShapes) {
   // Rows that are not a multiple of 16 bytes: u8 dim 13, f32 dim 37, f16 dim 5.
   host_matrix b13(dtype::u8, 700, 13), f37(dtype::f32, 700, 37);
   for (int64_t i = 0; i < 700; ++i) {
-    for (int j = 0; j < 13; ++j) static_cast<uint8_t*>(b13.data())[i * 13 + j] = set_->base.row_bytes(i)[j];
-    for (int j = 0; j < 37; ++j) static_cast<float*>(f37.data())[i * 37 + j] = float(set_->base.row_bytes(i)[j + 40]) * 0.37f;
+    for (int j = 0; j < 13; ++j)
+      static_cast<uint8_t*>(b13.data())[i * 13 + j] = set_->base.row_bytes(i)[j];
+    for (int j = 0; j < 37; ++j)
+      static_cast<float*>(f37.data())[i * 37 + j] = float(set_->base.row_bytes(i)[j + 40]) * 0.37f;
   }
   check_case(b13, metric::l2, 20, "u8 dim 13", 0.90);
   check_case(f37, metric::l2, 20, "f32 dim 37", 0.95);
   check_case(f37, metric::inner_product, 20, "f32 dim 37 inner_product", 0.90);
   host_matrix f5c(dtype::f32, 700, 5);
   for (int64_t i = 0; i < 700; ++i)
-    std::memcpy(static_cast<float*>(f5c.data()) + i * 5, static_cast<const float*>(f37.data()) + i * 37, 5 * sizeof(float));
+    std::memcpy(static_cast<float*>(f5c.data()) + i * 5,
+                static_cast<const float*>(f37.data()) + i * 37, 5 * sizeof(float));
   const host_matrix f5 = core::to_storage(f5c.view(), metric::l2, storage_type::f16, 0);
   check_case(f5, metric::l2, 10, "f16 dim 5", 0.90);
 }
@@ -247,13 +259,14 @@ TEST_F(CudaNnDescent, IterationLimitsAndProgress) {
   int calls = 0;
   double last = -1;
   uint32_t it = 0;
-  knn_graph g = cuda::nn_descent(d, metric::l2, 32, p, 7, 0,
-                                 [&](const char*, double f) {
-                                   ++calls;
-                                   EXPECT_GE(f, last);
-                                   last = f;
-                                 },
-                                 &it);
+  knn_graph g = cuda::nn_descent(
+      d, metric::l2, 32, p, 7, 0,
+      [&](const char*, double f) {
+        ++calls;
+        EXPECT_GE(f, last);
+        last = f;
+      },
+      &it);
   EXPECT_EQ(it, 20u);
   EXPECT_GE(calls, 20);
   EXPECT_DOUBLE_EQ(last, 1.0);
@@ -275,12 +288,15 @@ TEST_F(CudaNnDescent, ErrorsLikeTheCpu) {
     return "no error";
   };
   for (uint32_t k : {10u, 11u, 0u}) {
-    const std::string g = message([&] { cuda::nn_descent(d, metric::l2, k, {}, 0, 0, {}, nullptr); });
-    const std::string c = message([&] { cpu::nn_descent(d, metric::l2, k, {}, 0, 1, {}, nullptr); });
+    const std::string g =
+        message([&] { cuda::nn_descent(d, metric::l2, k, {}, 0, 0, {}, nullptr); });
+    const std::string c =
+        message([&] { cpu::nn_descent(d, metric::l2, k, {}, 0, 1, {}, nullptr); });
     EXPECT_EQ(g, c) << "k = " << k;
     EXPECT_NE(g, "no error");
   }
-  const std::string big = message([&] { cuda::nn_descent(set_->base, metric::l2, 513, {}, 0, 0, {}, nullptr); });
+  const std::string big =
+      message([&] { cuda::nn_descent(set_->base, metric::l2, 513, {}, 0, 0, {}, nullptr); });
   EXPECT_NE(big.find("k <= 512"), std::string::npos) << big;
   host_matrix u32(dtype::u32, 20, 4);
   EXPECT_THROW(cuda::nn_descent(u32, metric::l2, 4, {}, 0, 0, {}, nullptr), cagra::error);
@@ -291,8 +307,8 @@ TEST_F(CudaNnDescent, DeviceBytes) {
   const size_t f = cuda::nn_descent_device_bytes(1000000, 128, dtype::f32, 128);
   EXPECT_EQ(f - b, size_t(1000000) * 384);
   EXPECT_GT(cuda::nn_descent_device_bytes(1000000, 128, dtype::u8, 256), b);
-  std::printf("[nnd] peak device memory, 1M x 128, k = 128: u8 %.1f MiB, f32 %.1f MiB\n", b / 1048576.0,
-              f / 1048576.0);
+  std::printf("[nnd] peak device memory, 1M x 128, k = 128: u8 %.1f MiB, f32 %.1f MiB\n",
+              b / 1048576.0, f / 1048576.0);
 }
 
 TEST_F(CudaNnDescent, TooLittleDeviceMemoryIsAnError) {
@@ -321,7 +337,8 @@ host_matrix synthetic(int64_t n, int64_t dim, dtype t) {
     return x ^ (x >> 31);
   };
   std::vector<float> centers(static_cast<size_t>(clusters * dim));
-  for (size_t i = 0; i < centers.size(); ++i) centers[i] = 40.0f + float(mix(i ^ 0xC0FFEEull) >> 40) / float(1 << 24) * 175.0f;
+  for (size_t i = 0; i < centers.size(); ++i)
+    centers[i] = 40.0f + float(mix(i ^ 0xC0FFEEull) >> 40) / float(1 << 24) * 175.0f;
   host_matrix out(t, n, dim);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -330,9 +347,12 @@ host_matrix synthetic(int64_t n, int64_t dim, dtype t) {
       const uint64_t h = mix((uint64_t(i) << 20) ^ uint64_t(j) ^ 0xABCDEFull);
       float z = 0;
       for (int q = 0; q < 4; ++q) z += float((h >> (16 * q)) & 0xFFFF) / 65536.0f - 0.5f;
-      float v = std::min(255.0f, std::max(0.0f, std::round(centers[size_t(c * dim + j)] + 40.0f * z)));
-      if (t == dtype::u8) static_cast<uint8_t*>(out.data())[i * dim + j] = uint8_t(v);
-      else static_cast<float*>(out.data())[i * dim + j] = v;
+      float v =
+          std::min(255.0f, std::max(0.0f, std::round(centers[size_t(c * dim + j)] + 40.0f * z)));
+      if (t == dtype::u8)
+        static_cast<uint8_t*>(out.data())[i * dim + j] = uint8_t(v);
+      else
+        static_cast<float*>(out.data())[i * dim + j] = v;
     }
   }
   return out;
@@ -362,15 +382,20 @@ TEST_F(CudaNnDescent, Throughput1MSynthetic) {
     for (int64_t i = 0; i < nq; ++i) {
       std::vector<uint32_t> truth;
       for (uint32_t j = 0; j < k + 1 && truth.size() < k; ++j)
-        if (exact.ids[size_t(i) * (k + 1) + j] != uint32_t(rows[i])) truth.push_back(exact.ids[size_t(i) * (k + 1) + j]);
+        if (exact.ids[size_t(i) * (k + 1) + j] != uint32_t(rows[i]))
+          truth.push_back(exact.ids[size_t(i) * (k + 1) + j]);
       std::sort(truth.begin(), truth.end());
       for (uint32_t j = 0; j < k; ++j)
-        hits += std::binary_search(truth.begin(), truth.end(), r.g.ids[size_t(rows[i]) * k + j]) ? 1 : 0;
+        hits += std::binary_search(truth.begin(), truth.end(), r.g.ids[size_t(rows[i]) * k + j])
+                    ? 1
+                    : 0;
     }
     const double rec = hits / double(nq * k);
-    std::printf("[nnd] SYNTHETIC clustered 1M x 128 %s, d_init %u: build %.2f s (GPU NN-descent incl. upload/download), "
-                "%u iterations, recall %.4f on 1000 sampled rows (data generation %.1f s)\n",
-                to_string(t), k, r.seconds, r.iterations, rec, gen_s);
+    std::printf(
+        "[nnd] SYNTHETIC clustered 1M x 128 %s, d_init %u: build %.2f s (GPU NN-descent incl. "
+        "upload/download), "
+        "%u iterations, recall %.4f on 1000 sampled rows (data generation %.1f s)\n",
+        to_string(t), k, r.seconds, r.iterations, rec, gen_s);
     if (r.seconds > 60) GTEST_SKIP() << "took more than 60 s";
     EXPECT_GE(rec, 0.90);
   }

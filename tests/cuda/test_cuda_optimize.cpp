@@ -45,8 +45,8 @@ void expect_same(const knn_graph& knn, uint32_t d, reorder_kind kind, cpu::optim
   if (mm.first != g.end()) {
     const size_t i = size_t(mm.first - g.begin());
     FAIL() << what << " (" << kind_name(kind) << ", d=" << d << ", reorder=" << steps.reorder
-           << ", reverse=" << steps.reverse << "): first difference at row " << i / d << " col " << i % d
-           << ": gpu " << g[i] << " cpu " << c[i];
+           << ", reverse=" << steps.reverse << "): first difference at row " << i / d << " col "
+           << i % d << ": gpu " << g[i] << " cpu " << c[i];
   }
 }
 
@@ -60,7 +60,8 @@ uint64_t splitmix(uint64_t& s) {
 /** Random kNN-shaped graph: distinct ids in [0, id_range) (default n) per row, or within
  *  `window` of the row (mod n, many shared neighbours: many detours), never self;
  *  distances increasing along the row (a random start and step per row). */
-knn_graph random_graph(int64_t n, uint32_t k, uint64_t seed, int64_t id_range = 0, int64_t window = 0) {
+knn_graph random_graph(int64_t n, uint32_t k, uint64_t seed, int64_t id_range = 0,
+                       int64_t window = 0) {
   if (id_range == 0) id_range = n;
   knn_graph g;
   g.rows = n;
@@ -79,8 +80,10 @@ knn_graph random_graph(int64_t n, uint32_t k, uint64_t seed, int64_t id_range = 
       uint64_t s = seed * 0x2545F4914F6CDD1Dull + uint64_t(x);
       uint32_t* row = g.ids.data() + x * k;
       for (uint32_t j = 0; j < k;) {
-        const uint32_t id = window ? uint32_t((x + n - window + int64_t(splitmix(s) % uint64_t(2 * window + 1))) % n)
-                                   : uint32_t(splitmix(s) % uint64_t(id_range));
+        const uint32_t id =
+            window
+                ? uint32_t((x + n - window + int64_t(splitmix(s) % uint64_t(2 * window + 1))) % n)
+                : uint32_t(splitmix(s) % uint64_t(id_range));
         if (id == x) continue;
         uint32_t h = (id * 0x9E3779B1u) & (slots - 1);
         bool dup = false;
@@ -94,7 +97,8 @@ knn_graph random_graph(int64_t n, uint32_t k, uint64_t seed, int64_t id_range = 
         table[h] = id;
         row[j++] = id;
       }
-      const float base = float(splitmix(s) % 1000) / 1000.f, step = 0.5f + float(splitmix(s) % 1000) / 1000.f;
+      const float base = float(splitmix(s) % 1000) / 1000.f,
+                  step = 0.5f + float(splitmix(s) % 1000) / 1000.f;
       for (uint32_t j = 0; j < k; ++j) g.distances[size_t(x) * k + j] = base + float(j) * step;
     }
   }
@@ -142,9 +146,12 @@ void expect_same_error(const knn_graph& g, uint32_t d, reorder_kind kind, const 
 
 class CudaOptimize : public bigann_gpu_suite {
  protected:
-  /** Exact kNN graph of bigann10k, K = 128 (K = 64 is its prefix: rows are sorted by (distance, id)). */
+  /** Exact kNN graph of bigann10k, K = 128 (K = 64 is its prefix: rows are sorted by
+   *  (distance, id)). */
   static const knn_graph& exact128() {
-    if (!exact_) exact_ = new knn_graph(cpu::brute_force(set_->base, set_->base, metric::l2, 128, true, 0, {}));
+    if (!exact_)
+      exact_ =
+          new knn_graph(cpu::brute_force(set_->base, set_->base, metric::l2, 128, true, 0, {}));
     return *exact_;
   }
   static void TearDownTestSuite() {
@@ -156,11 +163,13 @@ class CudaOptimize : public bigann_gpu_suite {
 };
 
 TEST_F(CudaOptimize, BigannExactKnnMatchesCpu) {
-  (void)cuda::optimize(random_graph(100, 8, 1), 4, reorder_kind::rank, {}, 0, {});  // CUDA context warm-up
+  (void)cuda::optimize(random_graph(100, 8, 1), 4, reorder_kind::rank, {}, 0,
+                       {});        // CUDA context warm-up
   for (uint32_t k : {37u, 66u}) {  // the scalar detour loop (4 does not divide K) on real data
     const knn_graph g = cut(exact128(), k);
     for (reorder_kind kind : {reorder_kind::rank, reorder_kind::distance})
-      for (uint32_t d : {k / 2, k / 2 + 1}) expect_same(g, d, kind, {}, "bigann10k exact K=" + std::to_string(k));
+      for (uint32_t d : {k / 2, k / 2 + 1})
+        expect_same(g, d, kind, {}, "bigann10k exact K=" + std::to_string(k));
   }
   for (uint32_t k : {64u, 128u}) {
     const knn_graph g = k == 128 ? exact128() : cut(exact128(), 64);
@@ -168,15 +177,16 @@ TEST_F(CudaOptimize, BigannExactKnnMatchesCpu) {
       for (reorder_kind kind : {reorder_kind::rank, reorder_kind::distance}) {
         double gs = 0, cs = 0;
         expect_same(g, d, kind, {}, "bigann10k exact K=" + std::to_string(k), &gs, &cs);
-        std::printf("[optimize] bigann10k exact K=%-3u d=%-2u %-8s  GPU %7.2f ms  CPU %7.2f ms\n", k, d,
-                    kind_name(kind), gs * 1e3, cs * 1e3);
+        std::printf("[optimize] bigann10k exact K=%-3u d=%-2u %-8s  GPU %7.2f ms  CPU %7.2f ms\n",
+                    k, d, kind_name(kind), gs * 1e3, cs * 1e3);
       }
   }
 }
 
 TEST_F(CudaOptimize, NnDescentGraphMatchesCpu) {
   uint32_t iters = 0;
-  const knn_graph g = cpu::nn_descent(set_->base, metric::l2, 64, knn_graph_params{}, 42, 0, {}, &iters);
+  const knn_graph g =
+      cpu::nn_descent(set_->base, metric::l2, 64, knn_graph_params{}, 42, 0, {}, &iters);
   for (reorder_kind kind : {reorder_kind::rank, reorder_kind::distance}) {
     expect_same(g, 32, kind, {}, "bigann10k nn-descent K=64");
     expect_same(g, 64, kind, {}, "bigann10k nn-descent K=64");
@@ -206,7 +216,8 @@ TEST_F(CudaOptimize, SyntheticEdgeCases) {
   // K not a multiple of 4 (the scalar detour loop) and of it (16-byte loads), small and large.
   for (uint32_t k : {3u, 4u, 6u, 13u, 37u, 130u, 256u, 515u}) {
     const knn_graph r = random_graph(k < 100 ? 1500 : 1200, k, 100 + k);
-    const knn_graph w = random_graph(k < 100 ? 1500 : 1200, k, 200 + k, 0, k);  // local: many detours
+    const knn_graph w =
+        random_graph(k < 100 ? 1500 : 1200, k, 200 + k, 0, k);  // local: many detours
     for (reorder_kind kind : kinds)
       for (uint32_t d : {k, k / 2 + 1, 1u}) {
         expect_same(r, d, kind, {}, "random x " + std::to_string(k));
@@ -227,8 +238,10 @@ TEST_F(CudaOptimize, SyntheticEdgeCases) {
       if (hub == x) continue;
       uint32_t* pos = std::find(row, row + h.k, hub);
       const uint32_t want = hub == 0 ? 0 : h.k - 1;
-      if (pos != row + h.k) std::swap(*pos, row[want]);
-      else row[want] = hub;
+      if (pos != row + h.k)
+        std::swap(*pos, row[want]);
+      else
+        row[want] = hub;
     }
   }
   for (reorder_kind kind : kinds)
@@ -240,7 +253,8 @@ TEST_F(CudaOptimize, SyntheticEdgeCases) {
   for (float& v : t.distances) v = 1.f;
   expect_same(t, 12, reorder_kind::distance, {}, "equal distances");
   t = random_graph(1000, 24, 8);
-  for (size_t i = 0; i < t.distances.size(); i += 7) t.distances[i] = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < t.distances.size(); i += 7)
+    t.distances[i] = std::numeric_limits<float>::quiet_NaN();
   expect_same(t, 12, reorder_kind::distance, {}, "NaN distances");
   // Several launch chunks (65536 rows each) and a larger sort.
   const knn_graph big = random_graph(200000, 32, 9);
@@ -269,7 +283,8 @@ TEST_F(CudaOptimize, InvalidInputSameErrorAsCpu) {
   knn_graph nd = good;
   nd.distances.clear();
   expect_same_error(nd, 4, reorder_kind::distance, "no distances");
-  EXPECT_EQ(cuda::optimize(nd, 4, reorder_kind::rank, {}, 0, {}), cpu::optimize(nd, 4, reorder_kind::rank, {}, 0, {}));
+  EXPECT_EQ(cuda::optimize(nd, 4, reorder_kind::rank, {}, 0, {}),
+            cpu::optimize(nd, 4, reorder_kind::rank, {}, 0, {}));
   // A bad row in a later launch chunk (rows >= 65536), and one in each of two chunks.
   knn_graph big = random_graph(140000, 8, 11);
   big.ids[size_t(100000) * 8 + 1] = big.ids[size_t(100000) * 8 + 4];
@@ -292,8 +307,8 @@ TEST_F(CudaOptimize, ProgressAndMemoryEstimate) {
   EXPECT_EQ(fractions.back(), 1.0);
   const size_t b = cuda::optimize_device_bytes(1000000, 128, 64);
   const size_t br = cuda::optimize_device_bytes(1000000, 128, 64, reorder_kind::rank);
-  std::printf("[optimize] device bytes 1M x 128 -> 64: distance %.1f MiB, rank %.1f MiB\n", b / 1048576.0,
-              br / 1048576.0);
+  std::printf("[optimize] device bytes 1M x 128 -> 64: distance %.1f MiB, rank %.1f MiB\n",
+              b / 1048576.0, br / 1048576.0);
   EXPECT_GE(b, size_t(1000000) * 64 * 4 * 5);
   EXPECT_GE(b, br);
 }
@@ -310,19 +325,22 @@ TEST_F(CudaOptimize, Throughput1MRandom) {
       out = cuda::optimize(g, 64, kind, {}, 0, {});
       best = std::min(best, since(t0));
     }
-    std::printf("[optimize] GPU optimize 1M x 128 -> 64 %-8s %.3f s (host<->device copies included)\n",
-                kind_name(kind), best);
+    std::printf(
+        "[optimize] GPU optimize 1M x 128 -> 64 %-8s %.3f s (host<->device copies included)\n",
+        kind_name(kind), best);
     // Where the time goes, from the progress calls (each one follows a stream synchronization):
     // allocation + upload, detour counting, reverse edges (transpose, sort, bounds), merge +
     // download, and the frees after the last call.
     std::vector<std::pair<std::string, double>> marks;
     t0 = clk::now();
-    out = cuda::optimize(g, 64, kind, {}, 0, [&](const char* what, double) { marks.emplace_back(what, since(t0)); });
+    out = cuda::optimize(g, 64, kind, {}, 0,
+                         [&](const char* what, double) { marks.emplace_back(what, since(t0)); });
     const double total = since(t0);
     std::printf("[optimize]   breakdown (%s, total %.3f s):", kind_name(kind), total);
     double prev = 0;
     for (const auto& m : marks) {
-      std::printf(" | %s @%.1f ms (+%.1f)", m.first.c_str(), m.second * 1e3, (m.second - prev) * 1e3);
+      std::printf(" | %s @%.1f ms (+%.1f)", m.first.c_str(), m.second * 1e3,
+                  (m.second - prev) * 1e3);
       prev = m.second;
     }
     std::printf(" | return +%.1f ms\n", (total - prev) * 1e3);

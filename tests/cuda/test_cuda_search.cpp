@@ -11,17 +11,18 @@
 
 #include <gtest/gtest.h>
 
+#include "bigann_fixture.hpp"
 #include "core/convert.hpp"
 #include "cpu/backend.hpp"
 #include "cuda/backend.hpp"
-#include "bigann_fixture.hpp"
 #include "search_results.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
 namespace {
 
-result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const search_params& params) {
+result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k,
+               const search_params& params) {
   // These tests are about the single-CTA kernel (automatic would pick multi-CTA for batches
   // below the SM count; tests/cuda/test_cuda_multi_cta.cpp covers that kernel and the choice).
   search_params p = params;
@@ -32,20 +33,22 @@ result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, const 
 int64_t identical_rows(const result& a, const result& b) {
   int64_t same = 0;
   for (int64_t q = 0; q < a.rows; ++q)
-    same += std::equal(a.ids.begin() + q * a.k, a.ids.begin() + (q + 1) * a.k, b.ids.begin() + q * b.k);
+    same +=
+        std::equal(a.ids.begin() + q * a.k, a.ids.begin() + (q + 1) * a.k, b.ids.begin() + q * b.k);
   return same;
 }
 
 /** Runs both backends, checks recall parity (GPU >= CPU - 1 point) and the GPU's output.
  *  Returns the GPU result; with `exact` the ids and distances must equal the CPU's. */
 result compare(const char* what, const cagra::index& idx, const host_matrix& q,
-               matrix_view<const uint32_t> truth, const search_params& p, bool exact, uint32_t k = 10) {
+               matrix_view<const uint32_t> truth, const search_params& p, bool exact,
+               uint32_t k = 10) {
   const result c = cpu_run(idx, q, k, p);
   const result g = gpu_run(idx, q, k, p);
   const double rc = recall(c.view(), truth, k), rg = recall(g.view(), truth, k);
   const int64_t same = identical_rows(c, g);
-  std::printf("[ cuda     ] %-44s recall@%u cpu %.4f gpu %.4f  identical rows %lld/%lld\n", what, k, rc, rg,
-              (long long)same, (long long)q.rows());
+  std::printf("[ cuda     ] %-44s recall@%u cpu %.4f gpu %.4f  identical rows %lld/%lld\n", what, k,
+              rc, rg, (long long)same, (long long)q.rows());
   EXPECT_GE(rg, rc - 0.01) << what;
   expect_well_formed(g, idx.size(), what);
   if (exact) {
@@ -86,7 +89,8 @@ TEST_F(CudaSearch, FloatAndHalfStorage) {
 }
 
 TEST_F(CudaSearch, Metrics) {
-  const host_matrix base = scaled_f32(set_->base, 1.0f / 255), q = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base = scaled_f32(set_->base, 1.0f / 255),
+                    q = scaled_f32(set_->queries, 1.0f / 255);
   for (metric m : {metric::l2, metric::inner_product, metric::cosine}) {
     index_params ip = small_params();
     ip.metric = m;
@@ -108,8 +112,10 @@ TEST_F(CudaSearch, Metrics) {
 
 TEST_F(CudaSearch, Int8) {
   host_matrix base(dtype::i8, set_->base.rows(), 128), q(dtype::i8, 100, 128);
-  for (int64_t i = 0; i < base.rows() * 128; ++i) base.as<int8_t>().data[i] = int8_t(set_->base.as<uint8_t>().data[i] / 2 - 64);
-  for (int64_t i = 0; i < 100 * 128; ++i) q.as<int8_t>().data[i] = int8_t(set_->queries.as<uint8_t>().data[i] / 2 - 64);
+  for (int64_t i = 0; i < base.rows() * 128; ++i)
+    base.as<int8_t>().data[i] = int8_t(set_->base.as<uint8_t>().data[i] / 2 - 64);
+  for (int64_t i = 0; i < 100 * 128; ++i)
+    q.as<int8_t>().data[i] = int8_t(set_->queries.as<uint8_t>().data[i] / 2 - 64);
   cagra::index idx = build({}, small_params(), base);
   resources cpu;
   cpu.target = backend::cpu;
@@ -125,7 +131,8 @@ TEST_F(CudaSearch, LargeBatchIsChunked) {
   const result all = gpu_run(*u8_, q, 10, itopk(64));
   int64_t mismatched = 0;
   for (int64_t i = 0; i < q.rows(); ++i)
-    mismatched += !std::equal(all.ids.begin() + i * 10, all.ids.begin() + (i + 1) * 10, one.ids.begin() + (i % 100) * 10);
+    mismatched += !std::equal(all.ids.begin() + i * 10, all.ids.begin() + (i + 1) * 10,
+                              one.ids.begin() + (i % 100) * 10);
   EXPECT_EQ(mismatched, 0);
   expect_well_formed(all, u8_->size(), "70,000 queries");
 }
@@ -137,7 +144,8 @@ TEST_F(CudaSearch, TeamSizesAgree) {
     p.team_size = t;
     EXPECT_EQ(identical_rows(ref, gpu_run(*u8_, set_->queries, 10, p)), 100) << "u8, team " << t;
   }
-  const host_matrix base = scaled_f32(set_->base, 1.0f / 255), q = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base = scaled_f32(set_->base, 1.0f / 255),
+                    q = scaled_f32(set_->queries, 1.0f / 255);
   cagra::index f32 = build({}, small_params(), base);
   const double r_cpu = recall(cpu_run(f32, q, 10, itopk(64)).view(), truth(), 10);
   for (uint32_t t : {4u, 8u, 16u, 32u}) {
@@ -155,20 +163,25 @@ TEST_F(CudaSearch, ForgettableHash) {
       search_params p = itopk(64);
       p.hash_bits = bits;
       p.hash_reset_interval = interval;
-      std::string what = "hash 2^" + std::to_string(bits) + " reset every " + std::to_string(interval);
+      std::string what =
+          "hash 2^" + std::to_string(bits) + " reset every " + std::to_string(interval);
       compare(what.c_str(), *u8_, set_->queries, truth(), p, true);
     }
 }
 
 TEST_F(CudaSearch, WidthSamplingsAndMergePaths) {
-  struct cfg { uint32_t itopk, width, samplings; };
+  struct cfg {
+    uint32_t itopk, width, samplings;
+  };
   // top-M + candidates <= 512 entries: one-warp merge; above: CTA-wide merge.
-  for (cfg c : {cfg{64, 1, 3}, cfg{128, 4, 1}, cfg{256, 8, 1}, cfg{256, 16, 1}, cfg{512, 1, 1}, cfg{512, 64, 2}}) {
+  for (cfg c : {cfg{64, 1, 3}, cfg{128, 4, 1}, cfg{256, 8, 1}, cfg{256, 16, 1}, cfg{512, 1, 1},
+                cfg{512, 64, 2}}) {
     search_params p = itopk(c.itopk);
     p.search_width = c.width;
     p.num_random_samplings = c.samplings;
     char what[96];
-    std::snprintf(what, sizeof what, "itopk %u width %u samplings %u", c.itopk, c.width, c.samplings);
+    std::snprintf(what, sizeof what, "itopk %u width %u samplings %u", c.itopk, c.width,
+                  c.samplings);
     compare(what, *u8_, set_->queries, truth(), p, true);
   }
 }
@@ -183,8 +196,9 @@ TEST_F(CudaSearch, ErrorsAreClear) {
   }
   const host_matrix qf = scaled_f32(set_->queries, 1.0f);  // f32 rows for a u8 index
   std::vector<uint32_t> ids(1000);
-  EXPECT_THROW(cuda::search(*u8_, qf, gpu_plan(*u8_, itopk(64), 10, qf.rows()), ids.data(), nullptr, 0),
-               cagra::error);
+  EXPECT_THROW(
+      cuda::search(*u8_, qf, gpu_plan(*u8_, itopk(64), 10, qf.rows()), ids.data(), nullptr, 0),
+      cagra::error);
 }
 
 TEST(CudaSearchSmall, OddDimensionsAndTinyIndexes) {
@@ -193,7 +207,8 @@ TEST(CudaSearchSmall, OddDimensionsAndTinyIndexes) {
   std::mt19937 gen(7);
   for (uint32_t dim : {3u, 50u, 100u, 129u}) {
     host_matrix base(dtype::u8, 3000, dim), q(dtype::u8, 50, dim);
-    for (int64_t i = 0; i < base.rows() * dim; ++i) base.as<uint8_t>().data[i] = uint8_t(gen() % 256);
+    for (int64_t i = 0; i < base.rows() * dim; ++i)
+      base.as<uint8_t>().data[i] = uint8_t(gen() % 256);
     for (int64_t i = 0; i < q.rows() * dim; ++i) q.as<uint8_t>().data[i] = uint8_t(gen() % 256);
     resources cpu;
     cpu.target = backend::cpu;

@@ -162,8 +162,8 @@ std::vector<uint32_t> args::uint_list(const std::string& name, std::vector<uint3
   size_t start = 0;
   while (true) {
     size_t comma = s.find(',', start);
-    std::string item = s.substr(start, comma == std::string::npos ? std::string::npos
-                                                                  : comma - start);
+    std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     uint64_t v = 0;
     if (!parse_uint(item, v) || v < lo || v > hi) {
       throw usage_error(name + ": expected a comma-separated list of " + range_text(lo, hi) +

@@ -38,8 +38,7 @@ pass_result run_pass(const resources& res, const search_params& sp, const index&
   const double t0 = now_seconds();
   for (int64_t i = 0; i < nq; i += step) {
     const int64_t rows = std::min(step, nq - i);
-    dataset_view q(base + static_cast<size_t>(i) * row_bytes, queries.type(), rows,
-                   queries.cols());
+    dataset_view q(base + static_cast<size_t>(i) * row_bytes, queries.type(), rows, queries.cols());
     search(res, sp, idx, q, k, {ids.data() + i * k, rows, k}, {dist.data() + i * k, rows, k});
     ++r.calls;
   }
@@ -58,12 +57,16 @@ int run_bench(const args& a) {
   const std::vector<uint32_t> teams = a.uint_list("--team-size", {0}, 0, 32);
   for (uint32_t t : teams)
     if (t != 0 && t != 2 && t != 4 && t != 8 && t != 16 && t != 32)
-      throw usage_error("--team-size: expected 0 (auto), 2, 4, 8, 16 or 32, got " + std::to_string(t));
+      throw usage_error("--team-size: expected 0 (auto), 2, 4, 8, 16 or 32, got " +
+                        std::to_string(t));
   const std::string algo_name = a.str("--algo", "auto");
   search_algo algo = search_algo::automatic;
-  if (algo_name == "single") algo = search_algo::single_cta;
-  else if (algo_name == "multi") algo = search_algo::multi_cta;
-  else if (algo_name != "auto") throw usage_error("--algo: expected auto, single or multi, got '" + algo_name + "'");
+  if (algo_name == "single")
+    algo = search_algo::single_cta;
+  else if (algo_name == "multi")
+    algo = search_algo::multi_cta;
+  else if (algo_name != "auto")
+    throw usage_error("--algo: expected auto, single or multi, got '" + algo_name + "'");
   const auto hash_bits = static_cast<uint32_t>(a.uint("--hash-bits", 0, 0, 24));
   const auto hash_reset = static_cast<uint32_t>(a.uint("--hash-reset-interval", 0, 0, 1u << 20));
   const bool persistent = a.has("--persistent");
@@ -87,14 +90,12 @@ int run_bench(const args& a) {
   io::neighbors_file truth = io::read_neighbors(truth_path);
   const int64_t nq = queries.rows();
   if (truth.ids.rows() != nq) {
-    throw cagra::error("ground truth '" + truth_path + "' has " +
-                       std::to_string(truth.ids.rows()) + " rows but there are " +
-                       std::to_string(nq) + " queries");
+    throw cagra::error("ground truth '" + truth_path + "' has " + std::to_string(truth.ids.rows()) +
+                       " rows but there are " + std::to_string(nq) + " queries");
   }
   if (truth.ids.cols() < k) {
-    throw cagra::error("ground truth '" + truth_path + "' has " +
-                       std::to_string(truth.ids.cols()) + " neighbors per row, fewer than -k " +
-                       std::to_string(k));
+    throw cagra::error("ground truth '" + truth_path + "' has " + std::to_string(truth.ids.cols()) +
+                       " neighbors per row, fewer than -k " + std::to_string(k));
   }
   if (static_cast<int64_t>(k) > idx.size()) {
     throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +
@@ -119,10 +120,9 @@ int run_bench(const args& a) {
   rec.run_id = make_run_id();
   rec.system = std::string("cagra-") + backend_name(res);
   rec.threads = effective_threads(res.num_threads);
-  rec.device = rec.system == "cagra-cuda"
-                   ? cuda_device_name(res.device)
-                   : cpu_model() + " (" + std::to_string(rec.threads) +
-                         (rec.threads == 1 ? " thread)" : " threads)");
+  rec.device = rec.system == "cagra-cuda" ? cuda_device_name(res.device)
+                                          : cpu_model() + " (" + std::to_string(rec.threads) +
+                                                (rec.threads == 1 ? " thread)" : " threads)");
   rec.commit = commit_id();
   rec.dataset = a.has("--dataset") ? a.str("--dataset")
                                    : std::filesystem::path(queries_path).filename().string();
@@ -136,7 +136,9 @@ int run_bench(const args& a) {
   rec.k = k;
   rec.max_iterations = max_iterations;
   rec.build_s = build_s;
-  rec.algo = algo == search_algo::automatic ? "" : algo == search_algo::single_cta ? "single_cta" : "multi_cta";
+  rec.algo = algo == search_algo::automatic    ? ""
+             : algo == search_algo::single_cta ? "single_cta"
+                                               : "multi_cta";
   rec.hash_bits = hash_bits;
   rec.hash_reset_interval = hash_reset;
   rec.persistent = persistent;
@@ -144,11 +146,11 @@ int run_bench(const args& a) {
   std::printf("index     %s: %lld x %u %s, degree %u, metric %s\n", index_path.c_str(),
               static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
               idx.graph_degree(), to_string(idx.metric()));
-  std::printf("queries   %lld, k %u, batch %s, %s, %s, best of %d\n", static_cast<long long>(nq),
-              k, batch == 0 ? "all" : std::to_string(batch).c_str(), rec.system.c_str(),
+  std::printf("queries   %lld, k %u, batch %s, %s, %s, best of %d\n", static_cast<long long>(nq), k,
+              batch == 0 ? "all" : std::to_string(batch).c_str(), rec.system.c_str(),
               rec.device.c_str(), repeat);
-  std::printf("\n%6s %6s %4s %10s %12s", "itopk", "width", "team", ("recall@" + std::to_string(k)).c_str(),
-              "QPS");
+  std::printf("\n%6s %6s %4s %10s %12s", "itopk", "width", "team",
+              ("recall@" + std::to_string(k)).c_str(), "QPS");
   if (batch > 0) std::printf(" %12s", batch == 1 ? "latency ms" : "ms/batch");
   if (want_stats) std::printf(" %10s %9s %8s %12s", "dist/q", "parents/q", "iters/q", "bytes/q");
   std::printf("\n");
@@ -186,8 +188,8 @@ int run_bench(const args& a) {
         rec.recall = recall({ids.data(), nq, k}, truth.ids.as<const uint32_t>(), k);
         rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
         rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
-        std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width, team ? std::to_string(team).c_str() : "auto",
-                    rec.recall, rec.qps);
+        std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width,
+                    team ? std::to_string(team).c_str() : "auto", rec.recall, rec.qps);
         if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
         if (want_stats) {
           // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
@@ -235,23 +237,29 @@ const command_spec& bench_command() {
           {"--itopk", nullptr, "LIST", "itopk values (default 16,32,64,96,128,192,256,384,512)"},
           {"--search-width", nullptr, "LIST", "search widths (default 1)"},
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
-          {"--team-size", nullptr, "LIST", "GPU threads per distance, swept: 0 = auto (default), 2..32"},
+          {"--team-size", nullptr, "LIST",
+           "GPU threads per distance, swept: 0 = auto (default), 2..32"},
           {"--algo", nullptr, "A", "GPU kernel: auto (default), single or multi (CTA)"},
           {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
-          {"--hash-reset-interval", nullptr, "I", "forgettable hash: reset every I iterations (default 0 = never)"},
-          {"--persistent", nullptr, nullptr, "GPU batch 1: keep the search kernel resident between queries"},
-          {"--batch", nullptr, "B", "queries per search call: 0 = all (default); 1 = one query "
-                                    "per call on one thread (latency)"},
+          {"--hash-reset-interval", nullptr, "I",
+           "forgettable hash: reset every I iterations (default 0 = never)"},
+          {"--persistent", nullptr, nullptr,
+           "GPU batch 1: keep the search kernel resident between queries"},
+          {"--batch", nullptr, "B",
+           "queries per search call: 0 = all (default); 1 = one query "
+           "per call on one thread (latency)"},
           {"--repeat", nullptr, "R", "timed passes per point, the best is kept (default 1)"},
           {"--threads", nullptr, "T", "CPU threads (default: all; 1 with --batch 1)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--json", nullptr, "FILE", "append one JSON line per point to FILE"},
           {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},
           {"--build-s", nullptr, "S", "build time to record in the JSON (default null)"},
-          {"--stats", nullptr, nullptr, "per point, one more untimed CPU search pass counting "
-                                        "distances, parents, iterations and bytes per query"},
-          {"--explain", nullptr, nullptr, "print each point's search plan (every automatic value "
-                                          "resolved) before measuring it"},
+          {"--stats", nullptr, nullptr,
+           "per point, one more untimed CPU search pass counting "
+           "distances, parents, iterations and bytes per query"},
+          {"--explain", nullptr, nullptr,
+           "print each point's search plan (every automatic value "
+           "resolved) before measuring it"},
       },
       {"INDEX", "QUERIES", "GROUNDTRUTH"},
       run_bench};

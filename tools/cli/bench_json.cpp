@@ -61,8 +61,8 @@ std::string source_dir() {
 #else
   std::string file = __FILE__;
   const std::string tail = "tools/cli/bench_json.cpp";
-  if (file.size() > tail.size() && file.compare(file.size() - tail.size(), tail.size(), tail) == 0
-      && file[0] == '/') {
+  if (file.size() > tail.size() &&
+      file.compare(file.size() - tail.size(), tail.size(), tail) == 0 && file[0] == '/') {
     return file.substr(0, file.size() - tail.size());
   }
   return ".";
@@ -86,8 +86,8 @@ std::string to_json(const bench_record& r) {
   if (r.hash_bits) o << ",\"hash_bits\":" << r.hash_bits;
   if (r.hash_reset_interval) o << ",\"hash_reset_interval\":" << r.hash_reset_interval;
   if (r.persistent) o << ",\"persistent\":true";
-  o << "},\"recall\":" << json_number(r.recall, "%.6f")
-    << ",\"qps\":" << json_number(r.qps, "%.2f") << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
+  o << "},\"recall\":" << json_number(r.recall, "%.6f") << ",\"qps\":" << json_number(r.qps, "%.2f")
+    << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));
   if (!r.plan.empty()) o << ",\"plan\":" << json_quote(r.plan);
   if (r.dists_per_query >= 0) {

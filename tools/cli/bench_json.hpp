@@ -9,16 +9,16 @@
 namespace cagra::cli {
 
 struct bench_record {
-  std::string run_id;   // shared by all points of one sweep
-  std::string system;   // "cagra-cpu" or "cagra-cuda"
-  std::string device;   // "Intel Xeon ... (2 threads)"
+  std::string run_id;  // shared by all points of one sweep
+  std::string system;  // "cagra-cpu" or "cagra-cuda"
+  std::string device;  // "Intel Xeon ... (2 threads)"
   std::string commit;
   std::string dataset;
   std::string metric;
-  int64_t n = 0;        // index size
+  int64_t n = 0;  // index size
   int64_t dim = 0;
-  int64_t nq = 0;       // queries searched
-  int64_t batch = 0;    // 0 = all queries in one call
+  int64_t nq = 0;     // queries searched
+  int64_t batch = 0;  // 0 = all queries in one call
   uint32_t k = 0;
   uint32_t itopk = 0;
   uint32_t search_width = 0;
@@ -26,11 +26,11 @@ struct bench_record {
   int threads = 0;
   // Search settings for the ablations (written into params only when not the default: 0 / "").
   uint32_t team_size = 0;
-  std::string algo;            // "single_cta" / "multi_cta" when forced
+  std::string algo;  // "single_cta" / "multi_cta" when forced
   uint32_t hash_bits = 0;
   uint32_t hash_reset_interval = 0;
   bool persistent = false;
-  std::string storage;         // element type of the index's stored vectors ("u8", "f32", ...)
+  std::string storage;  // element type of the index's stored vectors ("u8", "f32", ...)
   uint32_t graph_degree = 0;
   double recall = 0;
   double qps = 0;

@@ -18,7 +18,8 @@ namespace {
  *  for auto when a GPU is visible, k <= 2048 and nq * n >= 1e8; the CPU otherwise). */
 const char* gt_backend(const resources& res, int64_t nq, int64_t n, uint32_t k) {
   if (res.target == backend::cuda) return "cuda (cuBLAS)";
-  if (res.target == backend::automatic && k <= 2048 && double(nq) * double(n) >= 1e8 && cuda_available())
+  if (res.target == backend::automatic && k <= 2048 && double(nq) * double(n) >= 1e8 &&
+      cuda_available())
     return "cuda (cuBLAS)";
   return "cpu";
 }
@@ -38,14 +39,14 @@ int run_gt(const args& a) {
   }
   check_output(out, {base_path, queries_path}, a.has("--force"));
   const std::string json_path = a.str("--json");
-  if (!json_path.empty()) check_output(json_path, {base_path, queries_path, out}, true);  // appended to
+  if (!json_path.empty())
+    check_output(json_path, {base_path, queries_path, out}, true);  // appended to
 
   host_matrix base = io::read_matrix(base_path);
   host_matrix queries = io::read_matrix(queries_path);
   if (base.cols() != queries.cols()) {
-    throw cagra::error("queries '" + queries_path + "' have dim " +
-                       std::to_string(queries.cols()) + " but base '" + base_path +
-                       "' has dim " + std::to_string(base.cols()));
+    throw cagra::error("queries '" + queries_path + "' have dim " + std::to_string(queries.cols()) +
+                       " but base '" + base_path + "' has dim " + std::to_string(base.cols()));
   }
   if (static_cast<int64_t>(k) > base.rows()) {
     throw cagra::error("-k " + std::to_string(k) + " is larger than the base set (" +
@@ -59,16 +60,17 @@ int run_gt(const args& a) {
   const double seconds = now_seconds() - t0;
   progress.finish();
 
-  io::write_neighbors(out, gt.view(),
-                      matrix_view<const float>{gt.distances.data(), gt.rows,
-                                               static_cast<int64_t>(gt.k)});
+  io::write_neighbors(
+      out, gt.view(),
+      matrix_view<const float>{gt.distances.data(), gt.rows, static_cast<int64_t>(gt.k)});
   std::printf("ground truth  %lld queries x %u neighbors over %lld vectors, metric %s\n",
               static_cast<long long>(gt.rows), gt.k, static_cast<long long>(base.rows()),
               to_string(m));
   std::printf("backend       %s\n", gt_backend(res, queries.rows(), base.rows(), k));
   std::printf("time          %.3f s\n", seconds);
-  std::printf("qps           %.1f  (exact search, queries / second, conversion and transfers included)\n",
-              seconds > 0 ? double(gt.rows) / seconds : 0.0);
+  std::printf(
+      "qps           %.1f  (exact search, queries / second, conversion and transfers included)\n",
+      seconds > 0 ? double(gt.rows) / seconds : 0.0);
   std::printf("saved         %s\n", out.c_str());
   if (!json_path.empty()) {
     // The exact search as one more system of the benchmark (recall 1 by definition), beside

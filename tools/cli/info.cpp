@@ -32,9 +32,9 @@ int run_info(const args& a) {
   std::fflush(stdout);
 
   // Sampling all nodes is exact; above 100K nodes an even sample is accurate to well under 1%.
-  int64_t samples = a.has("--samples") ? samples_opt
-                                       : (idx.size() > kDefaultTwoHopSamples ? kDefaultTwoHopSamples
-                                                                             : 0);
+  int64_t samples = a.has("--samples")
+                        ? samples_opt
+                        : (idx.size() > kDefaultTwoHopSamples ? kDefaultTwoHopSamples : 0);
   if (samples >= idx.size()) samples = 0;
   progress_display progress("analyze");
   res.progress = progress.callback();
@@ -64,8 +64,9 @@ const command_spec& info_command() {
       "metrics: average 2-hop node count (sampled over 100,000 nodes on larger graphs), strongly\n"
       "and weakly connected components, and invalid / self / duplicate edges (all 0 when sound).",
       {
-          {"--samples", nullptr, "N", "nodes sampled for the 2-hop count (0 = all; default all "
-                                      "up to 100000 nodes, else 100000)"},
+          {"--samples", nullptr, "N",
+           "nodes sampled for the 2-hop count (0 = all; default all "
+           "up to 100000 nodes, else 100000)"},
           {"--threads", nullptr, "T", "CPU threads (default: all)"},
       },
       {"INDEX"},

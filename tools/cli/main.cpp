@@ -14,10 +14,13 @@ namespace {
 using cagra::cli::command_spec;
 
 const command_spec* const* commands() {
-  static const command_spec* const table[] = {
-      &cagra::cli::build_command(), &cagra::cli::search_command(), &cagra::cli::eval_command(),
-      &cagra::cli::bench_command(), &cagra::cli::info_command(),   &cagra::cli::gt_command(),
-      nullptr};
+  static const command_spec* const table[] = {&cagra::cli::build_command(),
+                                              &cagra::cli::search_command(),
+                                              &cagra::cli::eval_command(),
+                                              &cagra::cli::bench_command(),
+                                              &cagra::cli::info_command(),
+                                              &cagra::cli::gt_command(),
+                                              nullptr};
   return table;
 }
 

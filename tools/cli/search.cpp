@@ -51,9 +51,8 @@ int run_search(const args& a) {
 
   std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), idx.dim(),
               to_string(queries.type()));
-  std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d\n", k,
-              plan.itopk, plan.search_width, to_string(plan.target),
-              effective_threads(res.num_threads));
+  std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d\n", k, plan.itopk,
+              plan.search_width, to_string(plan.target), effective_threads(res.num_threads));
   std::printf("time      %.4f s, %.0f QPS\n", seconds, seconds > 0 ? nq / seconds : 0.0);
   std::fflush(stdout);
 

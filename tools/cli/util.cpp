@@ -141,7 +141,7 @@ struct progress_display::state {
   bool tty = false;
   bool line_open = false;  // a \r line is on screen and must be erased before other output
   bool finished = false;
-  int last_step = -1;      // last percent (tty) or decile (log) shown for `stage`
+  int last_step = -1;  // last percent (tty) or decile (log) shown for `stage`
   size_t last_width = 0;
   double start = 0;
 };
@@ -178,8 +178,8 @@ std::function<void(const char*, double)> progress_display::callback() {
     size_t width = n > 0 ? std::min(static_cast<size_t>(n), sizeof line - 1) : 0;
     if (s->tty) {
       // Pad with spaces so a shorter line fully covers the previous one.
-      std::fprintf(stderr, "\r%s%*s", line, static_cast<int>(s->last_width > width
-                                                                ? s->last_width - width : 0), "");
+      std::fprintf(stderr, "\r%s%*s", line,
+                   static_cast<int>(s->last_width > width ? s->last_width - width : 0), "");
       s->last_width = width;
       s->line_open = true;
     } else {

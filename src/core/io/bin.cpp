@@ -28,16 +28,19 @@ host_matrix read_bin(const std::string& path, dtype t, host_matrix* distances) {
                   "distances) must follow the 8-byte header; the file has %llu (%s)",
                   path.c_str(), rows, cols, (unsigned long long)data_bytes,
                   (unsigned long long)with_dist, (unsigned long long)body,
-                  body < data_bytes ? "truncated body"
+                  body < data_bytes  ? "truncated body"
                   : body < with_dist ? "truncated distances or trailing garbage"
                                      : "trailing garbage");
   } else {
-    CAGRA_EXPECTS(body >= data_bytes, "%s: truncated body: header says %u x %u %s (%llu bytes "
-                  "after the 8-byte header), the file has %llu", path.c_str(), rows, cols,
-                  to_string(t), (unsigned long long)data_bytes, (unsigned long long)body);
-    CAGRA_EXPECTS(body == data_bytes, "%s: trailing garbage: %llu bytes after the %u x %u %s "
-                  "values the header announces", path.c_str(),
-                  (unsigned long long)(body - data_bytes), rows, cols, to_string(t));
+    CAGRA_EXPECTS(body >= data_bytes,
+                  "%s: truncated body: header says %u x %u %s (%llu bytes "
+                  "after the 8-byte header), the file has %llu",
+                  path.c_str(), rows, cols, to_string(t), (unsigned long long)data_bytes,
+                  (unsigned long long)body);
+    CAGRA_EXPECTS(body == data_bytes,
+                  "%s: trailing garbage: %llu bytes after the %u x %u %s "
+                  "values the header announces",
+                  path.c_str(), (unsigned long long)(body - data_bytes), rows, cols, to_string(t));
   }
   host_matrix m = alloc_matrix(path, t, rows, cols);
   f.read(m.data(), data_bytes, "body");
@@ -53,17 +56,19 @@ host_matrix read_bin(const std::string& path, dtype t, host_matrix* distances) {
 
 void write_bin(const std::string& path, const dataset_view& m, const dataset_view* distances) {
   check_writable(path, m, "matrix");
-  CAGRA_EXPECTS(m.rows <= UINT32_MAX && m.cols <= UINT32_MAX, "%s: %lld x %lld does not fit the "
-                "uint32 header of the format", path.c_str(), (long long)m.rows,
-                (long long)m.cols);
+  CAGRA_EXPECTS(m.rows <= UINT32_MAX && m.cols <= UINT32_MAX,
+                "%s: %lld x %lld does not fit the "
+                "uint32 header of the format",
+                path.c_str(), (long long)m.rows, (long long)m.cols);
   if (m.type == dtype::u32) check_u32_fits_i32(path, m);
   if (distances != nullptr) {
     check_writable(path, *distances, "distances");
-    CAGRA_EXPECTS(distances->type == dtype::f32 && distances->rows == m.rows &&
-                  distances->cols == m.cols, "%s: distances must be f32 %lld x %lld like the "
-                  "ids, got %s %lld x %lld", path.c_str(), (long long)m.rows, (long long)m.cols,
-                  to_string(distances->type), (long long)distances->rows,
-                  (long long)distances->cols);
+    CAGRA_EXPECTS(
+        distances->type == dtype::f32 && distances->rows == m.rows && distances->cols == m.cols,
+        "%s: distances must be f32 %lld x %lld like the "
+        "ids, got %s %lld x %lld",
+        path.c_str(), (long long)m.rows, (long long)m.cols, to_string(distances->type),
+        (long long)distances->rows, (long long)distances->cols);
   }
   const uint32_t header[2] = {static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols)};
   output_file out(path);

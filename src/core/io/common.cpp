@@ -123,8 +123,10 @@ path_spec parse_path(const std::string& path) {
   if (gz) name.resize(name.size() - 3);
   for (const ext_entry& e : kExtensions) {
     if (!ends_with(name, e.ext)) continue;
-    CAGRA_EXPECTS(!gz, "%s: gzip-compressed %s files are not supported (only IDX files may be "
-                  ".gz); decompress it first", path.c_str(), e.ext);
+    CAGRA_EXPECTS(!gz,
+                  "%s: gzip-compressed %s files are not supported (only IDX files may be "
+                  ".gz); decompress it first",
+                  path.c_str(), e.ext);
     spec.fmt = e.fmt;
     return spec;
   }
@@ -137,8 +139,8 @@ path_spec parse_path(const std::string& path) {
 
 uint64_t mul_checked(uint64_t a, uint64_t b, const std::string& path, const char* what) {
   uint64_t r = 0;
-  CAGRA_EXPECTS(!__builtin_mul_overflow(a, b, &r), "%s: %s overflows (%llu x %llu)",
-                path.c_str(), what, (unsigned long long)a, (unsigned long long)b);
+  CAGRA_EXPECTS(!__builtin_mul_overflow(a, b, &r), "%s: %s overflows (%llu x %llu)", path.c_str(),
+                what, (unsigned long long)a, (unsigned long long)b);
   return r;
 }
 
@@ -187,9 +189,11 @@ input_file::~input_file() {
 }
 
 void input_file::read(void* dst, uint64_t n, const char* what) {
-  CAGRA_EXPECTS(n <= remaining(), "%s: truncated %s: need %llu bytes at offset %llu, the file "
-                "has %llu", path_.c_str(), what, (unsigned long long)n,
-                (unsigned long long)offset_, (unsigned long long)size_);
+  CAGRA_EXPECTS(n <= remaining(),
+                "%s: truncated %s: need %llu bytes at offset %llu, the file "
+                "has %llu",
+                path_.c_str(), what, (unsigned long long)n, (unsigned long long)offset_,
+                (unsigned long long)size_);
   auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
   while (done < n) {
@@ -199,9 +203,8 @@ void input_file::read(void* dst, uint64_t n, const char* what) {
     if (got < chunk) {
       // The file shrank after we sized it, or the device failed.
       CAGRA_FAIL("%s: truncated %s: read %llu of %llu bytes at offset %llu%s%s", path_.c_str(),
-                 what, (unsigned long long)done, (unsigned long long)n,
-                 (unsigned long long)offset_, std::ferror(f_) ? ": " : "",
-                 std::ferror(f_) ? std::strerror(errno) : "");
+                 what, (unsigned long long)done, (unsigned long long)n, (unsigned long long)offset_,
+                 std::ferror(f_) ? ": " : "", std::ferror(f_) ? std::strerror(errno) : "");
     }
   }
   offset_ += n;
@@ -302,8 +305,7 @@ void output_file::write(const void* data, size_t n) {
 }
 
 void output_file::commit() {
-  CAGRA_EXPECTS(fd_ >= 0 && !committed_, "%s: commit after the file was closed",
-                target_.c_str());
+  CAGRA_EXPECTS(fd_ >= 0 && !committed_, "%s: commit after the file was closed", target_.c_str());
   flush();
   // fsync before rename: otherwise a crash right after could leave the new name pointing at a
   // file whose data never reached the disk.
@@ -323,8 +325,8 @@ void check_writable(const std::string& path, const dataset_view& m, const char* 
                 path.c_str(), what);
   CAGRA_EXPECTS(m.rows > 0 && m.cols > 0, "%s: cannot write an empty %s (%lld x %lld)",
                 path.c_str(), what, (long long)m.rows, (long long)m.cols);
-  CAGRA_EXPECTS(m.data != nullptr, "%s: the %s to write has no data (null pointer)",
-                path.c_str(), what);
+  CAGRA_EXPECTS(m.data != nullptr, "%s: the %s to write has no data (null pointer)", path.c_str(),
+                what);
 }
 
 void check_u32_fits_i32(const std::string& path, const dataset_view& m) {
@@ -333,9 +335,10 @@ void check_u32_fits_i32(const std::string& path, const dataset_view& m) {
   for (uint64_t i = 0; i < n; ++i) {
     // kInvalidId (a missing neighbor) is stored as -1, the faiss / ann-benchmarks convention.
     if (v[i] > 0x7FFFFFFFu && v[i] != kInvalidId) {
-      CAGRA_FAIL("%s: id %u at row %llu, column %llu does not fit in int32, which the format "
-                 "stores", path.c_str(), v[i], (unsigned long long)(i / m.cols),
-                 (unsigned long long)(i % m.cols));
+      CAGRA_FAIL(
+          "%s: id %u at row %llu, column %llu does not fit in int32, which the format "
+          "stores",
+          path.c_str(), v[i], (unsigned long long)(i / m.cols), (unsigned long long)(i % m.cols));
     }
   }
 }

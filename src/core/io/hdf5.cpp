@@ -18,8 +18,10 @@ namespace cagra::io::detail {
 #ifndef CAGRA_HAVE_HDF5
 
 host_matrix read_hdf5(const std::string& file, const std::string&, bool, bool) {
-  CAGRA_FAIL("%s: cannot read HDF5 files: cagra was built without HDF5 support (install "
-             "libhdf5-dev and reconfigure with -DCAGRA_WITH_HDF5=ON)", file.c_str());
+  CAGRA_FAIL(
+      "%s: cannot read HDF5 files: cagra was built without HDF5 support (install "
+      "libhdf5-dev and reconfigure with -DCAGRA_WITH_HDF5=ON)",
+      file.c_str());
 }
 
 #else
@@ -82,8 +84,7 @@ host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool 
   }
   const std::string where = file + ":" + dataset;
   quiet_errors quiet;
-  CAGRA_EXPECTS(H5Fis_hdf5(file.c_str()) > 0, "%s: not an HDF5 file (bad signature)",
-                file.c_str());
+  CAGRA_EXPECTS(H5Fis_hdf5(file.c_str()) > 0, "%s: not an HDF5 file (bad signature)", file.c_str());
   handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
   CAGRA_EXPECTS(f.ok(), "%s: cannot open HDF5 file (corrupt or truncated?)", file.c_str());
   if (H5Lexists(f.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
@@ -95,8 +96,10 @@ host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool 
   CAGRA_EXPECTS(d.ok(), "%s: '%s' is not a dataset", file.c_str(), dataset.c_str());
   handle space(H5Dget_space(d.get()), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
-  CAGRA_EXPECTS(rank == 1 || rank == 2, "%s: dataset has %d dimensions; expected a 2-D array "
-                "(or 1-D for a single row)", where.c_str(), rank);
+  CAGRA_EXPECTS(rank == 1 || rank == 2,
+                "%s: dataset has %d dimensions; expected a 2-D array "
+                "(or 1-D for a single row)",
+                where.c_str(), rank);
   hsize_t dims[2] = {0, 0};
   H5Sget_simple_extent_dims(space.get(), dims, nullptr);
   const uint64_t rows = rank == 2 ? dims[0] : 1;
@@ -111,8 +114,10 @@ host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool 
   dtype out = dtype::f32;
   hid_t mem = H5T_NATIVE_FLOAT;
   if (as_ids) {
-    CAGRA_EXPECTS(cls == H5T_INTEGER && (size == 4 || size == 8), "%s: neighbor ids must be "
-                  "32- or 64-bit integers", where.c_str());
+    CAGRA_EXPECTS(cls == H5T_INTEGER && (size == 4 || size == 8),
+                  "%s: neighbor ids must be "
+                  "32- or 64-bit integers",
+                  where.c_str());
     out = dtype::u32;
     mem = is_signed ? H5T_NATIVE_INT64 : H5T_NATIVE_UINT64;
   } else if (cls == H5T_FLOAT && (size == 4 || size == 8)) {
@@ -125,19 +130,20 @@ host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool 
     out = is_signed ? dtype::i32 : dtype::u32;
     mem = is_signed ? H5T_NATIVE_INT32 : H5T_NATIVE_UINT32;
   } else {
-    CAGRA_FAIL("%s: unsupported element type (HDF5 class %d, %zu bytes); supported: float32, "
-               "float64, uint8, int8, int32, uint32 (and 64-bit integers for neighbor ids)",
-               where.c_str(), static_cast<int>(cls), size);
+    CAGRA_FAIL(
+        "%s: unsupported element type (HDF5 class %d, %zu bytes); supported: float32, "
+        "float64, uint8, int8, int32, uint32 (and 64-bit integers for neighbor ids)",
+        where.c_str(), static_cast<int>(cls), size);
   }
 
   const uint64_t count = mul_checked(rows, cols, where, "dataset element count");
   const uint64_t file_bytes = mul_checked(count, size, where, "dataset size");
   // Compressed chunks may expand (deflate: at most ~1032:1); beyond that the metadata lies.
-  const uint64_t limit =
-      file_size > (UINT64_MAX >> 11) ? UINT64_MAX : file_size * 1032 + (1 << 20);
-  CAGRA_EXPECTS(file_bytes <= limit, "%s: dataset claims %llu x %llu values of %zu bytes (%llu "
-                "bytes), more than a %llu-byte file can hold", where.c_str(),
-                (unsigned long long)rows, (unsigned long long)cols, size,
+  const uint64_t limit = file_size > (UINT64_MAX >> 11) ? UINT64_MAX : file_size * 1032 + (1 << 20);
+  CAGRA_EXPECTS(file_bytes <= limit,
+                "%s: dataset claims %llu x %llu values of %zu bytes (%llu "
+                "bytes), more than a %llu-byte file can hold",
+                where.c_str(), (unsigned long long)rows, (unsigned long long)cols, size,
                 (unsigned long long)file_bytes, (unsigned long long)file_size);
 
   host_matrix m = alloc_matrix(file, out, static_cast<int64_t>(rows), static_cast<int64_t>(cols));

@@ -41,16 +41,20 @@ void read_exact(const read_fn& read, const std::string& path, void* dst, uint64_
 idx_header read_header(const read_fn& read, const std::string& path) {
   uint8_t magic[4];
   read_exact(read, path, magic, 4, "header (IDX magic)");
-  CAGRA_EXPECTS(magic[0] == 0 && magic[1] == 0, "%s: bad IDX magic: the first two bytes must be "
-                "zero, got 0x%02x 0x%02x", path.c_str(), magic[0], magic[1]);
+  CAGRA_EXPECTS(magic[0] == 0 && magic[1] == 0,
+                "%s: bad IDX magic: the first two bytes must be "
+                "zero, got 0x%02x 0x%02x",
+                path.c_str(), magic[0], magic[1]);
   idx_header h;
   switch (magic[2]) {
     case 0x08: h.type = dtype::u8; break;
     case 0x09: h.type = dtype::i8; break;
     case 0x0D: h.type = dtype::f32; break;
     default:
-      CAGRA_FAIL("%s: unsupported IDX element type 0x%02x (supported: 0x08 u8, 0x09 i8, 0x0D "
-                 "f32)", path.c_str(), magic[2]);
+      CAGRA_FAIL(
+          "%s: unsupported IDX element type 0x%02x (supported: 0x08 u8, 0x09 i8, 0x0D "
+          "f32)",
+          path.c_str(), magic[2]);
   }
   const unsigned ndims = magic[3];
   CAGRA_EXPECTS(ndims >= 1, "%s: bad IDX header: zero dimensions", path.c_str());
@@ -103,7 +107,8 @@ class gz_reader {
         // zlib prefixes its message with the path; we already lead with it.
         const size_t skip = std::strncmp(msg, path_.c_str(), path_.size()) == 0 &&
                                     std::strncmp(msg + path_.size(), ": ", 2) == 0
-                                ? path_.size() + 2 : 0;
+                                ? path_.size() + 2
+                                : 0;
         msg += skip;
         CAGRA_EXPECTS(err == Z_OK, "%s: corrupt gzip data: %s", path_.c_str(),
                       err == Z_BUF_ERROR ? "truncated gzip stream (unexpected end of file)" : msg);
@@ -123,11 +128,12 @@ host_matrix read_gz(const std::string& path, uint64_t compressed_size) {
   read_fn read = [&gz](void* d, uint64_t n) { return gz.read(d, n); };
   const idx_header h = read_header(read, path);
   // Deflate expands at most ~1032:1; a header asking for more cannot be honest.
-  const uint64_t max_bytes = compressed_size > (UINT64_MAX - 4096) / 1032
-                                 ? UINT64_MAX : compressed_size * 1032 + 4096;
-  CAGRA_EXPECTS(h.data_bytes <= max_bytes, "%s: IDX header says %llu x %llu values (%llu bytes), "
-                "more than a %llu-byte gzip file can hold", path.c_str(),
-                (unsigned long long)h.rows, (unsigned long long)h.cols,
+  const uint64_t max_bytes =
+      compressed_size > (UINT64_MAX - 4096) / 1032 ? UINT64_MAX : compressed_size * 1032 + 4096;
+  CAGRA_EXPECTS(h.data_bytes <= max_bytes,
+                "%s: IDX header says %llu x %llu values (%llu bytes), "
+                "more than a %llu-byte gzip file can hold",
+                path.c_str(), (unsigned long long)h.rows, (unsigned long long)h.cols,
                 (unsigned long long)h.data_bytes, (unsigned long long)compressed_size);
   std::vector<uint8_t> buf;
   uint64_t have = 0;
@@ -143,19 +149,21 @@ host_matrix read_gz(const std::string& path, uint64_t compressed_size) {
     const uint64_t want = target - have;
     const uint64_t got = gz.read(buf.data() + have, want);
     have += got;
-    CAGRA_EXPECTS(got == want, "%s: truncated body: IDX header says %llu x %llu "
-                  "values (%llu bytes), the decompressed data has only %llu", path.c_str(),
-                  (unsigned long long)h.rows, (unsigned long long)h.cols,
+    CAGRA_EXPECTS(got == want,
+                  "%s: truncated body: IDX header says %llu x %llu "
+                  "values (%llu bytes), the decompressed data has only %llu",
+                  path.c_str(), (unsigned long long)h.rows, (unsigned long long)h.cols,
                   (unsigned long long)h.data_bytes, (unsigned long long)have);
   }
   // Reading on to the end also makes zlib verify the gzip CRC and length trailer.
   uint8_t extra[64];
   const uint64_t more = gz.read(extra, sizeof extra);
-  CAGRA_EXPECTS(more == 0, "%s: trailing garbage: more data after the %llu x %llu values the IDX "
-                "header announces", path.c_str(), (unsigned long long)h.rows,
-                (unsigned long long)h.cols);
-  host_matrix m = alloc_matrix(path, h.type, static_cast<int64_t>(h.rows),
-                               static_cast<int64_t>(h.cols));
+  CAGRA_EXPECTS(more == 0,
+                "%s: trailing garbage: more data after the %llu x %llu values the IDX "
+                "header announces",
+                path.c_str(), (unsigned long long)h.rows, (unsigned long long)h.cols);
+  host_matrix m =
+      alloc_matrix(path, h.type, static_cast<int64_t>(h.rows), static_cast<int64_t>(h.cols));
   std::memcpy(m.data(), buf.data(), h.data_bytes);
   swap_f32_from_be(m);
   return m;
@@ -178,15 +186,17 @@ host_matrix read_idx(const std::string& path) {
     return take;
   };
   const idx_header h = read_header(read, path);
-  CAGRA_EXPECTS(f.remaining() >= h.data_bytes, "%s: truncated body: IDX header says %llu x %llu "
-                "values (%llu bytes), the file has %llu after the header", path.c_str(),
-                (unsigned long long)h.rows, (unsigned long long)h.cols,
+  CAGRA_EXPECTS(f.remaining() >= h.data_bytes,
+                "%s: truncated body: IDX header says %llu x %llu "
+                "values (%llu bytes), the file has %llu after the header",
+                path.c_str(), (unsigned long long)h.rows, (unsigned long long)h.cols,
                 (unsigned long long)h.data_bytes, (unsigned long long)f.remaining());
-  CAGRA_EXPECTS(f.remaining() == h.data_bytes, "%s: trailing garbage: %llu bytes after the "
-                "values the IDX header announces", path.c_str(),
-                (unsigned long long)(f.remaining() - h.data_bytes));
-  host_matrix m = alloc_matrix(path, h.type, static_cast<int64_t>(h.rows),
-                               static_cast<int64_t>(h.cols));
+  CAGRA_EXPECTS(f.remaining() == h.data_bytes,
+                "%s: trailing garbage: %llu bytes after the "
+                "values the IDX header announces",
+                path.c_str(), (unsigned long long)(f.remaining() - h.data_bytes));
+  host_matrix m =
+      alloc_matrix(path, h.type, static_cast<int64_t>(h.rows), static_cast<int64_t>(h.cols));
   f.read(m.data(), h.data_bytes, "body");
   swap_f32_from_be(m);
   return m;

@@ -26,22 +26,29 @@ const char* formats_for(dtype t) {
 
 bool accepts(format f, dtype t) {
   switch (f) {
-    case format::fbin: case format::fvecs: return t == dtype::f32;
-    case format::u8bin: case format::bvecs: return t == dtype::u8;
+    case format::fbin:
+    case format::fvecs: return t == dtype::f32;
+    case format::u8bin:
+    case format::bvecs: return t == dtype::u8;
     case format::i8bin: return t == dtype::i8;
-    case format::ibin: case format::ivecs: return t == dtype::i32 || t == dtype::u32;
+    case format::ibin:
+    case format::ivecs: return t == dtype::i32 || t == dtype::u32;
     case format::npy: return true;
-    case format::idx: case format::hdf5: return false;
+    case format::idx:
+    case format::hdf5: return false;
   }
   return false;
 }
 
 const char* stored_type(format f) {
   switch (f) {
-    case format::fbin: case format::fvecs: return "f32";
-    case format::u8bin: case format::bvecs: return "u8";
+    case format::fbin:
+    case format::fvecs: return "f32";
+    case format::u8bin:
+    case format::bvecs: return "u8";
     case format::i8bin: return "i8";
-    case format::ibin: case format::ivecs: return "i32 (or u32 ids < 2^31)";
+    case format::ibin:
+    case format::ivecs: return "i32 (or u32 ids < 2^31)";
     default: return "?";
   }
 }
@@ -78,9 +85,7 @@ neighbors_file read_neighbors(const std::string& path) {
     case format::ivecs:
       out.ids = detail::ids_from_i32(s.file, detail::read_vecs(s.file, dtype::i32));
       return out;
-    case format::npy:
-      out.ids = detail::read_npy(s.file, true);
-      return out;
+    case format::npy: out.ids = detail::read_npy(s.file, true); return out;
     case format::hdf5:
       if (!s.dataset.empty()) {  // an explicit dataset: ids only
         out.ids = detail::read_hdf5(s.file, s.dataset, true, false);
@@ -88,29 +93,34 @@ neighbors_file read_neighbors(const std::string& path) {
       }
       out.ids = detail::read_hdf5(s.file, "neighbors", true, false);
       out.distances = detail::read_hdf5(s.file, "distances", false, true);
-      CAGRA_EXPECTS(out.distances.empty() ||
-                    (out.distances.type() == dtype::f32 &&
-                     out.distances.rows() == out.ids.rows() &&
-                     out.distances.cols() == out.ids.cols()),
+      CAGRA_EXPECTS(out.distances.empty() || (out.distances.type() == dtype::f32 &&
+                                              out.distances.rows() == out.ids.rows() &&
+                                              out.distances.cols() == out.ids.cols()),
                     "%s: 'distances' is %s %lld x %lld but 'neighbors' is %lld x %lld",
                     s.file.c_str(), to_string(out.distances.type()),
                     (long long)out.distances.rows(), (long long)out.distances.cols(),
                     (long long)out.ids.rows(), (long long)out.ids.cols());
       return out;
     default:
-      CAGRA_FAIL("%s: %s files do not hold neighbor ids; read_neighbors reads .ibin, .ivecs, "
-                 ".npy and .hdf5/.h5", path.c_str(), detail::format_name(s.fmt));
+      CAGRA_FAIL(
+          "%s: %s files do not hold neighbor ids; read_neighbors reads .ibin, .ivecs, "
+          ".npy and .hdf5/.h5",
+          path.c_str(), detail::format_name(s.fmt));
   }
 }
 
 void write_matrix(const std::string& path, dataset_view m) {
   const detail::path_spec s = detail::parse_path(path);
-  CAGRA_EXPECTS(s.fmt != format::idx && s.fmt != format::hdf5, "%s: writing %s files is not "
+  CAGRA_EXPECTS(s.fmt != format::idx && s.fmt != format::hdf5,
+                "%s: writing %s files is not "
                 "supported; write_matrix writes .fbin, .u8bin, .i8bin, .ibin, .fvecs, .ivecs, "
-                ".bvecs and .npy", path.c_str(), detail::format_name(s.fmt));
-  CAGRA_EXPECTS(accepts(s.fmt, m.type), "%s: %s stores %s, cannot write a %s matrix (a %s matrix "
-                "fits %s)", path.c_str(), detail::format_name(s.fmt), stored_type(s.fmt),
-                to_string(m.type), to_string(m.type), formats_for(m.type));
+                ".bvecs and .npy",
+                path.c_str(), detail::format_name(s.fmt));
+  CAGRA_EXPECTS(accepts(s.fmt, m.type),
+                "%s: %s stores %s, cannot write a %s matrix (a %s matrix "
+                "fits %s)",
+                path.c_str(), detail::format_name(s.fmt), stored_type(s.fmt), to_string(m.type),
+                to_string(m.type), formats_for(m.type));
   switch (s.fmt) {
     case format::fvecs: return detail::write_vecs(s.file, dtype::f32, m);
     case format::ivecs: return detail::write_vecs(s.file, dtype::i32, m);
@@ -130,12 +140,16 @@ void write_neighbors(const std::string& path, matrix_view<const uint32_t> ids,
     case format::ibin:
       return detail::write_bin(s.file, id_view, with_distances ? &dist_view : nullptr);
     case format::ivecs:
-      CAGRA_EXPECTS(!with_distances, "%s: .ivecs cannot hold distances; write .ibin to keep "
-                    "them", path.c_str());
+      CAGRA_EXPECTS(!with_distances,
+                    "%s: .ivecs cannot hold distances; write .ibin to keep "
+                    "them",
+                    path.c_str());
       return detail::write_vecs(s.file, dtype::i32, id_view);
     default:
-      CAGRA_FAIL("%s: write_neighbors writes .ibin (ids, then optional f32 distances) or .ivecs "
-                 "(ids only), not %s", path.c_str(), detail::format_name(s.fmt));
+      CAGRA_FAIL(
+          "%s: write_neighbors writes .ibin (ids, then optional f32 distances) or .ivecs "
+          "(ids only), not %s",
+          path.c_str(), detail::format_name(s.fmt));
   }
 }
 

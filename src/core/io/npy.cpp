@@ -42,8 +42,10 @@ class dict_parser {
       if (key == "descr") {
         skip_ws();
         // A list here is a structured dtype (record array).
-        CAGRA_EXPECTS(peek() != '[', "%s: unsupported dtype: structured arrays are not "
-                      "supported", path_.c_str());
+        CAGRA_EXPECTS(peek() != '[',
+                      "%s: unsupported dtype: structured arrays are not "
+                      "supported",
+                      path_.c_str());
         h.descr = string_value();
         h.has_descr = true;
       } else if (key == "fortran_order") {
@@ -60,8 +62,10 @@ class dict_parser {
         break;
       }
     }
-    CAGRA_EXPECTS(h.has_descr && h.has_order && h.has_shape, "%s: bad .npy header: it must "
-                  "define 'descr', 'fortran_order' and 'shape'", path_.c_str());
+    CAGRA_EXPECTS(h.has_descr && h.has_order && h.has_shape,
+                  "%s: bad .npy header: it must "
+                  "define 'descr', 'fortran_order' and 'shape'",
+                  path_.c_str());
     return h;
   }
 
@@ -84,8 +88,10 @@ class dict_parser {
   std::string string_value() {
     skip_ws();
     char q = peek();
-    CAGRA_EXPECTS(q == '\'' || q == '"', "%s: bad .npy header: expected a quoted string at "
-                  "offset %zu of \"%s\"", path_.c_str(), i_, s_.c_str());
+    CAGRA_EXPECTS(q == '\'' || q == '"',
+                  "%s: bad .npy header: expected a quoted string at "
+                  "offset %zu of \"%s\"",
+                  path_.c_str(), i_, s_.c_str());
     size_t end = s_.find(q, i_ + 1);
     CAGRA_EXPECTS(end != std::string::npos, "%s: bad .npy header: unterminated string",
                   path_.c_str());
@@ -110,8 +116,10 @@ class dict_parser {
     expect('(');
     while (!eat(')')) {
       skip_ws();
-      CAGRA_EXPECTS(std::isdigit(static_cast<unsigned char>(peek())), "%s: bad .npy header: "
-                    "shape must be a tuple of non-negative integers", path_.c_str());
+      CAGRA_EXPECTS(std::isdigit(static_cast<unsigned char>(peek())),
+                    "%s: bad .npy header: "
+                    "shape must be a tuple of non-negative integers",
+                    path_.c_str());
       uint64_t x = 0;
       while (std::isdigit(static_cast<unsigned char>(peek()))) {
         uint64_t d = static_cast<uint64_t>(s_[i_++] - '0');
@@ -135,7 +143,7 @@ class dict_parser {
 
 // How a descr maps onto what we return. `file_size` is the element size in the file.
 struct npy_type {
-  char kind = 0;        // 'f', 'i' or 'u'
+  char kind = 0;  // 'f', 'i' or 'u'
   size_t file_size = 0;
 };
 
@@ -149,22 +157,27 @@ npy_type parse_descr(const std::string& path, const std::string& descr) {
   npy_type t;
   if (d.size() == 2 && (d[0] == 'f' || d[0] == 'i' || d[0] == 'u') && d[1] >= '1' && d[1] <= '8')
     t = {d[0], static_cast<size_t>(d[1] - '0')};
-  const bool size_ok = t.file_size == 4 || t.file_size == 8 ||
-                       t.file_size == (t.kind == 'f' ? 2u : 1u);
+  const bool size_ok =
+      t.file_size == 4 || t.file_size == 8 || t.file_size == (t.kind == 'f' ? 2u : 1u);
   const bool known = t.kind != 0 && size_ok;
-  CAGRA_EXPECTS(known, "%s: unsupported dtype '%s' (supported: <f4, <f2, <f8, |u1, |i1, <i4, "
-                "<u4; <i8, <u8 for neighbor ids)", path.c_str(), descr.c_str());
-  CAGRA_EXPECTS(order != '>' || t.file_size == 1, "%s: big-endian dtype '%s' is not supported; "
-                "save it little-endian (arr.astype('<%s'))", path.c_str(), descr.c_str(),
-                d.c_str());
+  CAGRA_EXPECTS(known,
+                "%s: unsupported dtype '%s' (supported: <f4, <f2, <f8, |u1, |i1, <i4, "
+                "<u4; <i8, <u8 for neighbor ids)",
+                path.c_str(), descr.c_str());
+  CAGRA_EXPECTS(order != '>' || t.file_size == 1,
+                "%s: big-endian dtype '%s' is not supported; "
+                "save it little-endian (arr.astype('<%s'))",
+                path.c_str(), descr.c_str(), d.c_str());
   return t;
 }
 
 dtype matrix_dtype(const std::string& path, const std::string& descr, npy_type t) {
   if (t.kind == 'f') return t.file_size == 2 ? dtype::f16 : dtype::f32;
   if (t.file_size == 1) return t.kind == 'u' ? dtype::u8 : dtype::i8;
-  CAGRA_EXPECTS(t.file_size == 4, "%s: dtype '%s' (64-bit integers) is only read as neighbor ids "
-                "(read_neighbors)", path.c_str(), descr.c_str());
+  CAGRA_EXPECTS(t.file_size == 4,
+                "%s: dtype '%s' (64-bit integers) is only read as neighbor ids "
+                "(read_neighbors)",
+                path.c_str(), descr.c_str());
   return t.kind == 'u' ? dtype::u32 : dtype::i32;
 }
 
@@ -178,9 +191,11 @@ void convert_chunk(const std::string& path, npy_type t, bool as_ids, const uint8
       double v;
       std::memcpy(&v, p, 8);
       auto f = static_cast<float>(v);
-      CAGRA_EXPECTS(std::isfinite(f) || !std::isfinite(v), "%s: value %g at row %llu, column "
-                    "%llu does not fit in float32", path.c_str(), v,
-                    (unsigned long long)(at / cols), (unsigned long long)(at % cols));
+      CAGRA_EXPECTS(std::isfinite(f) || !std::isfinite(v),
+                    "%s: value %g at row %llu, column "
+                    "%llu does not fit in float32",
+                    path.c_str(), v, (unsigned long long)(at / cols),
+                    (unsigned long long)(at % cols));
       static_cast<float*>(out)[at] = f;
       continue;
     }
@@ -216,8 +231,10 @@ host_matrix read_npy(const std::string& path, bool as_ids) {
   input_file f(path);
   char magic[6];
   f.read(magic, 6, "header (.npy magic)");
-  CAGRA_EXPECTS(std::memcmp(magic, kMagic, 6) == 0, "%s: not a .npy file (bad magic; expected "
-                "\\x93NUMPY)", path.c_str());
+  CAGRA_EXPECTS(std::memcmp(magic, kMagic, 6) == 0,
+                "%s: not a .npy file (bad magic; expected "
+                "\\x93NUMPY)",
+                path.c_str());
   uint8_t version[2];
   f.read(version, 2, "header (version)");
   uint64_t header_len = 0;
@@ -230,47 +247,56 @@ host_matrix read_npy(const std::string& path, bool as_ids) {
     f.read(&n, 4, "header (header length)");
     header_len = n;
   } else {
-    CAGRA_FAIL("%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
-               path.c_str(), version[0], version[1]);
+    CAGRA_FAIL("%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)", path.c_str(),
+               version[0], version[1]);
   }
-  CAGRA_EXPECTS(header_len <= f.remaining(), "%s: truncated header: it declares %llu bytes, the "
-                "file has %llu left", path.c_str(), (unsigned long long)header_len,
-                (unsigned long long)f.remaining());
-  CAGRA_EXPECTS(header_len <= kMaxHeader, "%s: bad .npy header: %llu bytes long (at most %llu "
-                "accepted)", path.c_str(), (unsigned long long)header_len,
-                (unsigned long long)kMaxHeader);
+  CAGRA_EXPECTS(header_len <= f.remaining(),
+                "%s: truncated header: it declares %llu bytes, the "
+                "file has %llu left",
+                path.c_str(), (unsigned long long)header_len, (unsigned long long)f.remaining());
+  CAGRA_EXPECTS(header_len <= kMaxHeader,
+                "%s: bad .npy header: %llu bytes long (at most %llu "
+                "accepted)",
+                path.c_str(), (unsigned long long)header_len, (unsigned long long)kMaxHeader);
   std::string text(static_cast<size_t>(header_len), '\0');
   f.read(text.data(), header_len, "header");
   npy_header h = dict_parser(text, path).parse();
 
   const npy_type t = parse_descr(path, h.descr);
-  CAGRA_EXPECTS(!h.fortran_order, "%s: fortran_order is True (column-major); save the array in C "
-                "order (np.ascontiguousarray)", path.c_str());
-  CAGRA_EXPECTS(h.shape.size() == 1 || h.shape.size() == 2, "%s: shape has %zu dimensions; "
-                "expected a 2-D array (or 1-D for a single row)", path.c_str(), h.shape.size());
+  CAGRA_EXPECTS(!h.fortran_order,
+                "%s: fortran_order is True (column-major); save the array in C "
+                "order (np.ascontiguousarray)",
+                path.c_str());
+  CAGRA_EXPECTS(h.shape.size() == 1 || h.shape.size() == 2,
+                "%s: shape has %zu dimensions; "
+                "expected a 2-D array (or 1-D for a single row)",
+                path.c_str(), h.shape.size());
   const uint64_t rows = h.shape.size() == 2 ? h.shape[0] : 1;
   const uint64_t cols = h.shape.back();
   CAGRA_EXPECTS(rows > 0 && cols > 0, "%s: shape is %llu x %llu; zero rows or columns",
                 path.c_str(), (unsigned long long)rows, (unsigned long long)cols);
   const uint64_t count = mul_checked(rows, cols, path, "shape's element count");
   const uint64_t data_bytes = mul_checked(count, t.file_size, path, "shape's data size");
-  CAGRA_EXPECTS(f.remaining() >= data_bytes, "%s: truncated body: shape %llu x %llu of '%s' needs "
-                "%llu bytes of data, the file has %llu", path.c_str(), (unsigned long long)rows,
-                (unsigned long long)cols, h.descr.c_str(), (unsigned long long)data_bytes,
-                (unsigned long long)f.remaining());
+  CAGRA_EXPECTS(f.remaining() >= data_bytes,
+                "%s: truncated body: shape %llu x %llu of '%s' needs "
+                "%llu bytes of data, the file has %llu",
+                path.c_str(), (unsigned long long)rows, (unsigned long long)cols, h.descr.c_str(),
+                (unsigned long long)data_bytes, (unsigned long long)f.remaining());
   CAGRA_EXPECTS(f.remaining() == data_bytes, "%s: trailing garbage: %llu bytes after the data",
                 path.c_str(), (unsigned long long)(f.remaining() - data_bytes));
 
   dtype out_type;
   if (as_ids) {
-    CAGRA_EXPECTS(t.kind != 'f' && t.file_size >= 4, "%s: neighbor ids must be integers (<i4, "
-                  "<u4, <i8, <u8); the file holds '%s'", path.c_str(), h.descr.c_str());
+    CAGRA_EXPECTS(t.kind != 'f' && t.file_size >= 4,
+                  "%s: neighbor ids must be integers (<i4, "
+                  "<u4, <i8, <u8); the file holds '%s'",
+                  path.c_str(), h.descr.c_str());
     out_type = dtype::u32;
   } else {
     out_type = matrix_dtype(path, h.descr, t);
   }
-  host_matrix m = alloc_matrix(path, out_type, static_cast<int64_t>(rows),
-                               static_cast<int64_t>(cols));
+  host_matrix m =
+      alloc_matrix(path, out_type, static_cast<int64_t>(rows), static_cast<int64_t>(cols));
   if (dtype_size(out_type) == t.file_size && !(as_ids && t.kind == 'i')) {
     f.read(m.data(), data_bytes, "body");
     return m;

@@ -44,24 +44,25 @@ host_matrix read_vecs(const std::string& path, dtype t) {
   const size_t elem = dtype_size(t);
   int32_t dim = 0;
   f.read(&dim, 4, "header (the int32 dim of row 0)");
-  CAGRA_EXPECTS(dim > 0, "%s: row 0 has dim %d, expected a positive dimension", path.c_str(),
-                dim);
+  CAGRA_EXPECTS(dim > 0, "%s: row 0 has dim %d, expected a positive dimension", path.c_str(), dim);
   // dim < 2^31 and elem <= 4, so this cannot overflow.
   const uint64_t row_bytes = 4 + static_cast<uint64_t>(dim) * elem;
-  CAGRA_EXPECTS(row_bytes <= f.size(), "%s: truncated row 0: dim %d needs %llu bytes per row, the "
-                "file has %llu bytes", path.c_str(), dim, (unsigned long long)row_bytes,
-                (unsigned long long)f.size());
+  CAGRA_EXPECTS(row_bytes <= f.size(),
+                "%s: truncated row 0: dim %d needs %llu bytes per row, the "
+                "file has %llu bytes",
+                path.c_str(), dim, (unsigned long long)row_bytes, (unsigned long long)f.size());
   const uint64_t rows = f.size() / row_bytes;
   const uint64_t tail = f.size() % row_bytes;
   f.seek(0);
   if (tail != 0) {
     // Prefer naming the first row with a different dim over a bare size complaint.
     scan_rows(f, dim, elem, rows, nullptr);
-    CAGRA_FAIL("%s: file size %llu is not a whole number of rows (%llu bytes each for dim %d): "
-               "%llu complete rows, then %llu extra bytes (truncated last row or trailing "
-               "garbage)", path.c_str(), (unsigned long long)f.size(),
-               (unsigned long long)row_bytes, dim, (unsigned long long)rows,
-               (unsigned long long)tail);
+    CAGRA_FAIL(
+        "%s: file size %llu is not a whole number of rows (%llu bytes each for dim %d): "
+        "%llu complete rows, then %llu extra bytes (truncated last row or trailing "
+        "garbage)",
+        path.c_str(), (unsigned long long)f.size(), (unsigned long long)row_bytes, dim,
+        (unsigned long long)rows, (unsigned long long)tail);
   }
   host_matrix m = alloc_matrix(path, t, static_cast<int64_t>(rows), dim);
   scan_rows(f, dim, elem, rows, static_cast<uint8_t*>(m.data()));
@@ -70,8 +71,10 @@ host_matrix read_vecs(const std::string& path, dtype t) {
 
 void write_vecs(const std::string& path, dtype t, const dataset_view& m) {
   check_writable(path, m, "matrix");
-  CAGRA_EXPECTS(m.cols <= INT32_MAX, "%s: %lld columns do not fit the int32 dim of the vecs "
-                "format", path.c_str(), (long long)m.cols);
+  CAGRA_EXPECTS(m.cols <= INT32_MAX,
+                "%s: %lld columns do not fit the int32 dim of the vecs "
+                "format",
+                path.c_str(), (long long)m.cols);
   CAGRA_EXPECTS(dtype_size(m.type) == dtype_size(t), "%s: element size mismatch", path.c_str());
   if (m.type == dtype::u32) check_u32_fits_i32(path, m);
   const int32_t dim = static_cast<int32_t>(m.cols);

@@ -27,18 +27,18 @@
 
 #include "core/bits.hpp"
 #include "cuda/backend.hpp"
-#include "cuda/testing.hpp"
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/primitives/bitonic.cuh"
+#include "cuda/testing.hpp"
 
-#define CAGRA_CUBLAS_TRY(call)                                                                 \
-  do {                                                                                         \
-    const cublasStatus_t cagra_cublas_st_ = (call);                                            \
-    if (cagra_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                             \
-      ::cagra::detail::throw_error(__FILE__, __LINE__,                                         \
-                                   ::cagra::detail::format("cuBLAS error in %s: status %d", #call, \
-                                                           int(cagra_cublas_st_)));            \
+#define CAGRA_CUBLAS_TRY(call)                                                                     \
+  do {                                                                                             \
+    const cublasStatus_t cagra_cublas_st_ = (call);                                                \
+    if (cagra_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                                 \
+      ::cagra::detail::throw_error(                                                                \
+          __FILE__, __LINE__,                                                                      \
+          ::cagra::detail::format("cuBLAS error in %s: status %d", #call, int(cagra_cublas_st_))); \
   } while (0)
 
 namespace cagra::cuda {
@@ -81,7 +81,8 @@ __device__ __forceinline__ float widen<uint16_t>(uint16_t v) {  // f16 bits
 
 template <typename T>
 __global__ void widen_kernel(const T* in, float* out, size_t n) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
     out[i] = widen(in[i]);
 }
 
@@ -124,10 +125,14 @@ __global__ void select_kernel(const float* dots, int64_t data_tile, int64_t d0, 
       if (!(exclude_self && id == q)) {
         const float c = row[j];
         float d;
-        if (metric_id == 0) d = fmaxf(qn + xnorm[id] - 2.f * c, 0.f);
-        else if (metric_id == 1) d = -c;
-        else d = 1.f - c;
-        const unsigned long long key = (static_cast<unsigned long long>(orderable(d)) << 32) | uint32_t(id);
+        if (metric_id == 0)
+          d = fmaxf(qn + xnorm[id] - 2.f * c, 0.f);
+        else if (metric_id == 1)
+          d = -c;
+        else
+          d = 1.f - c;
+        const unsigned long long key =
+            (static_cast<unsigned long long>(orderable(d)) << 32) | uint32_t(id);
         if (key < threshold) keys[slots + atomicAdd(&count, 1u)] = key;
       }
     }
@@ -150,9 +155,9 @@ __global__ void select_kernel(const float* dots, int64_t data_tile, int64_t d0, 
 }
 
 /** Recomputes the k survivors' distances directly and sorts them by (distance, id). */
-__global__ void refine_kernel(const unsigned long long* state, uint32_t slots, uint32_t k, const float* xs,
-                              const float* qs, int64_t dim, int64_t q0, int metric_id, uint32_t* ids,
-                              float* distances) {
+__global__ void refine_kernel(const unsigned long long* state, uint32_t slots, uint32_t k,
+                              const float* xs, const float* qs, int64_t dim, int64_t q0,
+                              int metric_id, uint32_t* ids, float* distances) {
   extern __shared__ unsigned long long keys[];
   const int64_t qi = blockIdx.x, q = q0 + qi;
   const float* qv = qs + q * dim;
@@ -191,24 +196,30 @@ void upload_f32(const host_matrix& m, device_buffer<float>& out, device_buffer<u
   const size_t n = size_t(m.rows()) * size_t(m.cols());
   out.reserve(std::max<size_t>(n, 1));
   if (m.type() == dtype::f32) {
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(out.data(), m.data(), n * sizeof(float), cudaMemcpyHostToDevice, s));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(out.data(), m.data(), n * sizeof(float), cudaMemcpyHostToDevice, s));
     return;
   }
   staging.reserve(std::max<size_t>(m.size_bytes(), 1));
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(staging.data(), m.data(), m.size_bytes(), cudaMemcpyHostToDevice, s));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(staging.data(), m.data(), m.size_bytes(), cudaMemcpyHostToDevice, s));
   const int blocks = int(std::min<size_t>((n + 255) / 256, 65535));
   switch (m.type()) {
     case dtype::f16:
-      widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const uint16_t*>(staging.data()), out.data(), n);
+      widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const uint16_t*>(staging.data()),
+                                          out.data(), n);
       break;
     case dtype::u8:
-      widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const uint8_t*>(staging.data()), out.data(), n);
+      widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const uint8_t*>(staging.data()),
+                                          out.data(), n);
       break;
     case dtype::i8:
-      widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const int8_t*>(staging.data()), out.data(), n);
+      widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const int8_t*>(staging.data()),
+                                          out.data(), n);
       break;
     default:
-      CAGRA_FAIL("the GPU brute force takes f32, f16, u8 or i8 vectors, not %s", to_string(m.type()));
+      CAGRA_FAIL("the GPU brute force takes f32, f16, u8 or i8 vectors, not %s",
+                 to_string(m.type()));
   }
   CAGRA_CUDA_CHECK_LAUNCH();
   // `staging` is reused for the next matrix: wait until this one is widened.
@@ -240,13 +251,15 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
                       bool exclude_self, int device) {
   const int64_t n = data.rows(), nq = queries.rows(), dim = data.cols();
   CAGRA_EXPECTS(k >= 1, "k must be >= 1");
-  CAGRA_EXPECTS(k <= brute_force_max_k(), "the GPU brute force takes k <= %u (got %u)", brute_force_max_k(), k);
-  CAGRA_EXPECTS(queries.cols() == dim, "queries have dimension %lld but the data %lld", (long long)queries.cols(),
-                (long long)dim);
+  CAGRA_EXPECTS(k <= brute_force_max_k(), "the GPU brute force takes k <= %u (got %u)",
+                brute_force_max_k(), k);
+  CAGRA_EXPECTS(queries.cols() == dim, "queries have dimension %lld but the data %lld",
+                (long long)queries.cols(), (long long)dim);
   CAGRA_EXPECTS(!exclude_self || nq == n, "exclude_self needs the queries to be the data itself");
   const int64_t available = n - (exclude_self ? 1 : 0);
   CAGRA_EXPECTS(static_cast<int64_t>(k) <= available,
-                "k = %u exceeds the %lld rows available to the brute-force search", k, (long long)available);
+                "k = %u exceeds the %lld rows available to the brute-force search", k,
+                (long long)available);
   CAGRA_EXPECTS(n < int64_t{0xffffffff}, "the GPU brute force takes fewer than 2^32 - 1 rows");
   CAGRA_EXPECTS(dim <= int64_t{1} << 30, "dimension %lld is too large", (long long)dim);
 
@@ -275,8 +288,9 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
 
   const select_sizes sz = sizes_for(k);
   const int64_t qtile = std::min(nq, g_query_tile > 0 ? g_query_tile : kQueryTile);
-  int64_t dtile = g_data_tile > 0 ? g_data_tile
-                                  : std::max<int64_t>(1024, int64_t(kTileBytes / sizeof(float)) / qtile);
+  int64_t dtile = g_data_tile > 0
+                      ? g_data_tile
+                      : std::max<int64_t>(1024, int64_t(kTileBytes / sizeof(float)) / qtile);
   dtile = std::min(n, dtile);
   device_buffer<float> dots(size_t(qtile) * size_t(dtile));
   device_buffer<unsigned long long> state(size_t(qtile) * sz.slots);
@@ -285,7 +299,8 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
   const size_t select_smem = size_t(sz.sort_size) * sizeof(unsigned long long);
   const size_t refine_smem = size_t(sz.slots) * sizeof(unsigned long long);
   if (select_smem > 48 * 1024)
-    CAGRA_CUDA_TRY(cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(select_smem)));
+    CAGRA_CUDA_TRY(cudaFuncSetAttribute(select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(select_smem)));
 
   knn_graph out;
   out.rows = nq;
@@ -299,21 +314,22 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
       const int64_t dn = std::min(dtile, n - d0);
       // Column-major: C[dn, qn] = X_tile^T (dn x dim) * Q_tile (dim x qn), so each query's row of
       // dot products is contiguous (row-major [qn, dn]).
-      CAGRA_CUBLAS_TRY(cublasSgemm(blas.h, CUBLAS_OP_T, CUBLAS_OP_N, int(dn), int(qn), int(dim), &one,
-                                   xs.data() + d0 * dim, int(dim), qs.data() + q0 * dim, int(dim), &zero,
-                                   dots.data(), int(dn)));
+      CAGRA_CUBLAS_TRY(cublasSgemm(blas.h, CUBLAS_OP_T, CUBLAS_OP_N, int(dn), int(qn), int(dim),
+                                   &one, xs.data() + d0 * dim, int(dim), qs.data() + q0 * dim,
+                                   int(dim), &zero, dots.data(), int(dn)));
       select_kernel<<<unsigned(qn), kThreads, select_smem, s>>>(
           dots.data(), dn, d0, q0, qnorm.data(), xnorm.data(), metric_id, k, sz.slots, sz.sort_size,
           exclude_self, d0 == 0, state.data());
       CAGRA_CUDA_CHECK_LAUNCH();
     }
-    refine_kernel<<<unsigned(qn), kThreads, refine_smem, s>>>(state.data(), sz.slots, k, xs.data(), qs.data(), dim,
-                                                            q0, metric_id, d_ids.data(), d_dist.data());
+    refine_kernel<<<unsigned(qn), kThreads, refine_smem, s>>>(state.data(), sz.slots, k, xs.data(),
+                                                              qs.data(), dim, q0, metric_id,
+                                                              d_ids.data(), d_dist.data());
     CAGRA_CUDA_CHECK_LAUNCH();
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(out.ids.data() + q0 * k, d_ids.data(), size_t(qn) * k * sizeof(uint32_t),
-                                   cudaMemcpyDeviceToHost, s));
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(out.distances.data() + q0 * k, d_dist.data(), size_t(qn) * k * sizeof(float),
-                                   cudaMemcpyDeviceToHost, s));
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(out.ids.data() + q0 * k, d_ids.data(),
+                                   size_t(qn) * k * sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(out.distances.data() + q0 * k, d_dist.data(),
+                                   size_t(qn) * k * sizeof(float), cudaMemcpyDeviceToHost, s));
     stream.sync();
   }
   return out;

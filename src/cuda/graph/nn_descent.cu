@@ -46,13 +46,15 @@ using bits::mix64;
 uint32_t proposal_capacity(uint32_t k) { return bits::next_pow2(std::max<uint32_t>(2 * k, 128)); }
 size_t row_u4_for(int64_t dim, dtype t) { return (size_t(dim) * dtype_size(t) + 15) / 16; }
 
-
 /** Number of entries of the ascending a[0, n) below key. */
 __device__ __forceinline__ uint32_t lower_bound(const u64* a, uint32_t n, u64 key) {
   uint32_t lo = 0, hi = n;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) >> 1;
-    if (a[mid] < key) lo = mid + 1; else hi = mid;
+    if (a[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -61,8 +63,8 @@ __device__ __forceinline__ uint32_t lower_bound(const u64* a, uint32_t n, u64 ke
 template <typename T>
 __global__ void init_kernel(const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, uint32_t kp2,
                             uint64_t seed, bool dot, bool cosine, u64* keys, uint8_t* flags) {
-  extern __shared__ u64 sk[];                                 // [kp2]
-  uint32_t* ids = reinterpret_cast<uint32_t*>(sk + kp2);      // [k]
+  extern __shared__ u64 sk[];                             // [kp2]
+  uint32_t* ids = reinterpret_cast<uint32_t*>(sk + kp2);  // [k]
   const int64_t u = blockIdx.x;
   const uint32_t t = threadIdx.x, lane = t & 31u;
   if (t < 32) {
@@ -86,7 +88,10 @@ __global__ void init_kernel(const uint4* data, uint32_t row_u4, int64_t n, uint3
   const uint4* ru = data + u * row_u4;
   for (uint32_t j = t; j < kp2; j += blockDim.x) {
     u64 key = ~0ull;
-    if (j < k) key = make_key(nnd_detail::row_distance<T>(ru, data + int64_t(ids[j]) * row_u4, row_u4, dot, cosine), ids[j]);
+    if (j < k)
+      key = make_key(
+          nnd_detail::row_distance<T>(ru, data + int64_t(ids[j]) * row_u4, row_u4, dot, cosine),
+          ids[j]);
     sk[j] = key;
   }
   __syncthreads();
@@ -98,8 +103,8 @@ __global__ void init_kernel(const uint4* data, uint32_t row_u4, int64_t n, uint3
 }
 
 /** Appends u to v's reverse list; past s entries, the arrival replaces a random slot. */
-__device__ __forceinline__ void add_reverse(uint32_t* rev, uint32_t* rcnt, uint32_t v, uint32_t u, uint32_t s,
-                                            uint64_t salt) {
+__device__ __forceinline__ void add_reverse(uint32_t* rev, uint32_t* rcnt, uint32_t v, uint32_t u,
+                                            uint32_t s, uint64_t salt) {
   const uint32_t slot = atomicAdd(rcnt + v, 1u);
   if (slot < s) {
     rev[int64_t(v) * s + slot] = u;
@@ -112,8 +117,9 @@ __device__ __forceinline__ void add_reverse(uint32_t* rev, uint32_t* rcnt, uint3
 
 /** One warp per node: forward samples (new ones lose their flag) and the reverse lists. */
 __global__ void sample_kernel(const u64* keys, uint8_t* flags, int64_t n, uint32_t k, uint32_t s,
-                              uint32_t* fwd_new, uint32_t* fwd_old, uint32_t* rev_new, uint32_t* rev_old,
-                              uint32_t* rcnt_new, uint32_t* rcnt_old, uint64_t salt) {
+                              uint32_t* fwd_new, uint32_t* fwd_old, uint32_t* rev_new,
+                              uint32_t* rev_old, uint32_t* rcnt_new, uint32_t* rcnt_old,
+                              uint64_t salt) {
   const int64_t u = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
   const uint32_t lane = threadIdx.x & 31u;
   if (u >= n) return;
@@ -145,15 +151,15 @@ __global__ void sample_kernel(const u64* keys, uint8_t* flags, int64_t n, uint32
 
 /** One CTA per node: merges its proposals into its list (see the file comment). counters[0] +=
  *  entries inserted, counters[1] += proposals dropped for lack of room. Resets pcount. */
-__global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* props, uint32_t* pcount,
-                              uint32_t cap, u64* counters) {
+__global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* props,
+                              uint32_t* pcount, uint32_t cap, u64* counters) {
   extern __shared__ u64 sm[];
-  u64* lk = sm;             // [k] the list
-  u64* ok_keys = lk + k;    // [k] the result
-  u64* pk = ok_keys + k;    // [cap] proposals
-  u64* vk = pk + cap;       // [cap] surviving proposals
+  u64* lk = sm;                                        // [k] the list
+  u64* ok_keys = lk + k;                               // [k] the result
+  u64* pk = ok_keys + k;                               // [cap] proposals
+  u64* vk = pk + cap;                                  // [cap] surviving proposals
   uint8_t* lf = reinterpret_cast<uint8_t*>(vk + cap);  // [k]
-  uint8_t* of = lf + k;                                  // [k]
+  uint8_t* of = lf + k;                                // [k]
   __shared__ uint32_t wtot[kThreads / 32];
   __shared__ uint32_t s_nv, s_added;
   const int64_t v = blockIdx.x;
@@ -229,7 +235,8 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
 
 /** Keys -> ids and distances. */
 __global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, float* dists) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total; i += size_t(gridDim.x) * blockDim.x) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
     const u64 key = keys[i];
     ids[i] = uint32_t(key);
     dists[i] = nnd_detail::key_distance(key);
@@ -284,8 +291,8 @@ template <typename T>
 void launch_init(run_state& r, uint64_t seed, bool dot, bool cosine, cudaStream_t st) {
   const uint32_t kp2 = bits::next_pow2(r.k);
   const size_t smem = kp2 * sizeof(u64) + r.k * sizeof(uint32_t);
-  init_kernel<T><<<unsigned(r.n), 128, smem, st>>>(r.data.data(), r.row_u4, r.n, r.k, kp2, seed, dot, cosine,
-                                                   r.keys.data(), r.flags.data());
+  init_kernel<T><<<unsigned(r.n), 128, smem, st>>>(r.data.data(), r.row_u4, r.n, r.k, kp2, seed,
+                                                   dot, cosine, r.keys.data(), r.flags.data());
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
@@ -295,48 +302,57 @@ uint32_t nn_descent_max_k() { return kMaxK; }
 
 size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k) {
   const size_t n = size_t(std::max<int64_t>(rows, 0));
+  // One term a line, each with its comment: not formatted.
+  // clang-format off
   const size_t per_row = row_u4_for(dim, t) * 16          // the dataset
                          + size_t(k) * (sizeof(u64) + 1)   // keys + flags
                          + size_t(proposal_capacity(k)) * sizeof(u64) + sizeof(uint32_t)  // proposals
                          + 4 * size_t(kMaxSample) * sizeof(uint32_t)  // fwd / rev samples
                          + 2 * sizeof(uint32_t);                      // reverse counts
+  // clang-format on
   return n * per_row + 64;
 }
 
-knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p, uint64_t seed,
-                     int device, const core::progress_fn& progress, uint32_t* iterations_run) {
+knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
+                     uint64_t seed, int device, const core::progress_fn& progress,
+                     uint32_t* iterations_run) {
   const int64_t n = data.rows(), dim = data.cols();
-  CAGRA_EXPECTS(k >= 1 && static_cast<int64_t>(k) < n, "NN-descent needs 1 <= k < rows (k = %u, rows = %lld)", k,
-                (long long)n);
-  CAGRA_EXPECTS(k <= kMaxK, "the GPU NN-descent takes k <= %u (got k = %u); use the CPU backend or brute force",
+  CAGRA_EXPECTS(k >= 1 && static_cast<int64_t>(k) < n,
+                "NN-descent needs 1 <= k < rows (k = %u, rows = %lld)", k, (long long)n);
+  CAGRA_EXPECTS(k <= kMaxK,
+                "the GPU NN-descent takes k <= %u (got k = %u); use the CPU backend or brute force",
                 kMaxK, k);
-  CAGRA_EXPECTS(n <= kMaxRows, "the GPU NN-descent takes at most %lld rows (got %lld)", (long long)kMaxRows,
-                (long long)n);
+  CAGRA_EXPECTS(n <= kMaxRows, "the GPU NN-descent takes at most %lld rows (got %lld)",
+                (long long)kMaxRows, (long long)n);
   const dtype t = data.type();
   CAGRA_EXPECTS(t == dtype::f32 || t == dtype::f16 || t == dtype::u8 || t == dtype::i8,
                 "the GPU NN-descent takes f32, f16, u8 or i8 vectors, not %s", to_string(t));
   CAGRA_EXPECTS(dim >= 1, "the dataset has no columns");
-  CAGRA_EXPECTS(dtype_size(t) != 1 || dim <= 16384,
-                "the GPU NN-descent takes byte vectors of dimension <= 16384 (exact int32 sums), got %lld",
-                (long long)dim);
-  CAGRA_EXPECTS(p.sample_rate > 0.0f, "NN-descent sample_rate must be > 0 (got %g)", double(p.sample_rate));
+  CAGRA_EXPECTS(
+      dtype_size(t) != 1 || dim <= 16384,
+      "the GPU NN-descent takes byte vectors of dimension <= 16384 (exact int32 sums), got %lld",
+      (long long)dim);
+  CAGRA_EXPECTS(p.sample_rate > 0.0f, "NN-descent sample_rate must be > 0 (got %g)",
+                double(p.sample_rate));
 
   device_guard guard(device);
   const size_t need = nn_descent_device_bytes(n, dim, t, k);
   size_t free_b = 0, total_b = 0;
   CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
   CAGRA_EXPECTS(need <= free_b,
-                "the GPU NN-descent needs %zu bytes (%.1f MiB) of device memory for %lld x %lld %s rows with k = %u, "
+                "the GPU NN-descent needs %zu bytes (%.1f MiB) of device memory for %lld x %lld %s "
+                "rows with k = %u, "
                 "but device %d has only %zu bytes (%.1f MiB) free",
-                need, need / 1048576.0, (long long)n, (long long)dim, to_string(t), k, device, free_b,
-                free_b / 1048576.0);
+                need, need / 1048576.0, (long long)n, (long long)dim, to_string(t), k, device,
+                free_b, free_b / 1048576.0);
 
   cuda_stream stream;
   const cudaStream_t st = stream.get();
   run_state r;
   r.n = n;
   r.k = k;
-  r.s = std::min<uint32_t>(kMaxSample, std::max<uint32_t>(1, uint32_t(p.sample_rate * float(k) + 0.5f)));
+  r.s = std::min<uint32_t>(kMaxSample,
+                           std::max<uint32_t>(1, uint32_t(p.sample_rate * float(k) + 0.5f)));
   r.cap = proposal_capacity(k);
   r.row_u4 = uint32_t(row_u4_for(dim, t));
   const size_t nk = size_t(n) * k;
@@ -356,9 +372,10 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
   timer.mark(0);
   // The dataset, rows zero padded to 16 bytes.
   const size_t src_pitch = size_t(dim) * dtype_size(t), dst_pitch = size_t(r.row_u4) * 16;
-  if (dst_pitch != src_pitch) CAGRA_CUDA_TRY(cudaMemsetAsync(r.data.data(), 0, dst_pitch * size_t(n), st));
-  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(r.data.data(), dst_pitch, data.data(), src_pitch, src_pitch, size_t(n),
-                                   cudaMemcpyHostToDevice, st));
+  if (dst_pitch != src_pitch)
+    CAGRA_CUDA_TRY(cudaMemsetAsync(r.data.data(), 0, dst_pitch * size_t(n), st));
+  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(r.data.data(), dst_pitch, data.data(), src_pitch, src_pitch,
+                                   size_t(n), cudaMemcpyHostToDevice, st));
   CAGRA_CUDA_TRY(cudaMemsetAsync(r.pcount.data(), 0, size_t(n) * sizeof(uint32_t), st));
 
   const bool dot = m != metric::l2, cosine = m == metric::cosine;
@@ -379,8 +396,10 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
   };
   if (verbose()) {
     stream.sync();
-    std::fprintf(stderr, "[gpu nn-descent] n=%lld dim=%lld %s k=%u S=%u P=%u: upload + random init %.2f ms\n",
-                 (long long)n, (long long)dim, to_string(t), k, r.s, r.cap, timer.ms(0, 1));
+    std::fprintf(
+        stderr,
+        "[gpu nn-descent] n=%lld dim=%lld %s k=%u S=%u P=%u: upload + random init %.2f ms\n",
+        (long long)n, (long long)dim, to_string(t), k, r.s, r.cap, timer.ms(0, 1));
   }
 
   nnd_detail::join_args ja;
@@ -404,7 +423,8 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
 
   const size_t update_smem = size_t(k) * (2 * sizeof(u64) + 2) + size_t(r.cap) * 2 * sizeof(u64);
   if (update_smem > 48 * 1024)
-    CAGRA_CUDA_TRY(cudaFuncSetAttribute(update_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(update_smem)));
+    CAGRA_CUDA_TRY(cudaFuncSetAttribute(update_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        int(update_smem)));
   const double stop = double(p.termination_threshold) * double(n) * k;
   const unsigned sample_blocks = unsigned((n * 32 + kThreads - 1) / kThreads);
   uint32_t it = 0;
@@ -413,25 +433,28 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
     CAGRA_CUDA_TRY(cudaMemsetAsync(r.counters.data(), 0, 2 * sizeof(u64), st));
     const uint64_t salt = mix64(seed ^ (uint64_t(it + 1) << 40));
     timer.mark(0);
-    sample_kernel<<<sample_blocks, kThreads, 0, st>>>(r.keys.data(), r.flags.data(), n, k, r.s, r.fwd_new.data(),
-                                                       r.fwd_old.data(), r.rev_new.data(), r.rev_old.data(),
-                                                       r.rcnt.data(), r.rcnt.data() + n, salt);
+    sample_kernel<<<sample_blocks, kThreads, 0, st>>>(
+        r.keys.data(), r.flags.data(), n, k, r.s, r.fwd_new.data(), r.fwd_old.data(),
+        r.rev_new.data(), r.rev_old.data(), r.rcnt.data(), r.rcnt.data() + n, salt);
     CAGRA_CUDA_CHECK_LAUNCH();
     timer.mark(1);
     nnd_detail::launch_join(t, ja, st);
     timer.mark(2);
-    update_kernel<<<unsigned(n), kThreads, update_smem, st>>>(r.keys.data(), r.flags.data(), k, r.props.data(),
-                                                              r.pcount.data(), r.cap, r.counters.data());
+    update_kernel<<<unsigned(n), kThreads, update_smem, st>>>(r.keys.data(), r.flags.data(), k,
+                                                              r.props.data(), r.pcount.data(),
+                                                              r.cap, r.counters.data());
     CAGRA_CUDA_CHECK_LAUNCH();
     timer.mark(3);
     allocate_result();
     u64 counters[2] = {0, 0};
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(counters, r.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, st));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(counters, r.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, st));
     stream.sync();
     ++it;
     if (verbose())
       std::fprintf(stderr,
-                   "[gpu nn-descent] iteration %u: %llu entries changed, %llu proposals dropped; sample %.2f ms, "
+                   "[gpu nn-descent] iteration %u: %llu entries changed, %llu proposals dropped; "
+                   "sample %.2f ms, "
                    "join %.2f ms, update %.2f ms\n",
                    it, counters[0], counters[1], timer.ms(0, 1), timer.ms(1, 2), timer.ms(2, 3));
     if (progress) progress("NN-descent", double(it) / p.max_iterations);
@@ -443,11 +466,13 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
   allocate_result();
   uint32_t* d_ids = reinterpret_cast<uint32_t*>(r.props.data());
   float* d_dist = reinterpret_cast<float*>(d_ids + nk);
-  decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(r.keys.data(), nk, d_ids,
-                                                                                      d_dist);
+  decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(
+      r.keys.data(), nk, d_ids, d_dist);
   CAGRA_CUDA_CHECK_LAUNCH();
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(g.ids.data(), d_ids, nk * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(g.distances.data(), d_dist, nk * sizeof(float), cudaMemcpyDeviceToHost, st));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(g.ids.data(), d_ids, nk * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(g.distances.data(), d_dist, nk * sizeof(float), cudaMemcpyDeviceToHost, st));
   stream.sync();
   if (progress) progress("NN-descent", 1.0);
   return g;

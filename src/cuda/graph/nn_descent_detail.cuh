@@ -17,10 +17,10 @@ namespace cagra::cuda::nnd_detail {
 
 /** The local join (nn_descent_join.cu): one CTA per node. Pointers are device memory. */
 struct join_args {
-  const uint4* data;               // [n, row_u4] rows, zero padded to 16 bytes
-  uint32_t row_u4;                 // 16-byte words per row
-  const unsigned long long* keys;  // [n, k] (orderable distance << 32 | id), rows ascending
-  uint32_t k, s, cap;              // degree, sample size (<= 32), proposal capacity per node
+  const uint4* data;                    // [n, row_u4] rows, zero padded to 16 bytes
+  uint32_t row_u4;                      // 16-byte words per row
+  const unsigned long long* keys;       // [n, k] (orderable distance << 32 | id), rows ascending
+  uint32_t k, s, cap;                   // degree, sample size (<= 32), proposal capacity per node
   const uint32_t *fwd_new, *fwd_old;    // [n, s], kInvalidId padded
   const uint32_t *rev_new, *rev_old;    // [n, s], the first min(rcnt, s) valid
   const uint32_t *rcnt_new, *rcnt_old;  // [n]
@@ -49,21 +49,36 @@ __device__ __forceinline__ float key_distance(unsigned long long key) {
 /** The metric's distance from the accumulated sum (squared L2, or the dot product); -0 -> +0 so
  *  that equal distances have equal key bits. */
 __device__ __forceinline__ float finish_distance(float acc, bool dot, bool cosine) {
-  const float d = !dot ? acc : bits::distance_from_dot(cosine ? metric::cosine : metric::inner_product, acc);
+  const float d =
+      !dot ? acc : bits::distance_from_dot(cosine ? metric::cosine : metric::inner_product, acc);
   return d == 0.0f ? 0.0f : d;
 }
 
 /** 16-byte word -> values. Float rows (f32: 4, f16: 8 elements) give floats; byte rows give 4
  *  packed 32-bit words (4 bytes each, for dp4a). kPer values per 16-byte word. */
-template <typename T> struct unpack_traits { static constexpr uint32_t kPer = 4; static constexpr bool kBytes = true; };
-template <> struct unpack_traits<float> { static constexpr uint32_t kPer = 4; static constexpr bool kBytes = false; };
-template <> struct unpack_traits<__half> { static constexpr uint32_t kPer = 8; static constexpr bool kBytes = false; };
+template <typename T>
+struct unpack_traits {
+  static constexpr uint32_t kPer = 4;
+  static constexpr bool kBytes = true;
+};
+template <>
+struct unpack_traits<float> {
+  static constexpr uint32_t kPer = 4;
+  static constexpr bool kBytes = false;
+};
+template <>
+struct unpack_traits<__half> {
+  static constexpr uint32_t kPer = 8;
+  static constexpr bool kBytes = false;
+};
 
 template <typename T>
 __device__ __forceinline__ void unpack_floats(const uint4& v, float* out) {
   if constexpr (std::is_same_v<T, float>) {
-    out[0] = __uint_as_float(v.x); out[1] = __uint_as_float(v.y);
-    out[2] = __uint_as_float(v.z); out[3] = __uint_as_float(v.w);
+    out[0] = __uint_as_float(v.x);
+    out[1] = __uint_as_float(v.y);
+    out[2] = __uint_as_float(v.z);
+    out[3] = __uint_as_float(v.w);
   } else {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -79,18 +94,25 @@ __device__ __forceinline__ void unpack_floats(const uint4& v, float* out) {
  *  accumulator, fmaf; byte rows: exact integers). The join kernel accumulates in the same order,
  *  so both produce the same bits for the same pair. */
 template <typename T>
-__device__ float row_distance(const uint4* a, const uint4* b, uint32_t row_u4, bool dot, bool cosine) {
+__device__ float row_distance(const uint4* a, const uint4* b, uint32_t row_u4, bool dot,
+                              bool cosine) {
   if constexpr (unpack_traits<T>::kBytes) {
     int ab = 0, aa = 0, bb = 0;
     for (uint32_t q = 0; q < row_u4; ++q) {
       const uint4 x = __ldg(a + q), y = __ldg(b + q);
-      ab = dev::dp4<T>(x.x, y.x, ab); ab = dev::dp4<T>(x.y, y.y, ab);
-      ab = dev::dp4<T>(x.z, y.z, ab); ab = dev::dp4<T>(x.w, y.w, ab);
+      ab = dev::dp4<T>(x.x, y.x, ab);
+      ab = dev::dp4<T>(x.y, y.y, ab);
+      ab = dev::dp4<T>(x.z, y.z, ab);
+      ab = dev::dp4<T>(x.w, y.w, ab);
       if (!dot) {
-        aa = dev::dp4<T>(x.x, x.x, aa); aa = dev::dp4<T>(x.y, x.y, aa);
-        aa = dev::dp4<T>(x.z, x.z, aa); aa = dev::dp4<T>(x.w, x.w, aa);
-        bb = dev::dp4<T>(y.x, y.x, bb); bb = dev::dp4<T>(y.y, y.y, bb);
-        bb = dev::dp4<T>(y.z, y.z, bb); bb = dev::dp4<T>(y.w, y.w, bb);
+        aa = dev::dp4<T>(x.x, x.x, aa);
+        aa = dev::dp4<T>(x.y, x.y, aa);
+        aa = dev::dp4<T>(x.z, x.z, aa);
+        aa = dev::dp4<T>(x.w, x.w, aa);
+        bb = dev::dp4<T>(y.x, y.x, bb);
+        bb = dev::dp4<T>(y.y, y.y, bb);
+        bb = dev::dp4<T>(y.z, y.z, bb);
+        bb = dev::dp4<T>(y.w, y.w, bb);
       }
     }
     return finish_distance(static_cast<float>(dot ? ab : aa + bb - 2 * ab), dot, cosine);

@@ -28,7 +28,7 @@ constexpr uint32_t kMaxNew = 64, kMaxCand = 128;
 constexpr uint32_t kWords = 32;  // 32-bit words of a row per chunk
 constexpr uint32_t kLdx = 132;   // chunk row length in words: 128 candidates + pad (multiple of 4)
 constexpr uint32_t kLdg = 129;   // distance-tile row length: column reads conflict-free
-constexpr uint32_t kBufWords = kMaxNew * kLdg > kWords * kLdx ? kMaxNew * kLdg : kWords * kLdx;
+constexpr uint32_t kBufWords = (kMaxNew * kLdg > kWords * kLdx) ? kMaxNew * kLdg : kWords * kLdx;
 constexpr uint32_t kFull = 0xFFFFFFFFu;
 constexpr float kInf = __builtin_huge_valf();
 
@@ -122,7 +122,8 @@ __global__ void __launch_bounds__(kThreads) join_kernel(join_args a) {
       if (t < C) {
         int s2 = nrm[t];
 #pragma unroll 8
-        for (uint32_t w = 0; w < kWords; ++w) s2 = dev::dp4<T>(buf[w * kLdx + t], buf[w * kLdx + t], s2);
+        for (uint32_t w = 0; w < kWords; ++w)
+          s2 = dev::dp4<T>(buf[w * kLdx + t], buf[w * kLdx + t], s2);
         nrm[t] = s2;
       }
     }
@@ -237,7 +238,8 @@ void launch_join(dtype t, const join_args& a, cudaStream_t stream) {
     case dtype::f16: launch_typed<__half>(a, stream); break;
     case dtype::u8: launch_typed<uint8_t>(a, stream); break;
     case dtype::i8: launch_typed<int8_t>(a, stream); break;
-    default: CAGRA_FAIL("the GPU NN-descent takes f32, f16, u8 or i8 vectors, not %s", to_string(t));
+    default:
+      CAGRA_FAIL("the GPU NN-descent takes f32, f16, u8 or i8 vectors, not %s", to_string(t));
   }
   CAGRA_CUDA_CHECK_LAUNCH();
 }

@@ -48,21 +48,23 @@ struct reorder_layout {
   uint32_t table;  // hash slots, a power of two >= 2K (load <= 1/2)
   uint32_t sort;   // bitonic keys, a power of two >= K
   size_t bytes(bool with_dist) const {
-    return size_t(table) * 8 + size_t(sort) * 8 + size_t(sort) * 4 /*ids*/ + size_t(sort) * 4 /*counts*/ +
-           (with_dist ? size_t(sort) * 4 : 0);
+    return size_t(table) * 8 + size_t(sort) * 8 + size_t(sort) * 4 /*ids*/ +
+           size_t(sort) * 4 /*counts*/ + (with_dist ? size_t(sort) * 4 : 0);
   }
 };
 reorder_layout layout_for(uint32_t k) { return {next_pow2(2 * k), next_pow2(k)}; }
 
-uint32_t threads_for(uint32_t k) { return std::min<uint32_t>(256, std::max<uint32_t>(64, next_pow2(k))); }
+uint32_t threads_for(uint32_t k) {
+  return std::min<uint32_t>(256, std::max<uint32_t>(64, next_pow2(k)));
+}
 
 __device__ __forceinline__ uint32_t slot_of(uint32_t id, uint32_t bits) {
   return (id * 0x9E3779B1u) >> (32 - bits);
 }
 
 /** Rank of `id` in X's list, or -1. */
-__device__ __forceinline__ int32_t lookup(const uint32_t* keys, const uint32_t* ranks, uint32_t bits,
-                                          uint32_t id) {
+__device__ __forceinline__ int32_t lookup(const uint32_t* keys, const uint32_t* ranks,
+                                          uint32_t bits, uint32_t id) {
   const uint32_t mask = (1u << bits) - 1;
   for (uint32_t h = slot_of(id, bits);; h = (h + 1) & mask) {
     const uint32_t k = keys[h];
@@ -74,16 +76,17 @@ __device__ __forceinline__ int32_t lookup(const uint32_t* keys, const uint32_t* 
 /** Step 1 for rows [x0, x0 + gridDim.x). kMode 0: validate and copy the first `degree` ids (no
  *  reorder); 1: rank-based reorder; 2: distance-based reorder. */
 template <int kMode>
-__global__ void reorder_kernel(const uint32_t* __restrict__ ids, const float* __restrict__ dist, int64_t n,
-                               uint32_t k, uint32_t degree, uint32_t table_bits, uint32_t sort_n, int64_t x0,
-                               uint32_t* __restrict__ pruned, unsigned long long* bad_row) {
+__global__ void reorder_kernel(const uint32_t* __restrict__ ids, const float* __restrict__ dist,
+                               int64_t n, uint32_t k, uint32_t degree, uint32_t table_bits,
+                               uint32_t sort_n, int64_t x0, uint32_t* __restrict__ pruned,
+                               unsigned long long* bad_row) {
   extern __shared__ unsigned long long smem[];
-  unsigned long long* keys = smem;                                          // [sort_n]
-  uint32_t* hkeys = reinterpret_cast<uint32_t*>(keys + sort_n);             // [1 << table_bits]
-  uint32_t* hranks = hkeys + (1u << table_bits);                            // [1 << table_bits]
-  uint32_t* row = hranks + (1u << table_bits);                              // [sort_n]
-  uint32_t* count = row + sort_n;                                           // [sort_n]
-  float* wx = reinterpret_cast<float*>(count + sort_n);                     // [sort_n], mode 2
+  unsigned long long* keys = smem;                               // [sort_n]
+  uint32_t* hkeys = reinterpret_cast<uint32_t*>(keys + sort_n);  // [1 << table_bits]
+  uint32_t* hranks = hkeys + (1u << table_bits);                 // [1 << table_bits]
+  uint32_t* row = hranks + (1u << table_bits);                   // [sort_n]
+  uint32_t* count = row + sort_n;                                // [sort_n]
+  float* wx = reinterpret_cast<float*>(count + sort_n);          // [sort_n], mode 2
   __shared__ int bad;
 
   const int64_t x = x0 + blockIdx.x;
@@ -150,7 +153,9 @@ __global__ void reorder_kernel(const uint32_t* __restrict__ ids, const float* __
         for (int u = 0; u < 4; ++u) {
           jj[u] = j;
           cc[u] = c;
-          if (j + 1 < k) v[u] = __ldg(reinterpret_cast<const uint4*>(ids + static_cast<int64_t>(row[j]) * k) + c);
+          if (j + 1 < k)
+            v[u] =
+                __ldg(reinterpret_cast<const uint4*>(ids + static_cast<int64_t>(row[j]) * k) + c);
           c += sc;
           j += sj;
           if (c >= q) {
@@ -188,12 +193,13 @@ __global__ void reorder_kernel(const uint32_t* __restrict__ ids, const float* __
 }
 
 template <int kMode>
-void launch_reorder(const uint32_t* ids, const float* dist, int64_t n, uint32_t k, uint32_t degree, int64_t x0,
-                    int64_t rows, uint32_t* pruned, unsigned long long* bad_row, cudaStream_t s) {
+void launch_reorder(const uint32_t* ids, const float* dist, int64_t n, uint32_t k, uint32_t degree,
+                    int64_t x0, int64_t rows, uint32_t* pruned, unsigned long long* bad_row,
+                    cudaStream_t s) {
   const reorder_layout l = layout_for(k);
   const size_t smem = l.bytes(kMode == 2);
-  CAGRA_CUDA_TRY(cudaFuncSetAttribute(reorder_kernel<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(smem)));
+  CAGRA_CUDA_TRY(cudaFuncSetAttribute(
+      reorder_kernel<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
   reorder_kernel<kMode><<<static_cast<unsigned>(rows), threads_for(k), smem, s>>>(
       ids, dist, n, k, degree, log2_exact(l.table), l.sort, x0, pruned, bad_row);
   CAGRA_CUDA_CHECK_LAUNCH();
@@ -202,9 +208,12 @@ void launch_reorder(const uint32_t* ids, const float* dist, int64_t n, uint32_t 
 /** What cuda::optimize allocates, by phase. */
 struct memory_plan {
   size_t pruned, reorder_phase, reverse_phase;
-  size_t peak() const { return pruned + std::max(reorder_phase, reverse_phase) + sizeof(unsigned long long); }
+  size_t peak() const {
+    return pruned + std::max(reorder_phase, reverse_phase) + sizeof(unsigned long long);
+  }
 };
-memory_plan plan_memory(int64_t n, uint32_t k, uint32_t degree, bool upload_dist, bool reverse, size_t temp) {
+memory_plan plan_memory(int64_t n, uint32_t k, uint32_t degree, bool upload_dist, bool reverse,
+                        size_t temp) {
   const size_t nk = size_t(n) * k, nd = size_t(n) * degree;
   memory_plan p;
   p.pruned = nd * 4;
@@ -215,7 +224,8 @@ memory_plan plan_memory(int64_t n, uint32_t k, uint32_t degree, bool upload_dist
 
 }  // namespace
 
-size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree, reorder_kind reorder) {
+size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
+                             reorder_kind reorder) {
   if (rows <= 0 || degree == 0) return 0;
   size_t temp = 0;
   try {
@@ -223,24 +233,28 @@ size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
   } catch (const cagra::error&) {
     temp = size_t(rows) * degree / 2 + (size_t{64} << 20);
   }
-  return plan_memory(rows, knn_degree, degree, reorder == reorder_kind::distance, true, temp).peak();
+  return plan_memory(rows, knn_degree, degree, reorder == reorder_kind::distance, true, temp)
+      .peak();
 }
 
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
-                               core::optimize_steps steps, int device, const core::progress_fn& progress) {
+                               core::optimize_steps steps, int device,
+                               const core::progress_fn& progress) {
   const int64_t n = knn.rows;
   const uint32_t k = knn.k;
   // The CPU's checks, in its order and with its messages.
-  CAGRA_EXPECTS(degree >= 1 && degree <= knn.k, "graph degree %u must be in [1, kNN degree %u]", degree, knn.k);
+  CAGRA_EXPECTS(degree >= 1 && degree <= knn.k, "graph degree %u must be in [1, kNN degree %u]",
+                degree, knn.k);
   CAGRA_EXPECTS(reorder == reorder_kind::rank || knn.distances.size() == knn.ids.size(),
                 "distance-based reordering needs the kNN graph's distances");
-  CAGRA_EXPECTS(knn.ids.size() == static_cast<size_t>(n) * k, "kNN graph holds %zu ids, expected %lld x %u",
-                knn.ids.size(), (long long)n, k);
+  CAGRA_EXPECTS(knn.ids.size() == static_cast<size_t>(n) * k,
+                "kNN graph holds %zu ids, expected %lld x %u", knn.ids.size(), (long long)n, k);
   if (n <= 0) {
     if (progress) progress("optimize", 1.0);
     return {};
   }
-  CAGRA_EXPECTS(n < int64_t{kEmpty}, "the GPU graph optimization takes fewer than %u rows (got %lld)", kEmpty,
+  CAGRA_EXPECTS(n < int64_t{kEmpty},
+                "the GPU graph optimization takes fewer than %u rows (got %lld)", kEmpty,
                 (long long)n);
 
   device_guard guard(device);
@@ -248,22 +262,25 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   const int mode = !steps.reorder ? 0 : by_rank ? 1 : 2;
   const reorder_layout l = layout_for(k);
   int smem_optin = 0;
-  CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CAGRA_EXPECTS(l.bytes(mode == 2) + 64 <= size_t(smem_optin),
-                "kNN degree %u is too large for the GPU graph optimization (%zu bytes of shared memory per "
-                "CTA, device %d allows %d)",
-                k, l.bytes(mode == 2), device, smem_optin);
+  CAGRA_CUDA_TRY(
+      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CAGRA_EXPECTS(
+      l.bytes(mode == 2) + 64 <= size_t(smem_optin),
+      "kNN degree %u is too large for the GPU graph optimization (%zu bytes of shared memory per "
+      "CTA, device %d allows %d)",
+      k, l.bytes(mode == 2), device, smem_optin);
 
   cuda_stream stream;
   const size_t temp_bytes = steps.reverse ? detail::sort_temp_bytes(n, degree) : 0;
   const memory_plan plan = plan_memory(n, k, degree, mode == 2, steps.reverse, temp_bytes);
   size_t free_b = 0, total_b = 0;
   CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-  CAGRA_EXPECTS(plan.peak() <= free_b,
-                "the GPU graph optimization of %lld x %u -> %u needs %zu bytes (%.2f GiB) of device memory, "
-                "device %d has %zu bytes (%.2f GiB) free",
-                (long long)n, k, degree, plan.peak(), plan.peak() / 1073741824.0, device, free_b,
-                free_b / 1073741824.0);
+  CAGRA_EXPECTS(
+      plan.peak() <= free_b,
+      "the GPU graph optimization of %lld x %u -> %u needs %zu bytes (%.2f GiB) of device memory, "
+      "device %d has %zu bytes (%.2f GiB) free",
+      (long long)n, k, degree, plan.peak(), plan.peak() / 1073741824.0, device, free_b,
+      free_b / 1073741824.0);
 
   const cudaStream_t s = stream.get();
   const size_t nk = size_t(n) * k, nd = size_t(n) * degree;
@@ -275,10 +292,12 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   {
     device_buffer<uint32_t> d_ids(nk);
     device_buffer<float> d_dist;
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(d_ids.data(), knn.ids.data(), nk * 4, cudaMemcpyHostToDevice, s));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(d_ids.data(), knn.ids.data(), nk * 4, cudaMemcpyHostToDevice, s));
     if (mode == 2) {
       d_dist.reserve(nk);
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_dist.data(), knn.distances.data(), nk * 4, cudaMemcpyHostToDevice, s));
+      CAGRA_CUDA_TRY(
+          cudaMemcpyAsync(d_dist.data(), knn.distances.data(), nk * 4, cudaMemcpyHostToDevice, s));
     }
     if (progress && steps.reorder) {
       stream.sync();
@@ -293,11 +312,14 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
     for (int64_t x0 = 0; x0 < n; x0 += chunk) {
       const int64_t rows = std::min(chunk, n - x0);
       if (mode == 0)
-        launch_reorder<0>(d_ids.data(), nullptr, n, k, degree, x0, rows, d_pruned.data(), d_bad.data(), s);
+        launch_reorder<0>(d_ids.data(), nullptr, n, k, degree, x0, rows, d_pruned.data(),
+                          d_bad.data(), s);
       else if (mode == 1)
-        launch_reorder<1>(d_ids.data(), nullptr, n, k, degree, x0, rows, d_pruned.data(), d_bad.data(), s);
+        launch_reorder<1>(d_ids.data(), nullptr, n, k, degree, x0, rows, d_pruned.data(),
+                          d_bad.data(), s);
       else
-        launch_reorder<2>(d_ids.data(), d_dist.data(), n, k, degree, x0, rows, d_pruned.data(), d_bad.data(), s);
+        launch_reorder<2>(d_ids.data(), d_dist.data(), n, k, degree, x0, rows, d_pruned.data(),
+                          d_bad.data(), s);
       done.emplace_back(std::make_unique<cuda_event>(), x0 + rows);
       CAGRA_CUDA_TRY(cudaEventRecord(done.back().first->get(), s));
     }
@@ -310,10 +332,12 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
     stream.sync();
   }  // the kNN graph's device copy is freed here
   // The smallest bad row, as the CPU reports.
-  if (h_bad != kNoBadRow) CAGRA_FAIL("kNN graph row %lld has an invalid, self or duplicate id", (long long)h_bad);
+  if (h_bad != kNoBadRow)
+    CAGRA_FAIL("kNN graph row %lld has an invalid, self or duplicate id", (long long)h_bad);
 
   if (!steps.reverse) {
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(graph.data(), d_pruned.data(), nd * 4, cudaMemcpyDeviceToHost, s));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(graph.data(), d_pruned.data(), nd * 4, cudaMemcpyDeviceToHost, s));
     stream.sync();
     if (progress) progress("optimize", 1.0);
     return graph;
@@ -321,8 +345,12 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   device_buffer<uint32_t> k0(nd), k1(nd), v0(nd), v1(nd);
   device_buffer<unsigned long long> start{size_t(n)}, end{size_t(n)};
   device_buffer<unsigned char> temp(std::max<size_t>(temp_bytes, 1));
-  detail::reverse_merge_buffers buf{{k0.data(), k1.data()}, {v0.data(), v1.data()}, start.data(), end.data(),
-                                    temp.data(), temp_bytes};
+  detail::reverse_merge_buffers buf{{k0.data(), k1.data()},
+                                    {v0.data(), v1.data()},
+                                    start.data(),
+                                    end.data(),
+                                    temp.data(),
+                                    temp_bytes};
   detail::reverse_and_merge(d_pruned.data(), n, degree, buf, s, graph.data(), progress);
   if (progress) progress("optimize", 1.0);
   return graph;

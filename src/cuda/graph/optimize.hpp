@@ -23,7 +23,8 @@ namespace cagra::cuda {
  *  allocated). `progress` (may be empty) gets "optimize: reorder" a few times, then
  *  "optimize: reverse edges", "optimize: merge" and ("optimize", 1.0). */
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
-                               core::optimize_steps steps, int device, const core::progress_fn& progress);
+                               core::optimize_steps steps, int device,
+                               const core::progress_fn& progress);
 
 /** Peak device memory (bytes) of cuda::optimize for `rows` x `knn_degree` -> `degree` with every
  *  step: 4 n d (pruned graph) + max(4 n K [+ 4 n K distances for reorder_kind::distance],

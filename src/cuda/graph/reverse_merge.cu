@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime_api.h>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "cuda/check.hpp"
 #include "cuda/graph/optimize.hpp"
@@ -56,9 +56,10 @@ __global__ void fill_edges_kernel(const uint32_t* __restrict__ pruned, int64_t n
 }
 
 /** Segment bounds of the sorted keys: start[y] .. end[y] (both 0 for a node without in-edges). */
-__global__ void bounds_kernel(const uint32_t* __restrict__ keys, size_t e_count, unsigned long long* start,
-                              unsigned long long* end) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < e_count; i += size_t(gridDim.x) * blockDim.x) {
+__global__ void bounds_kernel(const uint32_t* __restrict__ keys, size_t e_count,
+                              unsigned long long* start, unsigned long long* end) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < e_count;
+       i += size_t(gridDim.x) * blockDim.x) {
     const uint32_t y = keys[i];
     if (i == 0 || keys[i - 1] != y) start[y] = i;
     if (i + 1 == e_count || keys[i + 1] != y) end[y] = i + 1;
@@ -66,9 +67,11 @@ __global__ void bounds_kernel(const uint32_t* __restrict__ keys, size_t e_count,
 }
 
 /** One warp per node: the CPU's merge_row. Shared memory per warp: 5 d words. */
-__global__ void merge_kernel(const uint32_t* __restrict__ pruned, const uint32_t* __restrict__ rev_src,
-                             const unsigned long long* __restrict__ start, const unsigned long long* __restrict__ end,
-                             int64_t n, uint32_t d, uint32_t* __restrict__ out) {
+__global__ void merge_kernel(const uint32_t* __restrict__ pruned,
+                             const uint32_t* __restrict__ rev_src,
+                             const unsigned long long* __restrict__ start,
+                             const unsigned long long* __restrict__ end, int64_t n, uint32_t d,
+                             uint32_t* __restrict__ out) {
   extern __shared__ uint32_t msm[];
   const uint32_t lane = threadIdx.x & 31u, w = threadIdx.x >> 5;
   const int64_t x = int64_t(blockIdx.x) * (blockDim.x >> 5) + w;
@@ -79,7 +82,8 @@ __global__ void merge_kernel(const uint32_t* __restrict__ pruned, const uint32_t
   uint32_t* r_in_p = p_in_r + d;
   uint32_t* o = r_in_p + d;
   const unsigned long long s0 = start[x];
-  const uint32_t n_rev = static_cast<uint32_t>(min(end[x] - s0, static_cast<unsigned long long>(d)));
+  const uint32_t n_rev =
+      static_cast<uint32_t>(min(end[x] - s0, static_cast<unsigned long long>(d)));
   for (uint32_t i = lane; i < d; i += 32) {
     p[i] = pruned[x * d + i];
     p_in_r[i] = kNone;
@@ -124,7 +128,8 @@ __global__ void merge_kernel(const uint32_t* __restrict__ pruned, const uint32_t
   }
   n_out = __shfl_sync(0xFFFFFFFFu, n_out, 0);
   __syncwarp();
-  for (uint32_t i = lane; i < d; i += 32) out[x * d + i] = i < n_out ? o[i] : 0u;  // 0: the CPU's fill
+  for (uint32_t i = lane; i < d; i += 32)
+    out[x * d + i] = i < n_out ? o[i] : 0u;  // 0: the CPU's fill
 }
 
 }  // namespace
@@ -133,12 +138,14 @@ size_t sort_temp_bytes(int64_t rows, uint32_t degree) {
   size_t bytes = 0;
   cub::DoubleBuffer<uint32_t> keys(nullptr, nullptr), values(nullptr, nullptr);
   const int64_t e_count = rows * int64_t{degree};
-  CAGRA_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, values, e_count, 0, key_bits(rows)));
+  CAGRA_CUDA_TRY(
+      cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys, values, e_count, 0, key_bits(rows)));
   return bytes;
 }
 
-void reverse_and_merge(const uint32_t* pruned, int64_t n, uint32_t d, const reverse_merge_buffers& buf,
-                       void* stream_ptr, uint32_t* graph_host, const core::progress_fn& progress) {
+void reverse_and_merge(const uint32_t* pruned, int64_t n, uint32_t d,
+                       const reverse_merge_buffers& buf, void* stream_ptr, uint32_t* graph_host,
+                       const core::progress_fn& progress) {
   const cudaStream_t s = static_cast<cudaStream_t>(stream_ptr);
   const size_t e_count = size_t(n) * d;
   if (progress) progress("optimize: reverse edges", 0.0);
@@ -149,13 +156,14 @@ void reverse_and_merge(const uint32_t* pruned, int64_t n, uint32_t d, const reve
   }
   cub::DoubleBuffer<uint32_t> keys(buf.keys[0], buf.keys[1]), values(buf.values[0], buf.values[1]);
   size_t temp_bytes = buf.temp_bytes;
-  CAGRA_CUDA_TRY(cub::DeviceRadixSort::SortPairs(buf.temp, temp_bytes, keys, values, static_cast<int64_t>(e_count),
-                                                 0, key_bits(n), s));
+  CAGRA_CUDA_TRY(cub::DeviceRadixSort::SortPairs(buf.temp, temp_bytes, keys, values,
+                                                 static_cast<int64_t>(e_count), 0, key_bits(n), s));
   CAGRA_CUDA_TRY(cudaMemsetAsync(buf.start, 0, size_t(n) * sizeof(unsigned long long), s));
   CAGRA_CUDA_TRY(cudaMemsetAsync(buf.end, 0, size_t(n) * sizeof(unsigned long long), s));
   {
     const size_t blocks = std::min<size_t>((e_count + 255) / 256, size_t{1} << 20);
-    bounds_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(keys.Current(), e_count, buf.start, buf.end);
+    bounds_kernel<<<static_cast<unsigned>(blocks), 256, 0, s>>>(keys.Current(), e_count, buf.start,
+                                                                buf.end);
     CAGRA_CUDA_CHECK_LAUNCH();
   }
   if (progress) {
@@ -172,15 +180,18 @@ void reverse_and_merge(const uint32_t* pruned, int64_t n, uint32_t d, const reve
     CAGRA_CUDA_TRY(cudaGetDevice(&device));
     CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     CAGRA_EXPECTS(smem <= size_t(optin),
-                  "graph degree %u is too large for the GPU merge (%zu bytes of shared memory, device allows %d)",
+                  "graph degree %u is too large for the GPU merge (%zu bytes of shared memory, "
+                  "device allows %d)",
                   d, smem, optin);
-    CAGRA_CUDA_TRY(cudaFuncSetAttribute(merge_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    CAGRA_CUDA_TRY(
+        cudaFuncSetAttribute(merge_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
     const int64_t blocks = (n + warps - 1) / warps;
-    merge_kernel<<<static_cast<unsigned>(blocks), warps * 32, smem, s>>>(pruned, values.Current(), buf.start,
-                                                                       buf.end, n, d, out);
+    merge_kernel<<<static_cast<unsigned>(blocks), warps * 32, smem, s>>>(
+        pruned, values.Current(), buf.start, buf.end, n, d, out);
     CAGRA_CUDA_CHECK_LAUNCH();
   }
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(graph_host, out, e_count * sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(graph_host, out, e_count * sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
   CAGRA_CUDA_TRY(cudaStreamSynchronize(s));
 }
 

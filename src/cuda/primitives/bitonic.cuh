@@ -43,7 +43,8 @@ struct block_group {
 
 /** One compare-exchange stage over n entries: pairs (a, a + j), ascending where (a & k) == 0. */
 template <class G>
-__device__ __forceinline__ void bitonic_stage(G g, float* d, uint32_t* id, uint32_t n, uint32_t k, uint32_t j) {
+__device__ __forceinline__ void bitonic_stage(G g, float* d, uint32_t* id, uint32_t n, uint32_t k,
+                                              uint32_t j) {
   for (uint32_t t = g.rank(); t < n / 2; t += g.size()) {
     const uint32_t a = ((t & ~(j - 1)) << 1) | (t & (j - 1));
     const uint32_t b = a + j;
@@ -92,9 +93,9 @@ __device__ __forceinline__ void warp_bitonic_sort(float& d, uint32_t& id, uint32
  *  marks those positions, and every other output position o takes the top entry o - (number of
  *  candidates before o). Rounds of 32 positions run from the last to the first, so each entry is
  *  read before it is overwritten (an entry only moves to a higher position). */
-__device__ __forceinline__ void rank_merge_warp(float* td, uint32_t* ti, uint32_t m, const float* cd,
-                                                const uint32_t* ci, uint32_t s, uint32_t* mask,
-                                                float far, uint32_t invalid) {
+__device__ __forceinline__ void rank_merge_warp(float* td, uint32_t* ti, uint32_t m,
+                                                const float* cd, const uint32_t* ci, uint32_t s,
+                                                uint32_t* mask, float far, uint32_t invalid) {
   constexpr uint32_t kFull = 0xFFFFFFFFu;
   const uint32_t lane = threadIdx.x & 31u;
   float d = lane < s ? cd[lane] : far;
@@ -103,8 +104,10 @@ __device__ __forceinline__ void rank_merge_warp(float* td, uint32_t* ti, uint32_
   uint32_t lo = 0, hi = m;  // number of top entries before this candidate
   while (lo < hi) {
     const uint32_t mid = (lo + hi) >> 1;
-    if (key_less(td[mid], ti[mid], d, id)) lo = mid + 1;
-    else hi = mid;
+    if (key_less(td[mid], ti[mid], d, id))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   const uint32_t pos = lane + lo;
   const uint32_t words = (m + 31) / 32;
@@ -154,7 +157,8 @@ __device__ __forceinline__ void rank_merge_warp(float* td, uint32_t* ti, uint32_
  *  the reversed-minimum step. The candidate arrays (capacity >= next_pow2(n)) are clobbered. */
 template <class G>
 __device__ void merge_into_top(G g, float* td, uint32_t* ti, uint32_t m, uint32_t mp, float* cd,
-                               uint32_t* ci, uint32_t n, uint32_t* mask, float far, uint32_t invalid) {
+                               uint32_t* ci, uint32_t n, uint32_t* mask, float far,
+                               uint32_t invalid) {
   const float worst = td[m - 1];
   uint32_t s = 0;  // survivors, now in cd/ci[0, s) (the CTA path keeps dropped ones as far)
   if constexpr (std::is_same_v<G, warp_group>) {

@@ -26,7 +26,8 @@
 namespace cagra::cuda::dev {
 
 /** Per storage type: elements per 16-byte chunk; whether distances use integer dp4a. */
-template <typename T> struct elem_traits {
+template <typename T>
+struct elem_traits {
   static constexpr uint32_t V = 16 / sizeof(T);
   static constexpr bool is_byte = sizeof(T) == 1;
 };
@@ -55,7 +56,8 @@ __device__ __forceinline__ uint32_t query_index(uint32_t e) {
 template <typename T>
 __device__ __forceinline__ float4 decode(const uint32_t (&w)[4], int k) {
   if constexpr (sizeof(T) == 4) {
-    return make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]), __uint_as_float(w[3]));
+    return make_float4(__uint_as_float(w[0]), __uint_as_float(w[1]), __uint_as_float(w[2]),
+                       __uint_as_float(w[3]));
   } else {
     const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&w[2 * k]));
     const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&w[2 * k + 1]));
@@ -70,7 +72,8 @@ __device__ __forceinline__ float acc_l2(float acc, float q, float x) {
 
 /** Float rows: acc += the chunk's sum of (q - x)^2 (kDot false) or q * x (kDot true). */
 template <typename T, bool kDot>
-__device__ __forceinline__ float chunk_accumulate(const uint4& v, const float4* q4, uint32_t c, float acc) {
+__device__ __forceinline__ float chunk_accumulate(const uint4& v, const float4* q4, uint32_t c,
+                                                  float acc) {
   constexpr uint32_t P = elem_traits<T>::V / 4;
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -148,7 +151,8 @@ __device__ __forceinline__ Acc team_total(Acc acc) {
  *  lane, lane + kTeam, ...), two loads in flight per lane before the first use; every lane of
  *  the team gets the total. Must be called by all kTeam lanes of a team together. */
 template <uint32_t kTeam, typename Acc, typename Step>
-__device__ __forceinline__ Acc team_fold(const uint4* row, uint32_t n_chunks, uint32_t lane, Acc acc, Step step) {
+__device__ __forceinline__ Acc team_fold(const uint4* row, uint32_t n_chunks, uint32_t lane,
+                                         Acc acc, Step step) {
   for (uint32_t c0 = 0; c0 < n_chunks; c0 += 2 * kTeam) {
     const uint32_t ca = c0 + lane, cb = ca + kTeam;
     uint4 va = make_uint4(0, 0, 0, 0), vb = va;
@@ -162,7 +166,8 @@ __device__ __forceinline__ Acc team_fold(const uint4* row, uint32_t n_chunks, ui
 
 /** Float rows: the sum over the row (squared L2 or dot product) computed by the team. */
 template <typename T, uint32_t kTeam, bool kDot>
-__device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, uint32_t n_chunks, uint32_t lane) {
+__device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, uint32_t n_chunks,
+                                          uint32_t lane) {
   return team_fold<kTeam>(row, n_chunks, lane, 0.0f, [q4](const uint4& v, uint32_t c, float acc) {
     return chunk_accumulate<T, kDot>(v, q4, c, acc);
   });
@@ -171,7 +176,8 @@ __device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, ui
 /** Byte rows: the team's exact sum over the row of q*x (kDot) or x*x - 2 q*x (add |q|^2 for
  *  the squared L2 distance); q16 = the query bytes, one uint4 per chunk. */
 template <typename T, uint32_t kTeam, bool kDot>
-__device__ __forceinline__ int team_sum_bytes(const uint4* row, const uint4* q16, uint32_t n_chunks, uint32_t lane) {
+__device__ __forceinline__ int team_sum_bytes(const uint4* row, const uint4* q16, uint32_t n_chunks,
+                                              uint32_t lane) {
   return team_fold<kTeam>(row, n_chunks, lane, 0, [q16](const uint4& v, uint32_t c, int acc) {
     return chunk_accumulate_bytes<T, kDot>(v, q16[c], acc);
   });
@@ -189,7 +195,8 @@ struct row_head {
 
 /** Issues the loads of the lane's first kHeadChunks chunks of `row` (chunk lane + j kTeam). */
 template <uint32_t kTeam>
-__device__ __forceinline__ row_head team_load_head(const uint4* row, uint32_t n_chunks, uint32_t lane) {
+__device__ __forceinline__ row_head team_load_head(const uint4* row, uint32_t n_chunks,
+                                                   uint32_t lane) {
   row_head h;
 #pragma unroll
   for (uint32_t j = 0; j < kHeadChunks; ++j) {
@@ -199,35 +206,41 @@ __device__ __forceinline__ row_head team_load_head(const uint4* row, uint32_t n_
   return h;
 }
 
-/** team_fold with the head already loaded (team_load_head); the rest of a longer row is read here. */
+/** team_fold with the head already loaded (team_load_head); the rest of a longer row is read
+ *  here. */
 template <uint32_t kTeam, typename Acc, typename Step>
-__device__ __forceinline__ Acc team_fold_head(const row_head& h, const uint4* row, uint32_t n_chunks, uint32_t lane,
-                                              Acc acc, Step step) {
+__device__ __forceinline__ Acc team_fold_head(const row_head& h, const uint4* row,
+                                              uint32_t n_chunks, uint32_t lane, Acc acc,
+                                              Step step) {
 #pragma unroll
   for (uint32_t j = 0; j < kHeadChunks; ++j) {
     const uint32_t c = lane + j * kTeam;
     if (c < n_chunks) acc = step(h.v[j], c, acc);
   }
-  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam) acc = step(__ldg(row + c), c, acc);
+  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
+    acc = step(__ldg(row + c), c, acc);
   return team_total<kTeam>(acc);
 }
 
 /** team_sum (float rows) with the head already loaded. */
 template <typename T, uint32_t kTeam, bool kDot>
-__device__ __forceinline__ float team_sum_head(const row_head& h, const uint4* row, const float4* q4,
-                                               uint32_t n_chunks, uint32_t lane) {
-  return team_fold_head<kTeam>(h, row, n_chunks, lane, 0.0f, [q4](const uint4& v, uint32_t c, float acc) {
-    return chunk_accumulate<T, kDot>(v, q4, c, acc);
-  });
+__device__ __forceinline__ float team_sum_head(const row_head& h, const uint4* row,
+                                               const float4* q4, uint32_t n_chunks, uint32_t lane) {
+  return team_fold_head<kTeam>(h, row, n_chunks, lane, 0.0f,
+                               [q4](const uint4& v, uint32_t c, float acc) {
+                                 return chunk_accumulate<T, kDot>(v, q4, c, acc);
+                               });
 }
 
 /** team_sum_bytes with the head already loaded. */
 template <typename T, uint32_t kTeam, bool kDot>
-__device__ __forceinline__ int team_sum_bytes_head(const row_head& h, const uint4* row, const uint4* q16,
-                                                   uint32_t n_chunks, uint32_t lane) {
-  return team_fold_head<kTeam>(h, row, n_chunks, lane, 0, [q16](const uint4& v, uint32_t c, int acc) {
-    return chunk_accumulate_bytes<T, kDot>(v, q16[c], acc);
-  });
+__device__ __forceinline__ int team_sum_bytes_head(const row_head& h, const uint4* row,
+                                                   const uint4* q16, uint32_t n_chunks,
+                                                   uint32_t lane) {
+  return team_fold_head<kTeam>(h, row, n_chunks, lane, 0,
+                               [q16](const uint4& v, uint32_t c, int acc) {
+                                 return chunk_accumulate_bytes<T, kDot>(v, q16[c], acc);
+                               });
 }
 
 }  // namespace cagra::cuda::dev

@@ -28,7 +28,8 @@ __device__ __forceinline__ bool hash_insert(uint32_t* table, uint32_t bits, uint
 }
 
 /** Empties the table (the calling group strides over it; the caller synchronizes). */
-__device__ __forceinline__ void hash_clear(uint32_t* table, uint32_t bits, uint32_t rank, uint32_t size) {
+__device__ __forceinline__ void hash_clear(uint32_t* table, uint32_t bits, uint32_t rank,
+                                           uint32_t size) {
   for (uint32_t i = rank; i < (1u << bits); i += size) table[i] = kEmptySlot;
 }
 
@@ -42,8 +43,8 @@ using bits::hash_home;
 /** The rest of an insertion whose probe at slot h returned `old`: true when this call inserted
  *  `id` (the node is the caller's), false when it was there already or no free slot was found
  *  within kDeviceHashMaxProbe probes (then the node is skipped). */
-__device__ __forceinline__ bool device_hash_finish(uint32_t* keys, uint32_t bits, uint32_t id, uint32_t h,
-                                                   uint32_t old) {
+__device__ __forceinline__ bool device_hash_finish(uint32_t* keys, uint32_t bits, uint32_t id,
+                                                   uint32_t h, uint32_t old) {
   const uint32_t mask = (1u << bits) - 1u;
   for (uint32_t p = 1;; ++p) {
     if (old == kEmptySlot) return true;

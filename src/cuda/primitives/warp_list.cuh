@@ -22,8 +22,8 @@ constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
  *  dropped (the CPU's rule); the others are bitonic-sorted across the lanes, and the reversed
  *  minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic sequence, which
  *  five half-cleaner stages sort. */
-__device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float* cand_d, const uint32_t* cand_i,
-                                           uint32_t n, float far) {
+__device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float* cand_d,
+                                           const uint32_t* cand_i, uint32_t n, float far) {
   const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t base = 0; base < n; base += 32) {
     const float worst = __shfl_sync(kFullWarp, ld, 31);
@@ -65,8 +65,8 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
  *  the merge keeps (list not full, or nearer than its 32nd entry: merge_list's rule); it is
  *  flagged where it is (in the list, or in ci so that the merge carries the flag). kNoId when
  *  there is none (empty entries count as parents: kNoId has the flag bit). */
-__device__ __forceinline__ uint32_t pick_parent(float ld, uint32_t& li, const float* cd, uint32_t* ci, uint32_t n,
-                                                float far) {
+__device__ __forceinline__ uint32_t pick_parent(float ld, uint32_t& li, const float* cd,
+                                                uint32_t* ci, uint32_t n, float far) {
   const uint32_t lane = threadIdx.x & 31u;
   const float worst = __shfl_sync(kFullWarp, ld, 31);
   float bd = far;

@@ -19,15 +19,17 @@ constexpr bool is_float_v = std::is_same<T, float>::value || std::is_same<T, __h
 
 /** One CTA per row. Thread 0 sums the squared norm in the CPU's order (no FMA contraction). */
 template <typename T>
-__global__ void prepare_queries(const T* __restrict__ in, int64_t rows, uint32_t cols, float* __restrict__ out,
-                                bool normalize, unsigned long long* flags) {
+__global__ void prepare_queries(const T* __restrict__ in, int64_t rows, uint32_t cols,
+                                float* __restrict__ out, bool normalize,
+                                unsigned long long* flags) {
   __shared__ float s_inv;
   const int64_t r = blockIdx.x;
   const T* row = in + r * cols;
   if constexpr (is_float_v<T>) {
     bool bad = false;
     for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) bad |= !isfinite(to_float(row[j]));
-    if (__syncthreads_or(bad) && threadIdx.x == 0) atomicMin(&flags[0], static_cast<unsigned long long>(r));
+    if (__syncthreads_or(bad) && threadIdx.x == 0)
+      atomicMin(&flags[0], static_cast<unsigned long long>(r));
   }
   if (normalize && threadIdx.x == 0) {
     double n2 = 0;
@@ -53,24 +55,30 @@ void launch_prepare_queries(const void* in, dtype in_type, int64_t rows, uint32_
                             bool normalize, unsigned long long* flags, cudaStream_t stream) {
   CAGRA_CUDA_TRY(cudaMemsetAsync(flags, 0xFF, 2 * sizeof(unsigned long long), stream));
   if (rows == 0) return;
-  CAGRA_EXPECTS(rows <= int64_t{0x7FFFFFFF}, "too many queries for one device call (%lld)", (long long)rows);
+  CAGRA_EXPECTS(rows <= int64_t{0x7FFFFFFF}, "too many queries for one device call (%lld)",
+                (long long)rows);
   const dim3 grid(static_cast<unsigned>(rows));
   constexpr unsigned block = 128;
   switch (in_type) {
     case dtype::f32:
-      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const float*>(in), rows, cols, out, normalize, flags);
+      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const float*>(in), rows, cols,
+                                                       out, normalize, flags);
       break;
     case dtype::f16:
-      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const __half*>(in), rows, cols, out, normalize, flags);
+      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const __half*>(in), rows, cols,
+                                                       out, normalize, flags);
       break;
     case dtype::u8:
-      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const uint8_t*>(in), rows, cols, out, normalize, flags);
+      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const uint8_t*>(in), rows, cols,
+                                                       out, normalize, flags);
       break;
     case dtype::i8:
-      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const int8_t*>(in), rows, cols, out, normalize, flags);
+      dev::prepare_queries<<<grid, block, 0, stream>>>(static_cast<const int8_t*>(in), rows, cols,
+                                                       out, normalize, flags);
       break;
     default:
-      CAGRA_FAIL("device queries of type %s cannot be converted (use f32, f16, u8 or i8)", to_string(in_type));
+      CAGRA_FAIL("device queries of type %s cannot be converted (use f32, f16, u8 or i8)",
+                 to_string(in_type));
   }
   CAGRA_CUDA_CHECK_LAUNCH();
 }

@@ -18,8 +18,9 @@ namespace cagra::cuda {
 
 /** Waits until every word of tagged[0, n) carries `tag` (the kernel writes each result as one
  *  8-byte word), spinning on mapped memory: no stream synchronize on the latency path. Every
- *  4096 polls (a few microseconds) it asks the stream, so that a failed launch or a kernel fault is reported instead
- *  of waited on forever. Returns false when the stream finished without every word tagged. */
+ *  4096 polls (a few microseconds) it asks the stream, so that a failed launch or a kernel fault
+ *  is reported instead of waited on forever. Returns false when the stream finished without
+ *  every word tagged. */
 bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cudaStream_t stream) {
   size_t done = 0;  // words [0, done) carry the tag (each is written once per call)
   for (uint32_t poll = 1;; ++poll) {
@@ -43,8 +44,8 @@ bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cu
  *  distance bits, | tag << 32; each list sorted by (distance, id), the lists disjoint) and
  *  merges them into its k nearest (fewer found: padded with kInvalidId, +inf). A list is read
  *  only while its entries can still enter the top k. Returns false as wait_for_tagged does. */
-bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k, uint32_t tag,
-                      cudaStream_t stream, uint32_t* ids, float* distances) {
+bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k,
+                      uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances) {
   if (!wait_for_tagged(words, size_t{n_lists} * list_k * 2, tag, stream)) return false;
   struct entry {
     float d;
@@ -61,8 +62,10 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
       const uint32_t bits = static_cast<uint32_t>(w[1]);
       std::memcpy(&e.d, &bits, sizeof bits);
       if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) break;  // the rest is farther
-      const uint32_t pos = static_cast<uint32_t>(std::upper_bound(best.begin(), best.begin() + count, e) - best.begin());
-      if (pos > 0 && best[pos - 1].id == e.id) continue;  // not expected (disjoint lists); never twice
+      const uint32_t pos = static_cast<uint32_t>(
+          std::upper_bound(best.begin(), best.begin() + count, e) - best.begin());
+      if (pos > 0 && best[pos - 1].id == e.id)
+        continue;  // not expected (disjoint lists); never twice
       if (count < k) ++count;
       std::copy_backward(best.begin() + pos, best.begin() + count - 1, best.begin() + count);
       best[pos] = e;

@@ -3,16 +3,16 @@
 // parallel), each with the team sizes of cuda/launch.hpp's with_team (2, 4, 8, 16, 32).
 #pragma once
 
-#define CAGRA_INSTANTIATE_SINGLE_CTA(T)                                                          \
-  namespace cagra::cuda {                                                                        \
+#define CAGRA_INSTANTIATE_SINGLE_CTA(T)                                                            \
+  namespace cagra::cuda {                                                                          \
   template void launch_single_cta<T>(const single_cta_args&, uint32_t, uint32_t, uint32_t, size_t, \
-                                     cudaStream_t);                                              \
+                                     cudaStream_t);                                                \
   }
 
-#define CAGRA_INSTANTIATE_MULTI_CTA(T)                                                              \
-  namespace cagra::cuda {                                                                           \
-  template void launch_multi_cta<T>(const multi_cta_args&, uint32_t, uint32_t, uint32_t, size_t,    \
-                                    cudaStream_t, const inline_query*);                             \
-  template void launch_multi_cta_persistent<T>(const multi_cta_args&, const persistent_launch&,     \
-                                               uint32_t, uint32_t, size_t, cudaStream_t);           \
+#define CAGRA_INSTANTIATE_MULTI_CTA(T)                                                           \
+  namespace cagra::cuda {                                                                        \
+  template void launch_multi_cta<T>(const multi_cta_args&, uint32_t, uint32_t, uint32_t, size_t, \
+                                    cudaStream_t, const inline_query*);                          \
+  template void launch_multi_cta_persistent<T>(const multi_cta_args&, const persistent_launch&,  \
+                                               uint32_t, uint32_t, size_t, cudaStream_t);        \
   }

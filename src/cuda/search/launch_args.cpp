@@ -91,7 +91,8 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
   a.smem_cand_i = a.smem_cand_d + align16(2 * a.cand_cap * 4);
   // The merge's sort reuses the raw query and the candidates once the search is over.
   a.smem_merge = a.smem_raw;
-  lp.smem = std::max<size_t>(a.smem_cand_i + align16(2 * a.cand_cap * 4), a.smem_merge + size_t{a.merge_p2} * 8);
+  lp.smem = std::max<size_t>(a.smem_cand_i + align16(2 * a.cand_cap * 4),
+                             a.smem_merge + size_t{a.merge_p2} * 8);
 
   const size_t per_query = (size_t{4} << a.hash_bits) + size_t{a.n_ctas} * kMultiCtaList * 8;
   lp.chunk = static_cast<uint32_t>(std::clamp<size_t>(kMultiCtaWorkspace / per_query, 1, 65535));
@@ -101,10 +102,11 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
 void check_shared_memory(size_t smem, int device, const char* kernel, const search_plan& plan) {
   int limit = 0;
   CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CAGRA_EXPECTS(smem + 512 <= size_t(limit),
-                "the %s search needs %zu bytes of shared memory per CTA (itopk %u, search_width %u, "
-                "initial nodes %u, hash 2^%u), more than the device's %d", kernel, smem, plan.itopk,
-                plan.search_width, plan.initial_nodes, plan.hash_bits, limit);
+  CAGRA_EXPECTS(
+      smem + 512 <= size_t(limit),
+      "the %s search needs %zu bytes of shared memory per CTA (itopk %u, search_width %u, "
+      "initial nodes %u, hash 2^%u), more than the device's %d",
+      kernel, smem, plan.itopk, plan.search_width, plan.initial_nodes, plan.hash_bits, limit);
 }
 
 }  // namespace cagra::cuda

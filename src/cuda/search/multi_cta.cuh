@@ -33,9 +33,9 @@
 // the other warps insert the parent's neighbors into the device hash (one id each, coalesced
 // graph reads) and append the ones they inserted to the other candidate buffer; then teams of
 // kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps
-// the graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA kernel the answer is not the
-// CPU's bit for bit: which CTA discovers a node first depends on timing, so the traversal (and
-// rarely the answer) varies between runs.
+// the graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA
+// kernel the answer is not the CPU's bit for bit: which CTA discovers a node first depends on
+// timing, so the traversal (and rarely the answer) varies between runs.
 #pragma once
 
 #include <cstdint>
@@ -75,7 +75,8 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const uint64_t qi = a.query_offset + blockIdx.y;
 #if CAGRA_MCTA_TRACE
   // Timestamps of the first query's CTAs (a build with CAGRA_MCTA_TRACE=1 only: multi_cta.hpp).
-  uint64_t* trace = a.d_trace && blockIdx.y == 0 ? a.d_trace + blockIdx.x * kMultiCtaTraceSlots : nullptr;
+  uint64_t* trace =
+      a.d_trace && blockIdx.y == 0 ? a.d_trace + blockIdx.x * kMultiCtaTraceSlots : nullptr;
   const auto stamp = [&](uint32_t slot) {
     if (trace && tid == 0) trace[slot] = global_ns();
   };
@@ -88,8 +89,10 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // The other hash half, emptied for the next launch: this CTA's slice of it (stores only; the
   // half is not read during this launch).
   if (a.clear_vec4) {
-    const uint64_t n_cta = uint64_t{gridDim.x} * gridDim.y, cta = uint64_t{blockIdx.y} * gridDim.x + blockIdx.x;
-    const uint64_t per = (a.clear_vec4 + n_cta - 1) / n_cta, end = min(a.clear_vec4, (cta + 1) * per);
+    const uint64_t n_cta = uint64_t{gridDim.x} * gridDim.y,
+                   cta = uint64_t{blockIdx.y} * gridDim.x + blockIdx.x;
+    const uint64_t per = (a.clear_vec4 + n_cta - 1) / n_cta,
+                   end = min(a.clear_vec4, (cta + 1) * per);
     const uint4 empty = make_uint4(kEmptySlot, kEmptySlot, kEmptySlot, kEmptySlot);
     for (uint64_t w = cta * per + tid; w < end; w += nt) a.d_clear[w] = empty;
   }
@@ -200,14 +203,15 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   __threadfence();
   stamp(kTraceCounted);
   float* md = reinterpret_cast<float*>(smem + a.smem_merge);
-  uint32_t* mi = reinterpret_cast<uint32_t*>(smem + a.smem_merge + size_t{a.merge_p2} * sizeof(float));
+  uint32_t* mi =
+      reinterpret_cast<uint32_t*>(smem + a.smem_merge + size_t{a.merge_p2} * sizeof(float));
   const uint64_t out = qi * a.k;
   const result_writer w{a.d_ids + out, a.d_distances ? a.d_distances + out : nullptr};
   if (a.k <= kHeadMergeMaxK && a.n_ctas <= 128)
     merge_query_heads(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas, a.k, md, mi, w);
   else
-    merge_query_lists(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas * kMultiCtaList, a.merge_p2, a.k, md,
-                      mi, w);
+    merge_query_lists(a.d_part_ids + part, a.d_part_dists + part, a.n_ctas * kMultiCtaList,
+                      a.merge_p2, a.k, md, mi, w);
   stamp(kTraceMerged);
   stamp(kTraceEnd);
 }
@@ -228,13 +232,14 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
 }  // namespace dev
 
 template <typename T>
-void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block, size_t smem,
-                      cudaStream_t stream, const inline_query* query) {
+void launch_multi_cta(const multi_cta_args& args, uint32_t team, uint32_t n_queries, uint32_t block,
+                      size_t smem, cudaStream_t stream, const inline_query* query) {
   const dim3 grid(args.n_ctas, n_queries);
   with_team(team, [&](auto t) {
     constexpr uint32_t kTeam = decltype(t)::value;
     if (query)
-      launch_with_smem(dev::multi_cta_search_inline<T, kTeam>, grid, block, smem, stream, args, *query);
+      launch_with_smem(dev::multi_cta_search_inline<T, kTeam>, grid, block, smem, stream, args,
+                       *query);
     else
       launch_with_smem(dev::multi_cta_search<T, kTeam>, grid, block, smem, stream, args);
   });

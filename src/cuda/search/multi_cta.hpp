@@ -28,16 +28,16 @@ using core::gpu::kMultiCtaMaxItopk;
 /** Timestamps (globaltimer ns) per CTA in a trace (multi_cta_args::d_trace), 0 where not taken. */
 enum multi_cta_trace_slot : uint32_t {
   kTraceStart = 0,
-  kTraceQueryCopied,    // the query's bytes in shared memory
-  kTraceQueryReady,     // converted, seeds drawn
-  kTraceInitDone,       // the initial nodes' distances
-  kTracePicked0,        // iteration 0: list merged, parent picked
-  kTraceClaimed0,       // iteration 0: the parent's neighbors inserted, the list merged
-  kTraceIteration0,     // end of iteration i at kTraceIteration0 + i
+  kTraceQueryCopied,     // the query's bytes in shared memory
+  kTraceQueryReady,      // converted, seeds drawn
+  kTraceInitDone,        // the initial nodes' distances
+  kTracePicked0,         // iteration 0: list merged, parent picked
+  kTraceClaimed0,        // iteration 0: the parent's neighbors inserted, the list merged
+  kTraceIteration0,      // end of iteration i at kTraceIteration0 + i
   kTracePublished = 19,  // the CTA's list written
-  kTraceCounted,        // the merging CTA: found itself last
-  kTraceMerged,         // the merging CTA: results written
-  kTraceEnd,            // the merging CTA: done
+  kTraceCounted,         // the merging CTA: found itself last
+  kTraceMerged,          // the merging CTA: results written
+  kTraceEnd,             // the merging CTA: done
   kMultiCtaTraceSlots = 24
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
@@ -51,6 +51,8 @@ struct inline_query {
 
 /** Everything one launch needs, passed by value (POD). Shapes in the comments; "chunk" is the
  *  launch's queries (grid.y), n_ctas is grid.x. */
+// One aligned table (clang-format would realign it in pieces, around the #if): not formatted.
+// clang-format off
 struct multi_cta_args {
   const uint8_t* d_dataset;   // [n_rows, row_stride] bytes: storage-type rows, zero padded to 16 B
   const uint32_t* d_graph;    // [n_rows, degree]
@@ -97,26 +99,28 @@ struct multi_cta_args {
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
 };
+// clang-format on
 
 /** A persistent batch-1 search kernel (multi_cta.cuh says how it works): where its jobs come
  *  from and its own state. */
 struct persistent_launch {
-  const uint64_t* h_words = nullptr;  // mapped [n_words]: the query, then its seed state (two
-                                      // words, low half first), as words data | seq << 32
-  const uint32_t* h_stop = nullptr;   // mapped flag: the kernel leaves when it is non-zero
-  uint32_t* d_hash = nullptr;         // [2 << hash_bits], all kEmptySlot at launch
+  const uint64_t* h_words = nullptr;      // mapped [n_words]: the query, then its seed state (two
+                                          // words, low half first), as words data | seq << 32
+  const uint32_t* h_stop = nullptr;       // mapped flag: the kernel leaves when it is non-zero
+  uint32_t* d_hash = nullptr;             // [2 << hash_bits], all kEmptySlot at launch
   unsigned long long* d_leave = nullptr;  // [1], 0 at launch
-  uint64_t* d_words = nullptr;        // [n_words], 0 at launch
-  uint32_t n_words = 0;               // 4-byte words of the query + 2
-  uint32_t first_seq = 1;             // the first job's seq (never 0)
-  uint64_t lifetime_ns = 0;           // the kernel leaves after this long without a job
+  uint64_t* d_words = nullptr;            // [n_words], 0 at launch
+  uint32_t n_words = 0;                   // 4-byte words of the query + 2
+  uint32_t first_seq = 1;                 // the first job's seq (never 0)
+  uint64_t lifetime_ns = 0;               // the kernel leaves after this long without a job
 };
 
 /** Launches the persistent kernel (one query per job, args.n_ctas CTAs; args.h_lists takes
  *  the lists of every job, tagged with its seq). Checks the launch. */
 template <typename T>
-void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
-                                 uint32_t block, size_t smem_bytes, cudaStream_t stream);
+void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl,
+                                 uint32_t team, uint32_t block, size_t smem_bytes,
+                                 cudaStream_t stream);
 
 /** Launches the search kernel for storage type T (float, __half, uint8_t, int8_t) with `team`
  *  lanes per distance: grid (args.n_ctas, n_queries), `block` threads; the last CTA of each

@@ -32,8 +32,9 @@ struct result_writer {
 /** The whole CTA (>= 32 threads): `n` entries part_ids/part_dists (read past L1: other CTAs
  *  wrote them) sorted in d/id[0, np2) of shared memory, the first k distinct valid ids written
  *  to `out` (positions [0, k)). */
-__device__ inline void merge_query_lists(const uint32_t* part_ids, const float* part_dists, uint32_t n,
-                                         uint32_t np2, uint32_t k, float* d, uint32_t* id, const result_writer& out) {
+__device__ inline void merge_query_lists(const uint32_t* part_ids, const float* part_dists,
+                                         uint32_t n, uint32_t np2, uint32_t k, float* d,
+                                         uint32_t* id, const result_writer& out) {
   constexpr uint32_t kInvalid = 0xFFFFFFFFu;  // cagra::kInvalidId
   const float far = __int_as_float(0x7F800000);
   for (uint32_t i = threadIdx.x; i < np2; i += blockDim.x) {
@@ -67,7 +68,9 @@ __device__ __forceinline__ uint32_t float_key(float f) {
   const uint32_t b = __float_as_uint(f);
   return b ^ (b >> 31 ? 0xFFFFFFFFu : 0x80000000u);
 }
-__device__ __forceinline__ float key_float(uint32_t k) { return __uint_as_float(k ^ (k >> 31 ? 0x80000000u : 0xFFFFFFFFu)); }
+__device__ __forceinline__ float key_float(uint32_t k) {
+  return __uint_as_float(k ^ (k >> 31 ? 0x80000000u : 0xFFFFFFFFu));
+}
 
 /** The same result as merge_query_lists for k <= kHeadMergeMaxK and n_lists <= 128 sorted lists
  *  of 32 distinct-across-lists entries, faster: the lists go to shared memory (d/id[l * 32 + i])
@@ -76,8 +79,9 @@ __device__ __forceinline__ float key_float(uint32_t k) { return __uint_as_float(
  *  smallest distance key, then the smallest id at that distance) name the winner, whose list
  *  moves on. A round is a handful of instructions (a shuffle tree took 15 dependent shuffles:
  *  10 rounds cost ~3 us of batch-1 latency). */
-__device__ inline void merge_query_heads(const uint32_t* part_ids, const float* part_dists, uint32_t n_lists,
-                                         uint32_t k, float* d, uint32_t* id, const result_writer& out) {
+__device__ inline void merge_query_heads(const uint32_t* part_ids, const float* part_dists,
+                                         uint32_t n_lists, uint32_t k, float* d, uint32_t* id,
+                                         const result_writer& out) {
   constexpr uint32_t kInvalid = 0xFFFFFFFFu;
   const float far = __int_as_float(0x7F800000);
   const uint32_t n = n_lists * 32;

@@ -11,9 +11,9 @@
 #include "core/bits.hpp"
 #include "cuda/primitives/team_distance.cuh"
 #include "cuda/primitives/visited_hash.cuh"
+#include "cuda/primitives/warp_list.cuh"  // kFullWarp
 #include "cuda/search/multi_cta.hpp"
 #include "cuda/search/search_common.cuh"
-#include "cuda/primitives/warp_list.cuh"  // kFullWarp
 
 namespace cagra::cuda::dev {
 
@@ -32,7 +32,8 @@ __device__ __forceinline__ uint64_t global_ns() {
 __device__ __forceinline__ uint64_t query_hash_warp(const uint8_t* p, uint32_t n) {
   const uint32_t lane = threadIdx.x & 31u;
   uint64_t h = 0;
-  for (uint32_t w = lane; w < n / 8; w += 32) h += bits::query_word_term(bits::load_word(p + 8 * w), w);
+  for (uint32_t w = lane; w < n / 8; w += 32)
+    h += bits::query_word_term(bits::load_word(p + 8 * w), w);
   if (lane == 0)
     for (uint32_t i = n & ~7u; i < n; ++i) h += bits::query_tail_term(p[i], i);
   for (uint32_t off = 16; off > 0; off >>= 1) h += __shfl_xor_sync(kFullWarp, h, off);
@@ -44,8 +45,9 @@ __device__ __forceinline__ uint64_t query_hash_warp(const uint8_t* p, uint32_t n
  *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's
  *  claim in the device hash all but always succeeds: it is checked after the node's distance
  *  instead of before it (init_candidates). */
-__device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t, uint32_t n_init,
-                                                 uint32_t n_ctas, uint64_t n_rows) {
+__device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t,
+                                                 uint32_t n_init, uint32_t n_ctas,
+                                                 uint64_t n_rows) {
   const uint64_t g = uint64_t{c} * n_init + t, total = uint64_t{n_ctas} * n_init;
   const uint64_t lo = g * n_rows / total, hi = (g + 1) * n_rows / total;
   const uint64_t x = bits::mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
@@ -55,7 +57,8 @@ __device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uin
 /** The whole CTA: the query (rq, dim elements) into its distance layout q (as the single-CTA
  *  kernel: float rows as float, swizzled; byte rows as bytes plus |q|^2 into *qq, which is 0). */
 template <typename T, typename Q>
-__device__ void convert_query_mc(uint32_t dim, uint32_t n_chunks, const Q* rq, uint8_t* q, int* qq) {
+__device__ void convert_query_mc(uint32_t dim, uint32_t n_chunks, const Q* rq, uint8_t* q,
+                                 int* qq) {
   constexpr uint32_t V = elem_traits<T>::V;
   if constexpr (elem_traits<T>::is_byte) {
     int sum = 0;
@@ -81,13 +84,15 @@ __device__ __forceinline__ const uint4* dataset_row(const multi_cta_args& a, uin
  *  head of the row the lanes already loaded (team_load_head: every load of a row of up to
  *  4 x kTeam chunks in flight at once, one memory round trip: this kernel is latency-bound). */
 template <typename T, uint32_t kTeam>
-__device__ __forceinline__ float team_distance(const multi_cta_args& a, const void* q, int qq, const row_head& h,
-                                               const uint4* row, uint32_t lane) {
+__device__ __forceinline__ float team_distance(const multi_cta_args& a, const void* q, int qq,
+                                               const row_head& h, const uint4* row, uint32_t lane) {
   if constexpr (elem_traits<T>::is_byte) {
     const uint4* q16 = static_cast<const uint4*>(q);
     if (a.metric == metric::l2)
-      return __int2float_rn(qq + team_sum_bytes_head<T, kTeam, false>(h, row, q16, a.n_chunks, lane));
-    const float dot = __int2float_rn(team_sum_bytes_head<T, kTeam, true>(h, row, q16, a.n_chunks, lane));
+      return __int2float_rn(qq +
+                            team_sum_bytes_head<T, kTeam, false>(h, row, q16, a.n_chunks, lane));
+    const float dot =
+        __int2float_rn(team_sum_bytes_head<T, kTeam, true>(h, row, q16, a.n_chunks, lane));
     return bits::distance_from_dot(a.metric, dot);
   } else {
     const float4* q4 = static_cast<const float4*>(q);
@@ -99,12 +104,14 @@ __device__ __forceinline__ float team_distance(const multi_cta_args& a, const vo
 
 /** The whole CTA: distances of the candidates ids[0, n), one team each, into dists. */
 template <typename T, uint32_t kTeam>
-__device__ void compute_candidates(const multi_cta_args& a, const void* q, int qq, const uint32_t* ids,
-                                   float* dists, uint32_t n) {
-  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
+__device__ void compute_candidates(const multi_cta_args& a, const void* q, int qq,
+                                   const uint32_t* ids, float* dists, uint32_t n) {
+  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
+                 n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < n; s += n_teams) {
     const uint4* row = dataset_row(a, ids[s]);
-    const float d = team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
+    const float d =
+        team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
     if (lane == 0) dists[s] = d;
   }
 }
@@ -118,8 +125,8 @@ struct init_pending {
 /** The calling team: issues initial node s of its CTA: its claim in the device hash (lane 0)
  *  and its row's first chunks, which fly until init_finish uses them. */
 template <uint32_t kTeam>
-__device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint32_t* keys, uint64_t state,
-                                                   uint32_t s) {
+__device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint32_t* keys,
+                                                   uint64_t state, uint32_t s) {
   const uint32_t lane = threadIdx.x % kTeam;
   init_pending p{initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows), 0, 0, {}};
   if (lane == 0) {
@@ -133,7 +140,8 @@ __device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint
 /** The whole CTA: issues each team's first initial node (init_finish completes it), so its
  *  loads fly while the query is converted. */
 template <uint32_t kTeam>
-__device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys, uint64_t state) {
+__device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys,
+                                                   uint64_t state) {
   const uint32_t team = threadIdx.x / kTeam;
   return team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
 }
@@ -143,9 +151,11 @@ __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint
  *  nearly always new (initial_node), so its claim is checked only after its distance; a node
  *  another CTA holds already is left out as (+inf, kNoId). */
 template <typename T, uint32_t kTeam>
-__device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint32_t* keys, uint64_t state,
-                            const init_pending& first, uint32_t* ids, float* dists) {
-  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
+__device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint32_t* keys,
+                            uint64_t state, const init_pending& first, uint32_t* ids,
+                            float* dists) {
+  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
+                 n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < a.n_init; s += n_teams) {
     const init_pending p = s == team ? first : init_issue<kTeam>(a, keys, state, s);
     const float d = team_distance<T, kTeam>(a, q, qq, p.head, dataset_row(a, p.id), lane);
@@ -163,7 +173,8 @@ __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint
 __device__ __forceinline__ void prefetch_row(const multi_cta_args& a, uint32_t id) {
   const uint8_t* row = a.d_dataset + uint64_t{id} * a.row_stride;
   const uint32_t lines = min((a.row_stride + 127u) / 128u, 8u);
-  for (uint32_t l = 0; l < lines; ++l) asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
+  for (uint32_t l = 0; l < lines; ++l)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
 }
 
 }  // namespace cagra::cuda::dev

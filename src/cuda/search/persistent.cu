@@ -25,7 +25,8 @@ namespace {
 constexpr uint64_t kPersistentLifetimeNs = 1'000'000'000;
 
 /** Launches the kernel with the buffers of `st` (which the caller has sized), first job `seq`. */
-void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_words, uint32_t seq) {
+void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_words,
+                       uint32_t seq) {
   persistent_state& ps = st.persistent;
   const cudaStream_t stream = st.stream.get();
   *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
@@ -57,21 +58,24 @@ void stop_persistent(index_state& st) noexcept {
   if (!ps.running) return;
   *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 1;
   const cudaError_t e = cudaStreamSynchronize(st.stream.get());
-  if (e != cudaSuccess) std::fprintf(stderr, "cagra: stopping the persistent search kernel: %s\n", cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    std::fprintf(stderr, "cagra: stopping the persistent search kernel: %s\n",
+                 cudaGetErrorString(e));
   *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
   ps.running = false;
 }
 
-void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query, size_t q_bytes,
-                       uint32_t* ids, float* distances, int device) {
+void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
+                       size_t q_bytes, uint32_t* ids, float* distances, int device) {
   const multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
   check_shared_memory(lp.smem, device, "multi-CTA", plan);
   const multi_cta_args& p = lp.args;
   persistent_state& ps = st.persistent;
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
-  const std::vector<uint64_t> key{p.n_ctas, p.n_init, p.max_iterations, p.min_iterations, p.hash_bits,
-                                  p.k,      p.seed,   uint64_t(p.metric), lp.team,        lp.block,
-                                  lp.smem,  n_words,  uint64_t(st.type)};
+  const std::vector<uint64_t> key{p.n_ctas,         p.n_init, p.max_iterations, p.min_iterations,
+                                  p.hash_bits,      p.k,      p.seed,           uint64_t(p.metric),
+                                  lp.team,          lp.block, lp.smem,          n_words,
+                                  uint64_t(st.type)};
   if (ps.running && key != ps.key) stop_persistent(st);
   if (!ps.running) {  // the buffers may change only while no kernel runs
     if (ps.words.size() < n_words) ps.words.reserve(n_words);
@@ -97,10 +101,12 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
       launch_persistent(st, lp, n_words, seq);
       ps.key = key;
     }
-    if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(), ids, distances))
+    if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(),
+                         ids, distances))
       break;
     ps.running = false;  // it left (idle) just as the job came: launch again
-    CAGRA_EXPECTS(attempt < 2, "internal error: the persistent search kernel ended without answering");
+    CAGRA_EXPECTS(attempt < 2,
+                  "internal error: the persistent search kernel ended without answering");
   }
 }
 

@@ -32,12 +32,12 @@ namespace dev {
  *  kernel leaves finds no kernel: the host sees the stream finish without results and launches
  *  again, starting at that job. */
 struct persistent_args {
-  const uint64_t* h_words;     // [n_words] the job as LL words: the query, then the state (lo, hi)
-  const uint32_t* h_stop;      // raised by the host: leave
-  uint32_t* d_hash;            // 2 halves of 2^hash_bits slots
-  unsigned long long* d_leave; // set by CTA 0: leave
-  uint64_t* d_words;           // [n_words] the job's words, copied by CTA 0 (LL words too)
-  uint32_t n_words;            // query words + 2
+  const uint64_t* h_words;      // [n_words] the job as LL words: the query, then the state (lo, hi)
+  const uint32_t* h_stop;       // raised by the host: leave
+  uint32_t* d_hash;             // 2 halves of 2^hash_bits slots
+  unsigned long long* d_leave;  // set by CTA 0: leave
+  uint64_t* d_words;            // [n_words] the job's words, copied by CTA 0 (LL words too)
+  uint32_t n_words;             // query words + 2
   uint32_t first_seq;
   uint64_t lifetime_ns;
 };
@@ -46,8 +46,8 @@ struct persistent_args {
  *  device memory, read uncached): each thread reads its words, all in flight together, and
  *  stores their data in raw[] (the query) and state[] (the last two). True when every word
  *  carries seq (then raw and state hold the job). */
-__device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint32_t seq, uint32_t* raw,
-                                         uint32_t* state) {
+__device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint32_t seq,
+                                         uint32_t* raw, uint32_t* state) {
   bool ok = true;
   for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
     const uint64_t v = reinterpret_cast<const volatile uint64_t*>(words)[w];
@@ -79,7 +79,8 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
         // other CTAs check every word, but costs device writes on every poll).
         if (poll_job(p.h_words, p.n_words, seq, raw, s_state)) {
           for (uint32_t w = tid; w < p.n_words; w += blockDim.x)
-            p.d_words[w] = (w < p.n_words - 2 ? raw[w] : s_state[w - (p.n_words - 2)]) | uint64_t{seq} << 32;
+            p.d_words[w] =
+                (w < p.n_words - 2 ? raw[w] : s_state[w - (p.n_words - 2)]) | uint64_t{seq} << 32;
           break;
         }
         leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
@@ -106,13 +107,13 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
 }  // namespace dev
 
 template <typename T>
-void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl, uint32_t team,
-                                 uint32_t block, size_t smem, cudaStream_t stream) {
+void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl,
+                                 uint32_t team, uint32_t block, size_t smem, cudaStream_t stream) {
   const dev::persistent_args p{pl.h_words, pl.h_stop,  pl.d_hash,    pl.d_leave,
                                pl.d_words, pl.n_words, pl.first_seq, pl.lifetime_ns};
   with_team(team, [&](auto t) {
-    launch_with_smem(dev::multi_cta_persistent<T, decltype(t)::value>, dim3(args.n_ctas, 1), block, smem, stream,
-                     args, p);
+    launch_with_smem(dev::multi_cta_persistent<T, decltype(t)::value>, dim3(args.n_ctas, 1), block,
+                     smem, stream, args, p);
   });
 }
 

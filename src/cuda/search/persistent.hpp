@@ -13,7 +13,7 @@ namespace cagra::cuda {
 /** One batch-1 query (`q_bytes` of the query type) through the index's persistent kernel,
  *  launched on first use and again when the plan changes or it left on its own. The caller
  *  holds st.workspace_mutex and has made `device` current; ids/distances are host [plan.k]. */
-void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query, size_t q_bytes,
-                       uint32_t* ids, float* distances, int device);
+void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
+                       size_t q_bytes, uint32_t* ids, float* distances, int device);
 
 }  // namespace cagra::cuda

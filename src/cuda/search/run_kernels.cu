@@ -17,8 +17,9 @@
 namespace cagra::cuda {
 namespace {
 
-void run_single_cta(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries, int64_t nq,
-                    uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream) {
+void run_single_cta(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
+                    int64_t nq, uint32_t* d_ids, float* d_distances, int device,
+                    cudaStream_t stream) {
   const single_cta_launch lp = make_single_cta_launch(st, plan, m);
   check_shared_memory(lp.smem, device, "single-CTA", plan);
   single_cta_args a = lp.args;
@@ -40,13 +41,15 @@ void run_single_cta(index_state& st, const search_plan& plan, metric m, const ui
 
 /** Grows the multi-CTA workspace for launches of `chunk` queries (both hash halves (re)made
  *  empty when they grow: kEmptySlot is all-ones bytes; the finish counters start at 0). */
-void reserve_multi_cta(index_state& st, const multi_cta_launch& lp, uint32_t chunk, size_t list_words,
-                       cudaStream_t stream) {
+void reserve_multi_cta(index_state& st, const multi_cta_launch& lp, uint32_t chunk,
+                       size_t list_words, cudaStream_t stream) {
   multi_cta_workspace& w = st.mcta;
   const size_t half = size_t{chunk} << lp.args.hash_bits;
   const size_t part = size_t{chunk} * lp.args.n_ctas * kMultiCtaList;
-  if (w.half < half || w.done.size() < chunk || w.ids.size() < part || st.io.host_lists.size() < list_words)
-    st.stream.sync();  // a kernel of the last call may still be exiting (it returned on its results)
+  if (w.half < half || w.done.size() < chunk || w.ids.size() < part ||
+      st.io.host_lists.size() < list_words)
+    st.stream
+        .sync();  // a kernel of the last call may still be exiting (it returned on its results)
   reserve_zeroed(st.io.host_lists, list_words);
   if (w.half < half) {
     w.half = 0;
@@ -63,8 +66,9 @@ void reserve_multi_cta(index_state& st, const multi_cta_launch& lp, uint32_t chu
   w.dists.reserve(part);
 }
 
-void run_multi_cta(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries, int64_t nq,
-                   uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream, latency_io* io) {
+void run_multi_cta(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
+                   int64_t nq, uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream,
+                   latency_io* io) {
   const multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
   check_shared_memory(lp.smem, device, "multi-CTA", plan);
   const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
@@ -103,7 +107,8 @@ void run_multi_cta(index_state& st, const search_plan& plan, metric m, const uin
       a.d_hash = w.hash.data() + h * w.half;
       a.d_clear = reinterpret_cast<uint4*>(w.hash.data() + (1 - h) * w.half);
       a.clear_vec4 = w.dirty[1 - h] / 4;  // words are a multiple of 2^10
-      launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream, inline_query ? io->query : nullptr);
+      launch_multi_cta<T>(a, lp.team, n, lp.block, lp.smem, stream,
+                          inline_query ? io->query : nullptr);
       w.dirty[1 - h] = 0;
       w.dirty[h] = size_t{n} << a.hash_bits;
       w.next = 1 - h;
@@ -123,8 +128,9 @@ void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n) {
   std::memset(b.data(), 0, n * sizeof(uint64_t));
 }
 
-void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries, int64_t nq,
-                 uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream, latency_io* io) {
+void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
+                 int64_t nq, uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream,
+                 latency_io* io) {
   if (plan.algo == search_algo::single_cta)
     run_single_cta(st, plan, m, d_queries, nq, d_ids, d_distances, device, stream);
   else

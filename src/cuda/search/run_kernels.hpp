@@ -19,7 +19,7 @@ namespace cagra::cuda {
  *  the host polls and merges (merge_host_lists) instead of synchronizing the stream, and, at
  *  batch 1, the query inside the launch. run_kernels fills in the list shape. */
 struct latency_io {
-  uint32_t tag = 0;                  // this call's tag (never 0)
+  uint32_t tag = 0;  // this call's tag (never 0)
   const inline_query* query = nullptr;
   uint32_t query_bytes = 0;          // of *query
   uint32_t n_lists = 0, list_k = 0;  // per query: n_ctas lists of list_k entries (out)
@@ -29,8 +29,9 @@ struct latency_io {
  *  4-byte aligned) into device [nq, k] ids/distances (distances may be null), queued on
  *  `stream`. The caller holds st.workspace_mutex and has made `device` current. With `io`, a
  *  multi-CTA search writes its lists there instead. */
-void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries, int64_t nq,
-                 uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream, latency_io* io = nullptr);
+void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
+                 int64_t nq, uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream,
+                 latency_io* io = nullptr);
 
 /** Grows a tagged buffer, zeroed (tag 0 is never a call's). */
 void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n);

@@ -24,15 +24,17 @@ namespace {
 void check_search(const index& idx, const search_plan& plan, const uint32_t* ids, int device) {
   const int n_dev = device_count();
   CAGRA_EXPECTS(n_dev > 0, "no CUDA device is visible (use the CPU backend)");
-  CAGRA_EXPECTS(device >= 0 && device < n_dev, "CUDA device %d does not exist (%d visible)", device, n_dev);
+  CAGRA_EXPECTS(device >= 0 && device < n_dev, "CUDA device %d does not exist (%d visible)", device,
+                n_dev);
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   CAGRA_EXPECTS(ids != nullptr, "ids must not be null");
   CAGRA_EXPECTS(plan.target == backend::cuda && plan.algo != search_algo::automatic,
                 "internal error: the CUDA search got a plan for another backend");
-  CAGRA_EXPECTS(plan.k >= 1 && plan.k <= plan.itopk, "k = %u must be in [1, itopk = %u]", plan.k, plan.itopk);
+  CAGRA_EXPECTS(plan.k >= 1 && plan.k <= plan.itopk, "k = %u must be in [1, itopk = %u]", plan.k,
+                plan.itopk);
   CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= core::gpu::kMaxByteDim,
-                "the CUDA search of byte vectors handles dim <= %u (exact int32 sums), got %u", core::gpu::kMaxByteDim,
-                idx.dim());
+                "the CUDA search of byte vectors handles dim <= %u (exact int32 sums), got %u",
+                core::gpu::kMaxByteDim, idx.dim());
 }
 
 /** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
@@ -40,17 +42,19 @@ void expect_device_memory(const void* p, int device, const char* what) {
   cudaPointerAttributes at{};
   const cudaError_t e = cudaPointerGetAttributes(&at, p);
   if (e != cudaSuccess) (void)cudaGetLastError();
-  CAGRA_EXPECTS(e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
-                "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
-                "cupy or torch .cuda(), or pass a host view)", what, p);
+  CAGRA_EXPECTS(
+      e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
+      "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
+      "cupy or torch .cuda(), or pass a host view)",
+      what, p);
   CAGRA_EXPECTS(at.type != cudaMemoryTypeDevice || at.device == device,
-                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)", what,
-                at.device, device);
+                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)",
+                what, at.device, device);
 }
 
 /** search_io::mapped and host_merge: a small host batch through pinned host memory in place. */
-void search_mapped(const index& idx, index_state& st, const search_plan& plan, const host_matrix& queries,
-                   uint32_t* ids, float* distances, int device) {
+void search_mapped(const index& idx, index_state& st, const search_plan& plan,
+                   const host_matrix& queries, uint32_t* ids, float* distances, int device) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows();
   const uint32_t k = plan.k;
@@ -60,7 +64,8 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan, c
   // The last call may have returned on its results while its CTAs were still exiting: nothing
   // it may use is freed before the stream is done (run_kernels does the same for its buffers).
   const bool grow = q_bytes > w.host_queries.size() ||
-                    (!host_merge && (n_out > w.host_ids.size() || (distances && n_out > w.host_distances.size())));
+                    (!host_merge &&
+                     (n_out > w.host_ids.size() || (distances && n_out > w.host_distances.size())));
   if (grow) st.stream.sync();
   w.host_queries.reserve(q_bytes);
   std::memcpy(w.host_queries.data(), queries.data(), q_bytes);
@@ -82,17 +87,19 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan, c
     io.query = &iq;
     io.query_bytes = static_cast<uint32_t>(q_bytes);
   }
-  run_kernels(st, plan, idx.metric(), w.host_queries.data(), nq, nullptr, nullptr, device, stream, &io);
+  run_kernels(st, plan, idx.metric(), w.host_queries.data(), nq, nullptr, nullptr, device, stream,
+              &io);
   const size_t per_query = size_t{io.n_lists} * io.list_k * 2;
   for (int64_t i = 0; i < nq; ++i)  // query by query, as their lists arrive
-    CAGRA_EXPECTS(merge_host_lists(w.host_lists.data() + i * per_query, io.n_lists, io.list_k, k, io.tag, stream,
-                                   ids + i * k, distances ? distances + i * k : nullptr),
-                  "internal error: the multi-CTA search finished without writing every result");
+    CAGRA_EXPECTS(
+        merge_host_lists(w.host_lists.data() + i * per_query, io.n_lists, io.list_k, k, io.tag,
+                         stream, ids + i * k, distances ? distances + i * k : nullptr),
+        "internal error: the multi-CTA search finished without writing every result");
 }
 
 /** search_io::copy: queries copied to the device workspace, results copied back. */
-void search_copy(const index& idx, index_state& st, const search_plan& plan, const host_matrix& queries,
-                 uint32_t* ids, float* distances, int device) {
+void search_copy(const index& idx, index_state& st, const search_plan& plan,
+                 const host_matrix& queries, uint32_t* ids, float* distances, int device) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows();
   const size_t q_bytes = queries.size_bytes(), n_out = size_t(nq) * plan.k;
@@ -100,23 +107,27 @@ void search_copy(const index& idx, index_state& st, const search_plan& plan, con
   w.queries.reserve(q_bytes);
   w.ids.reserve(n_out);
   if (distances) w.distances.reserve(n_out);
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
-  run_kernels(st, plan, idx.metric(), w.queries.data(), nq, w.ids.data(), distances ? w.distances.data() : nullptr,
-              device, stream);
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(ids, w.ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(w.queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+  run_kernels(st, plan, idx.metric(), w.queries.data(), nq, w.ids.data(),
+              distances ? w.distances.data() : nullptr, device, stream);
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(ids, w.ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
   if (distances)
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(distances, w.distances.data(), n_out * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(distances, w.distances.data(), n_out * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream));
   st.stream.sync();
 }
 
 }  // namespace
 
-void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids, float* distances,
-            int device) {
+void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
+            float* distances, int device) {
   const dtype qtype = query_dtype_for(idx.storage_dtype());
   CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
-                "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype), idx.dim(),
-                to_string(idx.storage_dtype()), to_string(queries.type()), (long long)queries.cols());
+                "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype),
+                idx.dim(), to_string(idx.storage_dtype()), to_string(queries.type()),
+                (long long)queries.cols());
   check_search(idx, plan, ids, device);
   if (queries.rows() == 0) return;
 
@@ -125,9 +136,10 @@ void search(const index& idx, const host_matrix& queries, const search_plan& pla
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   switch (plan.io) {
     case search_io::persistent:
-      CAGRA_EXPECTS(queries.rows() == 1, "internal error: a persistent plan for %lld queries", (long long)queries.rows());
-      persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data()), queries.size_bytes(),
-                        ids, distances, device);
+      CAGRA_EXPECTS(queries.rows() == 1, "internal error: a persistent plan for %lld queries",
+                    (long long)queries.rows());
+      persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data()),
+                        queries.size_bytes(), ids, distances, device);
       return;
     case search_io::mapped:
     case search_io::host_merge:
@@ -142,11 +154,13 @@ void search(const index& idx, const host_matrix& queries, const search_plan& pla
   }
 }
 
-void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids, float* distances,
-                   int device) {
-  CAGRA_EXPECTS(queries.space == memory_space::device, "search_device takes queries in device memory");
-  CAGRA_EXPECTS(queries.cols == int64_t{idx.dim()}, "queries have dimension %lld but the index has %u",
-                (long long)queries.cols, idx.dim());
+void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
+                   float* distances, int device) {
+  CAGRA_EXPECTS(queries.space == memory_space::device,
+                "search_device takes queries in device memory");
+  CAGRA_EXPECTS(queries.cols == int64_t{idx.dim()},
+                "queries have dimension %lld but the index has %u", (long long)queries.cols,
+                idx.dim());
   const dtype storage = idx.storage_dtype();
   const bool float_index = storage == dtype::f32 || storage == dtype::f16;
   const bool float_query = queries.type == dtype::f32 || queries.type == dtype::f16;
@@ -155,11 +169,13 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
                   "a %s index takes f32, f16, u8 or i8 device queries (got %s)", to_string(storage),
                   to_string(queries.type));
   } else {
-    CAGRA_EXPECTS(queries.type == storage,
-                  "a %s index takes %s device queries (got %s): only host queries are converted, because "
-                  "the check that every value is an integer in range runs on the host; convert them on the "
-                  "device (e.g. x.astype(%s)) or pass host memory", to_string(storage), to_string(storage),
-                  to_string(queries.type), storage == dtype::u8 ? "uint8" : "int8");
+    CAGRA_EXPECTS(
+        queries.type == storage,
+        "a %s index takes %s device queries (got %s): only host queries are converted, because "
+        "the check that every value is an integer in range runs on the host; convert them on the "
+        "device (e.g. x.astype(%s)) or pass host memory",
+        to_string(storage), to_string(storage), to_string(queries.type),
+        storage == dtype::u8 ? "uint8" : "int8");
   }
   const int64_t nq = queries.rows;
   check_search(idx, plan, ids, device);
@@ -196,16 +212,19 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
     }
     w.query_flags.reserve(2);
     if (float_query || cosine) {
-      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, cosine, w.query_flags.data(),
-                             stream);
+      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, cosine,
+                             w.query_flags.data(), stream);
       unsigned long long bad[2] = {0, 0};
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(bad, w.query_flags.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
+      CAGRA_CUDA_TRY(
+          cudaMemcpyAsync(bad, w.query_flags.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
       st->stream.sync();
       CAGRA_EXPECTS(bad[0] == ~0ull, "queries row %lld contains NaN or Inf", (long long)bad[0]);
-      CAGRA_EXPECTS(bad[1] == ~0ull, "queries row %lld is all zeros: cosine distance is undefined for it",
+      CAGRA_EXPECTS(bad[1] == ~0ull,
+                    "queries row %lld is all zeros: cosine distance is undefined for it",
                     (long long)bad[1]);
     } else {
-      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, false, w.query_flags.data(), stream);
+      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, false,
+                             w.query_flags.data(), stream);
     }
     if (!in_place) d_queries = w.queries.data();
   }
@@ -214,7 +233,8 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
   if (reinterpret_cast<uintptr_t>(d_queries) % 16 != 0) {
     const size_t bytes = q_elems * dtype_size(query_dtype_for(storage));
     w.queries.reserve(bytes);
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(w.queries.data(), d_queries, bytes, cudaMemcpyDeviceToDevice, stream));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(w.queries.data(), d_queries, bytes, cudaMemcpyDeviceToDevice, stream));
     d_queries = w.queries.data();
   }
   run_kernels(*st, plan, idx.metric(), d_queries, nq, ids, distances, device, stream);

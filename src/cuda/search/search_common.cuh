@@ -15,8 +15,14 @@ using bits::kParentFlag;
 constexpr uint32_t kNoId = 0xFFFFFFFFu;  // cagra::kInvalidId
 
 /** Query element type for storage T: float for float/half, the same type for bytes. */
-template <typename T> struct query_elem { using type = T; };
-template <> struct query_elem<__half> { using type = float; };
+template <typename T>
+struct query_elem {
+  using type = T;
+};
+template <>
+struct query_elem<__half> {
+  using type = float;
+};
 
 /** Copies n bytes from global to shared memory (the whole CTA; 4-byte words when n allows). */
 __device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {

@@ -23,20 +23,20 @@
 #include <cuda_fp16.h>
 
 #include "cuda/check.hpp"
+#include "cuda/launch.hpp"
 #include "cuda/primitives/bitonic.cuh"
 #include "cuda/primitives/team_distance.cuh"
 #include "cuda/primitives/visited_hash.cuh"
 #include "cuda/search/search_common.cuh"
 #include "cuda/search/single_cta.hpp"
-#include "cuda/launch.hpp"
 
 namespace cagra::cuda {
 namespace dev {
 
 /** One thread: the CPU's random initial nodes (cpu::searcher::random_init) into drawn[0, n_init):
  *  a splitmix chain seeded by the search seed and the query's bytes. */
-__device__ inline void draw_initial_nodes(const single_cta_args& a, const uint8_t* query, uint32_t q_bytes,
-                                          uint32_t* drawn) {
+__device__ inline void draw_initial_nodes(const single_cta_args& a, const uint8_t* query,
+                                          uint32_t q_bytes, uint32_t* drawn) {
   uint64_t state = bits::mix64(a.seed ^ bits::fnv1a_mixed(query, q_bytes));
   for (uint32_t i = 0; i < a.n_init; ++i) {
     state = bits::mix64(state);
@@ -68,18 +68,21 @@ __device__ void convert_query(const single_cta_args& a, const Q* rq, uint8_t* q,
 /** Distances of ids[0, n) into dists, one team per candidate. q: the query in shared memory
  *  (float4 swizzled for float rows, bytes for byte rows); qq: |q|^2 (byte rows, L2). */
 template <typename T, uint32_t kTeam>
-__device__ void compute_distances(const single_cta_args& a, const void* q, int qq, const uint32_t* ids,
-                                  float* dists, uint32_t n) {
-  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam, n_teams = blockDim.x / kTeam;
+__device__ void compute_distances(const single_cta_args& a, const void* q, int qq,
+                                  const uint32_t* ids, float* dists, uint32_t n) {
+  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
+                 n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < n; s += n_teams) {
-    const uint4* row = reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{ids[s]} * a.row_stride);
+    const uint4* row =
+        reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{ids[s]} * a.row_stride);
     float d;
     if constexpr (elem_traits<T>::is_byte) {
       const uint4* q16 = static_cast<const uint4*>(q);
       if (a.metric == metric::l2) {
         d = __int2float_rn(qq + team_sum_bytes<T, kTeam, false>(row, q16, a.n_chunks, lane));
       } else {
-        const float dot = __int2float_rn(team_sum_bytes<T, kTeam, true>(row, q16, a.n_chunks, lane));
+        const float dot =
+            __int2float_rn(team_sum_bytes<T, kTeam, true>(row, q16, a.n_chunks, lane));
         d = bits::distance_from_dot(a.metric, dot);
       }
     } else {
@@ -97,8 +100,8 @@ __device__ void compute_distances(const single_cta_args& a, const void* q, int q
 
 /** Step 2 on warp 0: marks the first `width` entries of the top list that were not parents yet
  *  (in list order, like the CPU) and writes their ids to parents, their number to *n_parents. */
-__device__ __forceinline__ void pick_parents(const single_cta_args& a, uint32_t* top_i, uint32_t* parents,
-                                             uint32_t* n_parents) {
+__device__ __forceinline__ void pick_parents(const single_cta_args& a, uint32_t* top_i,
+                                             uint32_t* parents, uint32_t* n_parents) {
   const uint32_t lane = threadIdx.x & 31u;
   uint32_t n = 0;
   for (uint32_t base = 0; base < a.itopk && n < a.width; base += 32) {
@@ -117,7 +120,8 @@ __device__ __forceinline__ void pick_parents(const single_cta_args& a, uint32_t*
 }
 
 template <typename T, uint32_t kTeam>
-__global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(const single_cta_args a) {
+__global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
+    single_cta_search(const single_cta_args a) {
   using Q = typename query_elem<T>::type;
   const float far = __int_as_float(0x7F800000);  // +inf, the CPU's "no entry" distance
   extern __shared__ __align__(16) uint8_t smem[];
@@ -132,7 +136,7 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(
   // s_n_valid[iter & 1]: candidates in cand_*[0, n) merged at iteration iter (appended in any
   // order: the merge sorts). Two counters, so that zeroing the next one needs no extra barrier.
   __shared__ uint32_t s_n_parents, s_n_valid[2], s_hash_count, s_reset;
-  __shared__ int s_qq;  // |q|^2 of a byte query
+  __shared__ int s_qq;                                  // |q|^2 of a byte query
   __shared__ uint32_t s_mask[kSingleCtaMaxItopk / 32];  // rank_merge_warp's output positions
 
   const uint32_t tid = threadIdx.x, nt = blockDim.x;
@@ -164,7 +168,8 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(
   __syncthreads();
   for (uint32_t i = tid; i < a.n_init; i += nt) {
     const uint32_t id = drawn[i];
-    if (hash_insert(table, a.hash_bits, id)) cand_i[atomicAdd(&s_n_valid[0], 1u)] = id;  // else drawn twice
+    if (hash_insert(table, a.hash_bits, id))
+      cand_i[atomicAdd(&s_n_valid[0], 1u)] = id;  // else drawn twice
   }
   __syncthreads();
   compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[0]);
@@ -177,17 +182,19 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(
     const bool pick = iter < a.max_iterations;
     if (n_valid <= 32 || a.itopk_p2 + next_pow2(n_valid) <= kWarpMergeMax) {
       if (tid < 32) {
-        merge_into_top(warp_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid, s_mask, far, kNoId);
+        merge_into_top(warp_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid,
+                       s_mask, far, kNoId);
         __syncwarp();
         if (pick) pick_parents(a, top_i, s_parents, &s_n_parents);
       }
     } else {
-      merge_into_top(block_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid, s_mask, far, kNoId);
+      merge_into_top(block_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid,
+                     s_mask, far, kNoId);
       __syncthreads();
       if (tid < 32 && pick) pick_parents(a, top_i, s_parents, &s_n_parents);
     }
     if (pick && tid == 0) {
-      s_hash_count += n_valid;  // the ids inserted since the last count
+      s_hash_count += n_valid;        // the ids inserted since the last count
       s_n_valid[(iter + 1) & 1] = 0;  // last read at iteration iter - 1
       s_reset = (a.reset_interval != 0 && iter > 0 && iter % a.reset_interval == 0) ||
                 2 * s_hash_count >= (1u << a.hash_bits);
@@ -204,7 +211,8 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(
       __syncthreads();
       for (uint32_t i = tid; i < a.itopk; i += nt) {
         const uint32_t id = top_i[i];
-        if (id != kNoId && hash_insert(table, a.hash_bits, id & kIdMask)) atomicAdd(&s_hash_count, 1u);
+        if (id != kNoId && hash_insert(table, a.hash_bits, id & kIdMask))
+          atomicAdd(&s_hash_count, 1u);
       }
       __syncthreads();
     }
@@ -213,7 +221,8 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm) single_cta_search(
     const uint32_t n_new = n_par * a.degree;
     for (uint32_t t = tid; t < n_new; t += nt) {
       const uint32_t id = a.d_graph[uint64_t{s_parents[t / a.degree]} * a.degree + t % a.degree];
-      if (hash_insert(table, a.hash_bits, id)) cand_i[atomicAdd(&s_n_valid[(iter + 1) & 1], 1u)] = id;
+      if (hash_insert(table, a.hash_bits, id))
+        cand_i[atomicAdd(&s_n_valid[(iter + 1) & 1], 1u)] = id;
     }
     __syncthreads();
     compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[(iter + 1) & 1]);
@@ -233,7 +242,8 @@ template <typename T>
 void launch_single_cta(const single_cta_args& args, uint32_t team, uint32_t grid, uint32_t block,
                        size_t smem, cudaStream_t stream) {
   with_team(team, [&](auto t) {
-    launch_with_smem(dev::single_cta_search<T, decltype(t)::value>, dim3(grid), block, smem, stream, args);
+    launch_with_smem(dev::single_cta_search<T, decltype(t)::value>, dim3(grid), block, smem, stream,
+                     args);
   });
 }
 

@@ -24,32 +24,33 @@ constexpr uint32_t kMinBlocksPerSm = 8;
 
 /** Everything one launch needs, passed by value (POD). Shapes in the comments. */
 struct single_cta_args {
-  const uint8_t* d_dataset;   // [n_rows, row_stride] bytes: storage-type rows, zero padded to 16 B
-  const uint32_t* d_graph;    // [n_rows, degree]
-  const uint8_t* d_queries;   // [n_queries, dim] query-type elements (float for f32/f16, else T)
-  uint32_t* d_ids;            // [n_queries, k]
-  float* d_distances;         // [n_queries, k], or null
-  uint64_t n_rows;            // N
-  uint64_t seed;              // search_params::seed (mixed with each query's bytes)
-  uint64_t query_offset;      // first query of this launch (the grid is chunked by 65535)
-  uint32_t dim;               // elements per row
-  uint32_t row_stride;        // bytes between rows in d_dataset (multiple of 16)
-  uint32_t n_chunks;          // 16-byte chunks per row = row_stride / 16
-  uint32_t degree;            // d
-  uint32_t k;                 // results per query (<= itopk)
-  uint32_t itopk, itopk_p2;   // M and the next power of two
-  uint32_t width;             // p: parents per iteration (<= 64)
-  uint32_t n_cand, cand_p2;   // p * d candidates per iteration, next power of two
-  uint32_t n_init, init_p2;   // p * d * samplings random initial nodes, next power of two
+  const uint8_t* d_dataset;  // [n_rows, row_stride] bytes: storage-type rows, zero padded to 16 B
+  const uint32_t* d_graph;   // [n_rows, degree]
+  const uint8_t* d_queries;  // [n_queries, dim] query-type elements (float for f32/f16, else T)
+  uint32_t* d_ids;           // [n_queries, k]
+  float* d_distances;        // [n_queries, k], or null
+  uint64_t n_rows;           // N
+  uint64_t seed;             // search_params::seed (mixed with each query's bytes)
+  uint64_t query_offset;     // first query of this launch (the grid is chunked by 65535)
+  uint32_t dim;              // elements per row
+  uint32_t row_stride;       // bytes between rows in d_dataset (multiple of 16)
+  uint32_t n_chunks;         // 16-byte chunks per row = row_stride / 16
+  uint32_t degree;           // d
+  uint32_t k;                // results per query (<= itopk)
+  uint32_t itopk, itopk_p2;  // M and the next power of two
+  uint32_t width;            // p: parents per iteration (<= 64)
+  uint32_t n_cand, cand_p2;  // p * d candidates per iteration, next power of two
+  uint32_t n_init, init_p2;  // p * d * samplings random initial nodes, next power of two
   uint32_t max_iterations, min_iterations;
-  uint32_t reset_interval;    // forgettable hash: clear every this many iterations (0 = only when half full)
-  uint32_t hash_bits;         // log2(slots) of the shared-memory visited hash
+  uint32_t reset_interval;  // forgettable hash: clear every this many iterations (0 = only when
+                            // half full)
+  uint32_t hash_bits;       // log2(slots) of the shared-memory visited hash
   cagra::metric metric;
   // Dynamic shared memory layout: byte offsets from its start.
-  uint32_t smem_query;        // float [n_chunks * 16 / sizeof(T)], transposed by chunk
-  uint32_t smem_dist;         // float [itopk_p2 + max(cand_p2, init_p2)]: top-M, then candidates
-  uint32_t smem_ids;          // uint32 [itopk_p2 + max(cand_p2, init_p2)]
-  uint32_t smem_hash;         // uint32 [2^hash_bits] (first holds the raw query bytes)
+  uint32_t smem_query;  // float [n_chunks * 16 / sizeof(T)], transposed by chunk
+  uint32_t smem_dist;   // float [itopk_p2 + max(cand_p2, init_p2)]: top-M, then candidates
+  uint32_t smem_ids;    // uint32 [itopk_p2 + max(cand_p2, init_p2)]
+  uint32_t smem_hash;   // uint32 [2^hash_bits] (first holds the raw query bytes)
 };
 
 /** Launches the kernel for storage type T (float, __half, uint8_t, int8_t) with `team` lanes

@@ -14,9 +14,9 @@ namespace cagra::cuda {
 
 /** Queries in and results out, for every kernel. */
 struct search_workspace {
-  device_buffer<uint8_t> queries;      // [nq, dim] of the query type
-  device_buffer<uint32_t> ids;         // [nq, k]
-  device_buffer<float> distances;      // [nq, k]
+  device_buffer<uint8_t> queries;  // [nq, dim] of the query type
+  device_buffer<uint32_t> ids;     // [nq, k]
+  device_buffer<float> distances;  // [nq, k]
   // Device-memory queries only (search_device): the legacy default stream -> index stream
   // ordering, and the first bad rows found by the query check ([0]: NaN/Inf, [1]: all zeros for
   // cosine).
@@ -38,24 +38,24 @@ struct search_workspace {
 
 /** The multi-CTA kernel's state for the queries of one launch ("chunk"). */
 struct multi_cta_workspace {
-  device_buffer<uint32_t> hash;   // 2 halves of [chunk, 1 << hash_bits]: per query the visited set
-  size_t half = 0;                // words per half
-  size_t dirty[2] = {0, 0};       // leading words of each half the last launch on it wrote
-  uint32_t next = 0;              // the half the next launch searches with (the other is empty)
-  device_buffer<uint32_t> done;   // [chunk] CTAs finished per query (all 0 between launches)
-  device_buffer<uint32_t> ids;    // [chunk, n_ctas, 32] each CTA's list
-  device_buffer<float> dists;     // [chunk, n_ctas, 32]
+  device_buffer<uint32_t> hash;  // 2 halves of [chunk, 1 << hash_bits]: per query the visited set
+  size_t half = 0;               // words per half
+  size_t dirty[2] = {0, 0};      // leading words of each half the last launch on it wrote
+  uint32_t next = 0;             // the half the next launch searches with (the other is empty)
+  device_buffer<uint32_t> done;  // [chunk] CTAs finished per query (all 0 between launches)
+  device_buffer<uint32_t> ids;   // [chunk, n_ctas, 32] each CTA's list
+  device_buffer<float> dists;    // [chunk, n_ctas, 32]
 };
 
 /** The persistent batch-1 kernel (search_params::persistent, persistent.cu): its job words (the
  *  query, tagged with the job's seq = the search workspace's result_tag), stop flag and state. */
 struct persistent_state {
   bool running = false;
-  std::vector<uint64_t> key;             // the launch configuration it runs with
-  pinned_buffer<uint64_t> words;         // [query words + 2]
-  pinned_buffer<uint32_t> stop;          // [1]
-  device_buffer<uint32_t> hash;          // [2 << hash_bits]
-  device_buffer<uint32_t> counters;      // the leave word (8 bytes), the job's words (8 each)
+  std::vector<uint64_t> key;         // the launch configuration it runs with
+  pinned_buffer<uint64_t> words;     // [query words + 2]
+  pinned_buffer<uint32_t> stop;      // [1]
+  device_buffer<uint32_t> hash;      // [2 << hash_bits]
+  device_buffer<uint32_t> counters;  // the leave word (8 bytes), the job's words (8 each)
 };
 
 }  // namespace cagra::cuda
