@@ -8,7 +8,8 @@ photos that Debian packages ship, as a 1M-vector base set plus 10K queries from 
                     [--force]
 
 OUT_DIR (default data/sift-wall-1m) gets:
-  base.u8bin       BASE x 128 u8 (uint32 rows, uint32 cols, then row-major bytes; docs/vector_formats.md)
+  base.u8bin       BASE x 128 u8 (uint32 rows, uint32 cols, then row-major bytes;
+                   docs/vector_formats.md)
   query.u8bin      QUERIES x 128 u8, from photos none of whose descriptors are in the base
   base.photo.npy   uint16 per base row: the index of its photo in manifest.json's "photos"
   query.photo.npy  the same for the queries
@@ -179,7 +180,7 @@ def find_photos(packages, min_mpix, cv2):
         by_sha[digest] = {"package": p, "path": f, "paths": [f], "sha256": digest,
                           "bytes": os.path.getsize(f), "width": int(w), "height": int(h)}
     photos = []
-    for digest, ph in by_sha.items():
+    for ph in by_sha.values():
         if ph is None:
             continue
         if ph["width"] * ph["height"] < min_mpix * 1e6:
@@ -246,7 +247,8 @@ def extract(ph, args, cv2, cache_dir, pool_rows):
 
 
 def water_fill(counts, total, cap):
-    """Rows to take per photo: min(count, c) or c + 1, summing to min(total, sum(min(count, cap)))."""
+    """Rows to take per photo: min(count, c) or c + 1, summing to
+    min(total, sum(min(count, cap)))."""
     counts = np.asarray(counts, dtype=np.int64)
     avail = np.minimum(counts, cap)
     if avail.sum() <= total:
@@ -351,10 +353,11 @@ def main():
             done_new += 1
         left = len(photos) - i - 1
         eta = (time.time() - t0) / max(done_new, 1) * left if done_new else 0.0
-        log(f"  [{i + 1}/{len(photos)}] {ph['path']} {ph['width']}x{ph['height']}"
-            f"{' -> %dx%d' % (ph['proc_w'], ph['proc_h']) if ph['proc_w'] != ph['width'] else ''}"
+        scaled = f" -> {ph['proc_w']}x{ph['proc_h']}" if ph["proc_w"] != ph["width"] else ""
+        took = "cached" if cached else f"{time.time() - t1:.1f} s"
+        log(f"  [{i + 1}/{len(photos)}] {ph['path']} {ph['width']}x{ph['height']}{scaled}"
             f": {ph['keypoints']} keypoints, {ph['unique']} unique rows"
-            f" ({'cached' if cached else '%.1f s' % (time.time() - t1)}; ~{eta / 60:.1f} min left)")
+            f" ({took}; ~{eta / 60:.1f} min left)")
     t_sift = time.time()
 
     # Rows that equal a row of an earlier photo (sha256 order) are dropped.

@@ -132,8 +132,8 @@ def main():
         if os.path.abspath(src) == os.path.abspath(dst):
             sys.exit(f"error: {dst} is also an input")
 
-    import torch
     import sentence_transformers
+    import torch
     model, device, dtype = load_model(a.model, a.device, a.dtype)
     dim = model_dim(model)
     gpu = torch.cuda.get_device_name(0) if device.startswith("cuda") else "cpu"

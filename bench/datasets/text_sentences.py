@@ -69,7 +69,7 @@ ABBREV = {
     "e.g.", "i.e.", "mr.", "mrs.", "ms.", "dr.", "st.", "vs.", "no.", "nos.", "fig.", "figs.",
     "cf.", "approx.", "prof.", "jr.", "sr.", "inc.", "ltd.", "co.", "vol.", "p.", "pp.", "ch.",
     "sec.", "eq.", "ed.", "eds.", "viz.", "al.", "ref.", "refs.", "resp.", "lit.", "gen.",
-    "gov.", "rev.", "capt.", "col.", "gen.", "lt.", "sgt.", "mt.", "ft.", "jan.", "feb.", "mar.",
+    "gov.", "rev.", "capt.", "col.", "lt.", "sgt.", "mt.", "ft.", "jan.", "feb.", "mar.",
     "apr.", "jun.", "jul.", "aug.", "sep.", "sept.", "oct.", "nov.", "dec.", "esp.", "corp.",
     "dept.", "univ.", "ave.", "blvd.", "min.", "max.", "incl.", "ca.", "c.", "v.", "vs",
 }
@@ -331,7 +331,8 @@ def src_descriptions(a):
                 if not ln.startswith(" "):
                     break
                 body = ln[1:]
-                if body.strip() == "." or body.startswith(" ") or body.lstrip()[:2] in ("* ", "- ", "+ ", "o "):
+                bullet = body.lstrip()[:2] in ("* ", "- ", "+ ", "o ")
+                if body.strip() == "." or body.startswith(" ") or bullet:
                     if para:
                         yield " ".join(para), True
                     para = []
@@ -424,7 +425,8 @@ SOURCES = [
     ("man-pages", ["manpages", "manpages-dev"], src_man),
     ("devils-dictionary", ["dict-devil"], src_dict("devil", False)),
     ("openjdk-docs", ["openjdk-17-doc"], src_html("openjdk-17-doc", ["usr/share/doc/**/*.html"])),
-    ("qt5-docs", ["qtbase5-doc-html"], src_html("qtbase5-doc-html", ["usr/share/qt5/doc/**/*.html"])),
+    ("qt5-docs", ["qtbase5-doc-html"],
+     src_html("qtbase5-doc-html", ["usr/share/qt5/doc/**/*.html"])),
     ("rust-docs", ["rust-doc"], src_html("rust-doc", ["usr/share/doc/rust-doc/html/**/*.html"])),
     ("erlang-docs", ["erlang-doc"], src_html("erlang-doc", ["usr/share/doc/erlang-doc/**/*.html"])),
     ("scipy-docs", ["python-scipy-doc"],
@@ -444,24 +446,29 @@ SOURCES = [
               r"/(da|de|es|fr|ja|ko|pt-br|ru|tr|zh-cn)/")),
     ("libreoffice-help", ["libreoffice-help-en-us"],
      src_html("libreoffice-help-en-us", ["usr/share/libreoffice/help/en-US/**/*.html"])),
-    ("gimp-help", ["gimp-help-en"], src_html("gimp-help-en", ["usr/share/gimp/2.0/help/en/**/*.html"])),
+    ("gimp-help", ["gimp-help-en"],
+     src_html("gimp-help-en", ["usr/share/gimp/2.0/help/en/**/*.html"])),
     ("pandas-docs", ["python-pandas-doc"],
      src_html("python-pandas-doc", ["usr/share/doc/python-pandas-doc/html/**/*.html"], SPHINX_EX)),
     ("sympy-docs", ["python-sympy-doc"],
      src_html("python-sympy-doc", ["usr/share/doc/python-sympy-doc/html/**/*.html"], SPHINX_EX)),
     ("astropy-docs", ["python-astropy-doc"],
-     src_html("python-astropy-doc", ["usr/share/doc/python-astropy-doc/html/**/*.html"], SPHINX_EX)),
+     src_html("python-astropy-doc", ["usr/share/doc/python-astropy-doc/html/**/*.html"],
+              SPHINX_EX)),
     ("sphinx-docs", ["sphinx-doc"],
      src_html("sphinx-doc", ["usr/share/doc/sphinx-doc/html/**/*.html"], SPHINX_EX)),
     ("statsmodels-docs", ["python-statsmodels-doc"],
      src_html("python-statsmodels-doc", ["usr/share/doc/python-statsmodels-doc/html/**/*.html"],
               SPHINX_EX)),
     ("sklearn-docs", ["python-sklearn-doc"],
-     src_html("python-sklearn-doc", ["usr/share/doc/python-sklearn-doc/html/**/*.html"], SPHINX_EX)),
-    ("wireshark-docs", ["wireshark-doc"], src_html("wireshark-doc", ["usr/share/doc/wireshark/**/*.html"])),
+     src_html("python-sklearn-doc", ["usr/share/doc/python-sklearn-doc/html/**/*.html"],
+              SPHINX_EX)),
+    ("wireshark-docs", ["wireshark-doc"],
+     src_html("wireshark-doc", ["usr/share/doc/wireshark/**/*.html"])),
     ("zsh-docs", ["zsh-doc"], src_html("zsh-doc", ["usr/share/doc/zsh-common/html/*.html"])),
     ("bash-docs", ["bash-doc"], src_html("bash-doc", ["usr/share/doc/bash/*.html"])),
-    ("maxima-docs", ["maxima-doc"], src_html("maxima-doc", ["usr/share/doc/maxima-doc/html/*.html"])),
+    ("maxima-docs", ["maxima-doc"],
+     src_html("maxima-doc", ["usr/share/doc/maxima-doc/html/*.html"])),
     ("lilypond-docs", ["lilypond-doc-html"],
      src_html("lilypond-doc-html", ["usr/share/doc/lilypond/html/Documentation/**/*.html"])),
     ("fortunes", ["fortunes", "fortunes-min"], src_fortunes),
@@ -490,7 +497,7 @@ def sha256(path):
 def inspect(a):
     names = a.only.split(",")
     rng = random.Random(1)
-    for name, pkgs, gen in SOURCES:
+    for name, _pkgs, gen in SOURCES:
         if name not in names:
             continue
         kept, rejected = [], []
@@ -578,7 +585,8 @@ def main():
 
     trans = []
     for p in sorted(glob.glob(os.path.join(a.apt_lists, "*_i18n_Translation-en*"))):
-        trans.append({"file": os.path.basename(p), "bytes": os.path.getsize(p), "sha256": sha256(p)})
+        trans.append({"file": os.path.basename(p), "bytes": os.path.getsize(p),
+                      "sha256": sha256(p)})
     inrel = {}
     for p in sorted(glob.glob(os.path.join(a.apt_lists, "*_InRelease"))):
         with open(p, errors="replace") as f:
@@ -600,16 +608,18 @@ def main():
             "words": [MIN_WORDS, MAX_WORDS], "ascii_printable_only": True,
             "min_letter_fraction_of_nonspace": 0.75, "min_function_words": 2,
             "first_char": FIRST_OK.pattern, "prose_end": END_OK.pattern,
-            "bad_chars": "".join(sorted(BAD_CHARS)), "bad_substrings": list(BAD_SUBSTR), "bad_regex": BAD_RE.pattern,
-            "dedupe": "exact, case-sensitive, after whitespace collapse and typographic-to-ASCII map",
-            "splitter": "after [.!?] + closing quotes/brackets when whitespace and [\"'(\\[]?[A-Z0-9] "
-                        "follow; not after known abbreviations, single-letter initials, dotted "
-                        "acronyms",
+            "bad_chars": "".join(sorted(BAD_CHARS)), "bad_substrings": list(BAD_SUBSTR),
+            "bad_regex": BAD_RE.pattern,
+            "dedupe": "exact, case-sensitive, after whitespace collapse and "
+                      "typographic-to-ASCII map",
+            "splitter": "after [.!?] + closing quotes/brackets when whitespace and "
+                        "[\"'(\\[]?[A-Z0-9] follow; not after known abbreviations, "
+                        "single-letter initials, dotted acronyms",
         },
         "shuffle": {"method": "sorted(unique) then random.Random(seed).shuffle", "seed": a.seed,
                     "python": sys.version.split()[0]},
-        "split": {"queries": "first %d of the shuffled list" % a.queries,
-                  "base": "next %d" % a.base},
+        "split": {"queries": f"first {a.queries} of the shuffled list",
+                  "base": f"next {a.base}"},
         "base": {"rows": len(base), "sha256": sha256(outs[0]),
                  "words_mean": round(sum(lens) / len(lens), 2)},
         "query": {"rows": len(queries), "sha256": sha256(outs[1])},
