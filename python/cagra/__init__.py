@@ -164,9 +164,7 @@ def _uint(name: str, value: Any, bits: int = 32) -> int:
     try:
         v = operator.index(value)
     except TypeError:
-        raise TypeError(
-            f"{name} must be an integer, got {type(value).__name__}"
-        ) from None
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
     if not 0 <= v < 2**bits:
         raise ValueError(f"{name} must be in [0, {2**bits - 1}], got {v}")
     return v
@@ -239,9 +237,7 @@ def _index_params(
     p = _ext.IndexParams()
     p.metric = _choice("metric", metric, _METRICS)
     p.graph_degree = _uint("graph_degree", graph_degree)
-    p.intermediate_graph_degree = _uint(
-        "intermediate_graph_degree", intermediate_graph_degree
-    )
+    p.intermediate_graph_degree = _uint("intermediate_graph_degree", intermediate_graph_degree)
     p.knn_algo = _choice("knn_algo", knn_algo, _KNN_ALGOS)
     p.knn_max_iterations = _uint("knn_max_iterations", knn_max_iterations)
     p.knn_termination_threshold = float(knn_termination_threshold)
@@ -584,14 +580,10 @@ def explain_build(
         dt = _dtype_name(np.float32 if dtype is None else dtype)
     else:
         if dtype is not None:
-            raise TypeError(
-                "dtype is taken with a row count only; an array has its own"
-            )
+            raise TypeError("dtype is taken with a row count only; an array has its own")
         shape = getattr(_vectors(dataset, "dataset"), "shape", ())
         if len(shape) != 2:
-            raise ValueError(
-                f"dataset must be a 2-D array [rows, dim], got shape {tuple(shape)}"
-            )
+            raise ValueError(f"dataset must be a 2-D array [rows, dim], got shape {tuple(shape)}")
         rows = int(shape[0])
         dt = _dtype_name(dataset.dtype)
     p = _index_params(
@@ -704,9 +696,7 @@ def optimize(
     )
 
 
-def analyze(
-    graph: Index | ArrayLike, *, two_hop_samples: int = 0, num_threads: int = 0
-) -> dict:
+def analyze(graph: Index | ArrayLike, *, two_hop_samples: int = 0, num_threads: int = 0) -> dict:
     """Reachability metrics of a fixed-degree graph (an :class:`Index` or a ``[n, d]`` id
     array), as ``cagra info`` prints them.
 
@@ -716,9 +706,7 @@ def analyze(
     ``two_hop_samples``.
     """
     g = graph.graph if isinstance(graph, Index) else _ids(graph, "graph")
-    return _ext.analyze(
-        g, _uint("two_hop_samples", two_hop_samples, 63), _threads(num_threads)
-    )
+    return _ext.analyze(g, _uint("two_hop_samples", two_hop_samples, 63), _threads(num_threads))
 
 
 def brute_force(

@@ -104,7 +104,5 @@ def cli() -> Path:
         return Path(env)
     default = REPO / "build" / "cagra"
     if not default.is_file():
-        pytest.skip(
-            "the cagra CLI is not built (build/cagra); set CAGRA_CLI to run this test"
-        )
+        pytest.skip("the cagra CLI is not built (build/cagra); set CAGRA_CLI to run this test")
     return default

@@ -96,10 +96,7 @@ def test_extension_stub_is_current(tmp_path):
 
     def body(text):
         lines = [ln for ln in text.splitlines() if not ln.startswith("#")]
-        return [
-            re.sub(r"^built_with_cuda: bool.*", "built_with_cuda: bool", ln)
-            for ln in lines
-        ]
+        return [re.sub(r"^built_with_cuda: bool.*", "built_with_cuda: bool", ln) for ln in lines]
 
     committed = Path(cagra.__file__).with_name("_cagra.pyi").read_text()
     assert body(out.read_text()) == body(committed), (

@@ -87,9 +87,7 @@ def test_cuda_arrays_refused_without_cuda_backend(setup):
     if cagra.built_with_cuda:
         pytest.skip("this build has the CUDA backend")
     data, queries, index = setup
-    with pytest.raises(
-        ValueError, match="CUDA array, but this cagra build has no CUDA backend"
-    ):
+    with pytest.raises(ValueError, match="CUDA array, but this cagra build has no CUDA backend"):
         index.search(FakeCudaArray(queries), 5)
     with pytest.raises(ValueError, match="cupy.asnumpy"):
         cagra.build(FakeCudaArray(data))
@@ -194,9 +192,7 @@ def test_cupy_cuda_queries_stay_on_gpu(setup, metric):
     cupy = _needs_gpu("cupy")
     data, queries, index = setup
     if metric != "l2":
-        index = cagra.build(
-            data, metric=metric, graph_degree=16, intermediate_graph_degree=32
-        )
+        index = cagra.build(data, metric=metric, graph_degree=16, intermediate_graph_degree=32)
     expected = index.search(queries, 10, backend="cuda", algo="single_cta")
     q = cupy.asarray(queries)
     copies = cagra._ext._host_copies()

@@ -11,9 +11,7 @@ from conftest import clustered
 
 @pytest.fixture(scope="module")
 def index():
-    return cagra.build(
-        clustered(500, 16, seed=30), graph_degree=8, intermediate_graph_degree=16
-    )
+    return cagra.build(clustered(500, 16, seed=30), graph_degree=8, intermediate_graph_degree=16)
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +57,7 @@ def test_wrong_number_of_dimensions(index, queries):
 
 
 def test_wrong_dim(index, queries):
-    with pytest.raises(
-        cagra.CagraError, match="queries have dimension 8 but the index has 16"
-    ):
+    with pytest.raises(cagra.CagraError, match="queries have dimension 8 but the index has 16"):
         index.search(np.ascontiguousarray(queries[:, :8]), 5)
 
 
@@ -102,12 +98,8 @@ def test_bad_build_params():
         cagra.CagraError, match="50 rows, but graph_degree 64 needs at least 65 rows"
     ):
         cagra.build(data[:50])  # fewer rows than the default degree
-    with pytest.raises(
-        cagra.CagraError, match="intermediate_graph_degree 128 needs at least 129"
-    ):
-        cagra.build(
-            data, intermediate_graph_degree=128
-        )  # an explicit one is not capped
+    with pytest.raises(cagra.CagraError, match="intermediate_graph_degree 128 needs at least 129"):
+        cagra.build(data, intermediate_graph_degree=128)  # an explicit one is not capped
     with pytest.raises(
         cagra.CagraError,
         match=r"intermediate_graph_degree \(16\) must be >= graph_degree \(32\)",
@@ -124,9 +116,7 @@ def test_bad_build_params():
 
 
 def test_bad_query_values(index):
-    u8 = cagra.build(
-        clustered(300, 16, np.uint8), graph_degree=8, intermediate_graph_degree=16
-    )
+    u8 = cagra.build(clustered(300, 16, np.uint8), graph_degree=8, intermediate_graph_degree=16)
     with pytest.raises(cagra.CagraError):
         u8.search(np.full((2, 16), 0.5, np.float32), 5)  # not representable as uint8
     with pytest.raises(cagra.CagraError):
@@ -166,9 +156,7 @@ def test_stage_and_helper_errors(index):
         cagra.analyze(-g.astype(np.int64))
     with pytest.raises(ValueError, match="2-D"):
         cagra.recall(g[0], g)
-    with pytest.raises(
-        ValueError, match="knn_distances must have the shape of knn_ids"
-    ):
+    with pytest.raises(ValueError, match="knn_distances must have the shape of knn_ids"):
         cagra.optimize(g, np.zeros((3, 3), np.float32), graph_degree=4)
     with pytest.raises(cagra.CagraError):
         cagra.optimize(g, graph_degree=64)  # more than the kNN degree

@@ -18,9 +18,7 @@ from conftest import clustered
 def test_save_load_round_trip(tmp_path, dtype):
     data = clustered(1500, 24, dtype, seed=20)
     queries = clustered(50, 24, dtype, seed=21)
-    index = cagra.build(
-        data, metric="ip", graph_degree=16, intermediate_graph_degree=32
-    )
+    index = cagra.build(data, metric="ip", graph_degree=16, intermediate_graph_degree=32)
     path = tmp_path / "index.cagra"
     index.save(path)  # os.PathLike accepted
     loaded = cagra.load(str(path))
@@ -67,9 +65,7 @@ def read_ibin(path):
 
 
 def run(*args):
-    return subprocess.run(
-        [str(a) for a in args], check=True, capture_output=True, text=True
-    )
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True)
 
 
 def test_results_equal_the_cli(tmp_path, cli, bigann10k):

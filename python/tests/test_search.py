@@ -23,9 +23,7 @@ METRICS = ["l2", "ip", "cosine"]
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda t: np.dtype(t).name)
 def test_recall_against_numpy(dtype, metric):
     data, queries = data_and_queries(3000, 200, 32, dtype, seed=1)
-    index = cagra.build(
-        data, metric=metric, graph_degree=32, intermediate_graph_degree=64
-    )
+    index = cagra.build(data, metric=metric, graph_degree=32, intermediate_graph_degree=64)
     assert (index.size, index.dim, index.graph_degree) == (3000, 32, 32)
     assert index.metric == metric
     expected_dtype = np.float32 if metric == "cosine" else dtype
@@ -37,9 +35,7 @@ def test_recall_against_numpy(dtype, metric):
     assert tie_aware_recall(ids, data, queries, 10, metric) >= 0.95
 
     # The distances are those of the returned ids, nearest first.
-    exact = np.take_along_axis(
-        exact_distances(data, queries, metric), ids.astype(np.int64), axis=1
-    )
+    exact = np.take_along_axis(exact_distances(data, queries, metric), ids.astype(np.int64), axis=1)
     scale = np.abs(exact).max()
     np.testing.assert_allclose(dist, exact, rtol=1e-3, atol=1e-4 * scale)
     assert (np.diff(dist, axis=1) >= 0).all()
@@ -47,9 +43,7 @@ def test_recall_against_numpy(dtype, metric):
 
 def test_float16_storage_and_f32_queries():
     data, queries = data_and_queries(2000, 100, 48, seed=3)
-    index = cagra.build(
-        data, storage="f16", graph_degree=32, intermediate_graph_degree=64
-    )
+    index = cagra.build(data, storage="f16", graph_degree=32, intermediate_graph_degree=64)
     assert index.dtype == np.float16
     assert index.vectors.dtype == np.float16
     ids, _ = index.search(queries, 10)
@@ -74,9 +68,7 @@ def test_index_properties_are_read_only_views():
     assert len(index) == 1000
     del index  # the views keep the index alive
     assert int(g.sum()) >= 0
-    assert "size=1000" in repr(
-        cagra.build(data, graph_degree=8, intermediate_graph_degree=16)
-    )
+    assert "size=1000" in repr(cagra.build(data, graph_degree=8, intermediate_graph_degree=16))
 
 
 def test_search_is_deterministic_and_batch_independent():
@@ -99,9 +91,7 @@ def test_search_options_are_passed_through():
     index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32)
     narrow, _ = index.search(queries, 10, itopk_size=16, max_iterations=1)
     wide, _ = index.search(queries, 10, itopk_size=128, search_width=4)
-    assert tie_aware_recall(wide, data, queries, 10) > tie_aware_recall(
-        narrow, data, queries, 10
-    )
+    assert tie_aware_recall(wide, data, queries, 10) > tie_aware_recall(narrow, data, queries, 10)
     for kw in (
         {"hash_bits": 12, "hash_reset_interval": 4},
         {"num_random_samplings": 2, "min_iterations": 3},
@@ -129,9 +119,7 @@ def test_build_options_and_seed():
     }
     a = cagra.build(data, seed=1, **kw)
     b = cagra.build(data, seed=1, num_threads=1, **kw)
-    np.testing.assert_array_equal(
-        a.graph, b.graph
-    )  # same seed, same graph, any thread count
+    np.testing.assert_array_equal(a.graph, b.graph)  # same seed, same graph, any thread count
     c = cagra.build(data, seed=2, knn_max_iterations=2, knn_sample_rate=0.3, **kw)
     assert not np.array_equal(a.graph, c.graph)
     d = cagra.build(
@@ -156,9 +144,7 @@ def test_stages_compose_to_build():
     index = cagra.build(data, graph_degree=24, intermediate_graph_degree=48)
     np.testing.assert_array_equal(graph, index.graph)
     # Rank-based reordering needs no distances; int64 ids are converted.
-    np.testing.assert_array_equal(
-        cagra.optimize(knn_ids.astype(np.int64), graph_degree=24), graph
-    )
+    np.testing.assert_array_equal(cagra.optimize(knn_ids.astype(np.int64), graph_degree=24), graph)
     # Distance reordering computes the distances from the dataset when none are given.
     a = cagra.optimize(knn_ids, knn_dist, graph_degree=24, reorder="distance")
     b = cagra.optimize(knn_ids, graph_degree=24, reorder="distance", dataset=data)

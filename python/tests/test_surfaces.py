@@ -17,17 +17,13 @@ ROWS, DIM, NQ = 300, 8, 7
 
 
 def run(*args):
-    r = subprocess.run(
-        [str(a) for a in args], check=False, capture_output=True, text=True
-    )
+    r = subprocess.run([str(a) for a in args], check=False, capture_output=True, text=True)
     assert r.returncode == 0, f"{' '.join(map(str, args))}\n{r.stderr}"
     return r.stdout
 
 
 def plan_lines(stdout):
-    return [
-        ln[len("plan: ") :] for ln in stdout.splitlines() if ln.startswith("plan: ")
-    ]
+    return [ln[len("plan: ") :] for ln in stdout.splitlines() if ln.startswith("plan: ")]
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +108,7 @@ def test_search_plan_cli_equals_python(cli, files, tmp_path, k, cli_args, kwargs
     )
     [cli_plan] = plan_lines(out)
     index = cagra.load(idx)
-    py_plan = index.explain(
-        k, batch=NQ, **kwargs
-    )  # the CLI searches all queries in one call
+    py_plan = index.explain(k, batch=NQ, **kwargs)  # the CLI searches all queries in one call
     assert cli_plan == py_plan
     itopk = max(kwargs.get("itopk_size", 64), k)
     assert f" k={k} itopk={itopk} " in py_plan
@@ -196,9 +190,7 @@ def test_explain_errors(files):
         cagra.explain_build(np.zeros((100, 4)))
     with pytest.raises(TypeError, match="row count only"):
         cagra.explain_build(x, np.float32)
-    with pytest.raises(
-        cagra.CagraError, match="graph_degree 64 needs at least 65 rows"
-    ):
+    with pytest.raises(cagra.CagraError, match="graph_degree 64 needs at least 65 rows"):
         cagra.explain_build(50)
     with pytest.raises(ValueError, match="2-D"):
         cagra.explain_build(x[0])

@@ -78,20 +78,14 @@ def test_search_releases_the_gil(setup):
     )
     if seconds < 0.2:
         pytest.skip(f"the search took only {seconds:.2f} s: too short to observe")
-    assert inside > 100, (
-        f"the main thread ran {inside} times during a {seconds:.2f} s search"
-    )
+    assert inside > 100, f"the main thread ran {inside} times during a {seconds:.2f} s search"
 
 
 def test_build_releases_the_gil(setup):
     data, _, _ = setup
     inside, seconds = runs_without_gil(
-        lambda: cagra.build(
-            data, graph_degree=32, intermediate_graph_degree=64, num_threads=1
-        )
+        lambda: cagra.build(data, graph_degree=32, intermediate_graph_degree=64, num_threads=1)
     )
     if seconds < 0.2:
         pytest.skip(f"the build took only {seconds:.2f} s: too short to observe")
-    assert inside > 100, (
-        f"the main thread ran {inside} times during a {seconds:.2f} s build"
-    )
+    assert inside > 100, f"the main thread ran {inside} times during a {seconds:.2f} s build"
