@@ -26,7 +26,14 @@ if [[ ! -x $PY_ENV/bin/python || $(cat "$PY_ENV/.python-id" 2>/dev/null) != "$py
   echo "$py_id" >"$PY_ENV/.python-id"
 fi
 pip=("$PY_ENV/bin/python" -m pip install -q --disable-pip-version-check)
-"${pip[@]}" "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest
+# ruff is pinned: a new release may add findings, which should come with a commit, not a CI run.
+"${pip[@]}" "nanobind>=2.0" "scikit-build-core>=0.10" numpy pytest ruff==0.17.6
+
+# Python lint ([tool.ruff] in pyproject.toml): any finding, or a file `ruff format` would change,
+# fails the script.
+"$PY_ENV/bin/ruff" check --no-cache python bench
+"$PY_ENV/bin/ruff" format --check --no-cache python bench
+
 CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)} "${pip[@]}" --no-build-isolation \
   --config-settings=build-dir="$BUILD_DIR/python" \
   --config-settings=cmake.define.CAGRA_CUDA="${CAGRA_CUDA:-AUTO}" .
