@@ -3,7 +3,8 @@
 # test labelled `cpu` with ctest. Exits non-zero on any failure. The `cuda` tests need a GPU and
 # run through the device scripts instead.
 #
-# Environment: BUILD_DIR (default build), CTEST_JOBS (default 2, the CI machine's core count).
+# Environment: BUILD_DIR (default build), CTEST_JOBS (default 2, the CI machine's core count);
+# CAGRA_CUDA and CAGRA_WERROR as for scripts/setup.sh (both builds, CMake's and pip's, take them).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,7 +37,8 @@ pip=("$PY_ENV/bin/python" -m pip install -q --disable-pip-version-check)
 
 CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)} "${pip[@]}" --no-build-isolation \
   --config-settings=build-dir="$BUILD_DIR/python" \
-  --config-settings=cmake.define.CAGRA_CUDA="${CAGRA_CUDA:-AUTO}" .
+  --config-settings=cmake.define.CAGRA_CUDA="${CAGRA_CUDA:-AUTO}" \
+  --config-settings=cmake.define.CAGRA_WERROR="${CAGRA_WERROR:-OFF}" .
 status=0
 CAGRA_CLI="$(cd "$BUILD_DIR" && pwd)/cagra" \
   "$PY_ENV/bin/python" -m pytest python/tests -q -rs -p no:cacheprovider || status=$?
