@@ -22,6 +22,8 @@
 
 #include <cagra/cagra.hpp>
 
+#include "core/io/common.hpp"
+
 // The payloads are written straight from (and read straight into) memory; that is only the
 // documented little-endian layout on a little-endian host.
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -242,6 +244,11 @@ void save(const index& idx, const std::string& path) {
   CAGRA_EXPECTS(idx.graph_degree() >= 1 && int64_t(idx.graph_degree()) < idx.size(),
                 "cagra::save('%s'): graph degree %u outside [1, rows - 1 = %lld]", path.c_str(),
                 idx.graph_degree(), (long long)idx.size() - 1);
+  // rename() would put a plain file in place of a FIFO or device node (as root, /dev/null).
+  const char* kind = io::detail::non_regular_kind(path);
+  CAGRA_EXPECTS(kind == nullptr,
+                "cagra::save: '%s' is %s, not a regular file; refusing to replace it", path.c_str(),
+                kind);
 
   header h;
   h.type = uint32_t(idx.storage_dtype());
@@ -283,6 +290,11 @@ void save(const index& idx, const std::string& path) {
   tmp.fd = -1;
   CAGRA_EXPECTS(::close(fd) == 0, "cagra::save: closing '%s' failed: %s", path.c_str(),
                 std::strerror(errno));
+  // Again right before the rename: the path may have become a FIFO or device since the start.
+  kind = io::detail::non_regular_kind(path);
+  CAGRA_EXPECTS(kind == nullptr,
+                "cagra::save: '%s' is %s, not a regular file; refusing to replace it", path.c_str(),
+                kind);
   CAGRA_EXPECTS(std::rename(tmp.path.c_str(), path.c_str()) == 0,
                 "cagra::save: cannot replace '%s': %s", path.c_str(), std::strerror(errno));
   tmp.keep = true;

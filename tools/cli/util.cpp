@@ -3,6 +3,7 @@
 // --force, is refused before any work starts), the progress display for long builds, and the
 // resources built from the common --backend/--threads options.
 #include <omp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,6 +38,18 @@ std::string file_part(const std::string& path) {
   return has_extension(before, ".hdf5") || has_extension(before, ".h5") ? before : path;
 }
 
+// What `path` is when it exists and is neither a regular file nor a folder (symlinks followed),
+// else nullptr.
+const char* special_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return nullptr;
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "a special file";
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   std::error_code ec;
   if (fs::exists(a, ec) && fs::exists(b, ec)) {
@@ -66,6 +79,13 @@ void check_output(const std::string& output, const std::vector<std::string>& inp
   std::error_code ec;
   if (fs::is_directory(output, ec)) {
     throw cagra::error("output '" + output + "' is a folder; give a file name");
+  }
+  // Never replaced, even with --force: writing through a temporary file and rename() would put a
+  // plain file in place of a FIFO or device node (as root, `-o /dev/null --force` would replace
+  // /dev/null), and appending (--json) to a device writes into it.
+  if (const char* kind = special_kind(output)) {
+    throw cagra::error("output '" + output + "' is " + kind +
+                       ", not a regular file; cagra writes only regular files, even with --force");
   }
   if (fs::exists(output, ec) && !force) {
     throw cagra::error("output '" + output + "' exists; add --force to replace it");

@@ -220,17 +220,35 @@ void input_file::seek(uint64_t offset) {
 
 // ---- output_file -------------------------------------------------------------------------------
 
+const char* non_regular_kind(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return nullptr;  // missing (or unreadable: open reports it)
+  switch (st.st_mode & S_IFMT) {
+    case S_IFREG: return nullptr;
+    case S_IFDIR: return "a directory";
+    case S_IFIFO: return "a FIFO";
+    case S_IFCHR: return "a character device";
+    case S_IFBLK: return "a block device";
+    case S_IFSOCK: return "a socket";
+    default: return "not a plain file";
+  }
+}
+
+void check_replaceable(const std::string& path) {
+  const char* kind = non_regular_kind(path);
+  if (kind == nullptr) return;
+  CAGRA_EXPECTS(std::strcmp(kind, "a directory") != 0,
+                "%s: is a directory, cannot write a file there", path.c_str());
+  CAGRA_FAIL("%s: is %s, not a regular file; refusing to replace it", path.c_str(), kind);
+}
+
 namespace {
 constexpr size_t kWriteBuffer = size_t{1} << 20;
 std::atomic<uint64_t> g_temp_counter{0};
 }  // namespace
 
 output_file::output_file(const std::string& target) : target_(target) {
-  struct stat st {};
-  if (::stat(target.c_str(), &st) == 0) {
-    CAGRA_EXPECTS(!S_ISDIR(st.st_mode), "%s: is a directory, cannot write a file there",
-                  target.c_str());
-  }
+  check_replaceable(target);
   std::filesystem::path p(target);
   std::string dir = p.parent_path().string();
   if (dir.empty()) dir = ".";
@@ -313,6 +331,12 @@ void output_file::commit() {
   int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail("close failed", errno);
+  // Checked again right before the rename: the target may have become a FIFO or device since.
+  if (non_regular_kind(target_) != nullptr) {
+    ::unlink(temp_.c_str());
+    temp_.clear();
+    check_replaceable(target_);
+  }
   if (::rename(temp_.c_str(), target_.c_str()) != 0)
     fail("cannot rename the temporary file", errno);
   committed_ = true;

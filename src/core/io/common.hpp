@@ -64,9 +64,19 @@ class input_file {
   uint64_t offset_ = 0;
 };
 
+/** What `path` names when it exists but is not a regular file, symlinks followed: "a directory",
+ *  "a FIFO", "a character device", "a block device", "a socket"; nullptr for a regular file or a
+ *  missing path. Writers refuse such a target even when asked to replace it: the rename() that
+ *  publishes a new file would put a plain file in place of the pipe or device node. */
+const char* non_regular_kind(const std::string& path);
+/** Throws "<path>: is <kind>, not a regular file; refusing to replace it" when
+ *  non_regular_kind(path) (a directory: "is a directory, cannot write a file there"). */
+void check_replaceable(const std::string& path);
+
 /** Writes a file under a temporary name in the target's folder and renames it over the target
  *  on commit(). Destroying it uncommitted (an exception) removes the temporary file, so an
- *  existing target is only ever replaced by a complete file. Writes are buffered. */
+ *  existing target is only ever replaced by a complete file. A target that exists and is not a
+ *  regular file (check_replaceable) is refused. Writes are buffered. */
 class output_file {
  public:
   explicit output_file(const std::string& target);
