@@ -60,13 +60,42 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
   s.initial_nodes = s.itopk + s.search_width * shape.degree * s.random_samplings;
 }
 
+/** The smallest visited hash (log2 of its slots) a search can run with, for the tables that are
+ *  emptied once half full (the CPU's, and the single-CTA kernel's in shared memory), keeping the
+ *  top-M ids: the table must hold the initial draws, the top-M plus one iteration's candidates,
+ *  and half a table plus the candidates. Below it linear probing meets a full table and never
+ *  ends (the search hung: issue 17). */
+uint32_t min_hash_bits(const search_plan& s, uint32_t n_cand) {
+  return ceil_log2(std::max<uint64_t>(
+      {2ull * n_cand, uint64_t{s.itopk} + n_cand + 1, uint64_t{s.initial_nodes} + 1, 256}));
+}
+
+/** `automatic` when hash_bits is 0, else the requested size (at most `cap`); an explicit size
+ *  below min_hash_bits is an error, an automatic one is raised to it. */
+uint32_t resolve_hash_bits(const search_params& p, const search_plan& s, uint32_t n_cand,
+                           uint32_t automatic, uint32_t cap) {
+  const uint32_t needed = min_hash_bits(s, n_cand);
+  if (p.hash_bits == 0) return std::max(automatic, needed);
+  CAGRA_EXPECTS(needed <= cap,
+                "internal error: the search needs a visited hash of 2^%u slots, above "
+                "the 2^%u this table takes",
+                needed, cap);
+  CAGRA_EXPECTS(
+      p.hash_bits >= needed,
+      "hash_bits %u is too small for this search: the visited hash must hold the initial "
+      "nodes (%u), itopk (%u) + search_width x graph_degree (%u) and twice the latter, so "
+      "it needs at least %u; use 0 (automatic) or a value in [%u, %u]",
+      p.hash_bits, s.initial_nodes, s.itopk, n_cand, needed, needed, cap);
+  return std::min(p.hash_bits, cap);
+}
+
 /** The CPU's visited hash (in the thread's heap): about 4 slots per node a query is expected
  *  to see (top-M x d, plus the initial draws), 2^8..2^20. */
 uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index_shape& shape) {
-  if (p.hash_bits) return p.hash_bits;
   const uint64_t expected = uint64_t{s.itopk} * shape.degree +
                             uint64_t{s.search_width} * shape.degree * s.random_samplings;
-  return std::clamp<uint32_t>(ceil_log2(4 * expected), 8, 20);
+  const uint32_t automatic = std::clamp<uint32_t>(ceil_log2(4 * expected), 8, 20);
+  return resolve_hash_bits(p, s, s.search_width * shape.degree, automatic, 24);
 }
 
 /** Team size (paper §IV-B1): about four 16-byte loads per lane (row chunks / 4, rounded to a
@@ -89,15 +118,11 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
                 s.itopk, gpu::kSingleCtaMaxItopk);
   const uint32_t n_cand = s.search_width * shape.degree;
   // Auto: about 8 slots per entry of top-M + candidates (a few iterations between resets; the
-  // paper: 2^8..2^13 slots, <= 4 KB per query at itopk 64); an explicit size capped at 2^13.
-  // Never below what keeps linear probing finite: a reset happens at half fill, so
-  // 2^bits >= 2 * candidates and > top-M + candidates (and > the initial nodes).
-  const uint32_t wanted = p.hash_bits == 0
-                              ? std::clamp<uint32_t>(ceil_log2(8ull * (s.itopk + n_cand)), 8, 13)
-                              : std::min(p.hash_bits, gpu::kSingleCtaMaxHashBits);
-  const uint32_t needed = ceil_log2(std::max<uint64_t>(
-      {2ull * n_cand, uint64_t{s.itopk} + n_cand + 1, uint64_t{s.initial_nodes} + 1, 256}));
-  s.hash_bits = std::max(wanted, needed);
+  // paper: 2^8..2^13 slots, <= 4 KB per query at itopk 64), never below min_hash_bits; an
+  // explicit size capped at 2^13 (shared memory).
+  const uint32_t automatic = std::clamp<uint32_t>(ceil_log2(8ull * (s.itopk + n_cand)), 8, 13);
+  s.hash_bits = resolve_hash_bits(p, s, n_cand, automatic,
+                                  std::max(gpu::kSingleCtaMaxHashBits, min_hash_bits(s, n_cand)));
   s.team_size = auto_team_size(p, shape);
   s.ctas_per_query = 1;
   // CTA size: about two candidates per team per iteration, 64..256 threads; the CTA-wide merge

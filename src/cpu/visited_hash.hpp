@@ -30,12 +30,14 @@ class visited_hash {
     }
     count_ = 0;
   }
-  /** Inserts `id`; returns true if it was not there yet. */
+  /** Inserts `id`; returns true if it was not there yet. The plan sizes the table so that it is
+   *  never full (core/plan.cpp, min_hash_bits); the probe count is bounded all the same, and a
+   *  full table answers "there" (the node is skipped) instead of probing forever. */
   bool insert(uint32_t id) {
     const uint64_t tag = uint64_t{gen_} << 32;
     const size_t mask = slots_.size() - 1;
     size_t h = cagra::bits::hash_home(id, bits_);
-    for (;;) {
+    for (size_t probe = 0; probe <= mask; ++probe) {
       uint64_t s = slots_[h];
       if ((s & ~uint64_t{0xFFFFFFFFu}) != tag) {
         slots_[h] = tag | id;
@@ -45,6 +47,7 @@ class visited_hash {
       if (static_cast<uint32_t>(s) == id) return false;
       h = (h + 1) & mask;
     }
+    return false;
   }
   /** More than half full: probing gets slow and a full table would loop forever. */
   bool nearly_full() const { return 2 * size_t{count_} >= slots_.size(); }

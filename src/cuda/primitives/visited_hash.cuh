@@ -15,16 +15,19 @@ namespace cagra::cuda::dev {
 
 constexpr uint32_t kEmptySlot = 0xFFFFFFFFu;
 
-/** Inserts `id`; true if it was not there. The table must never be full (the caller's sizing). */
+/** Inserts `id`; true if it was not there. The plan sizes the table so that it is never full
+ *  (core/plan.cpp, min_hash_bits); the probes are bounded all the same, and a full table answers
+ *  "there" (the node is skipped) instead of probing forever. */
 __device__ __forceinline__ bool hash_insert(uint32_t* table, uint32_t bits, uint32_t id) {
   const uint32_t mask = (1u << bits) - 1u;
   uint32_t h = bits::hash_home(id, bits);
-  for (;;) {
+  for (uint32_t probe = 0; probe <= mask; ++probe) {
     const uint32_t old = atomicCAS(table + h, kEmptySlot, id);
     if (old == kEmptySlot) return true;
     if (old == id) return false;
     h = (h + 1) & mask;
   }
+  return false;
 }
 
 /** Empties the table (the calling group strides over it; the caller synchronizes). */
