@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: configure with the CUDA backend (sm_90), build with
-# all cores, run the `cuda` tests, compute-sanitizer memcheck and racecheck on one small GPU test,
+# all cores, run the `cuda` tests, compute-sanitizer memcheck, racecheck, initcheck and synccheck
+# on the small GPU cases that reach every kernel path (and memcheck on the robustness cases),
 # then the `cpu` tests; every log goes to $OUT and a short summary is printed last (the tool
 # returns only the tail of the output). Exit status: 0 when every step passed.
 #
@@ -55,18 +56,18 @@ BIN="$BUILD_DIR/tests/cagra_cuda_tests"
 if [ $built -eq 0 ]; then
   # Sequential and verbose: the tests print recall and QPS lines that the summary collects.
   step "ctest -L cuda" ctest-cuda.log ctest --test-dir "$BUILD_DIR" -L cuda -V --timeout 300
-  step "memcheck" memcheck.log timeout 300 "$SANITIZER" --tool memcheck --error-exitcode 1 \
-    "$BIN" --gtest_filter=CudaSearch.SanitizerCase
-  step "racecheck" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
-    "$BIN" --gtest_filter=CudaSearch.SanitizerCase
-  step "memcheck multi-CTA" memcheck.log timeout 300 "$SANITIZER" --tool memcheck --error-exitcode 1 \
-    "$BIN" --gtest_filter=CudaMultiCta.SanitizerCase
-  step "racecheck multi-CTA" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
-    "$BIN" --gtest_filter=CudaMultiCta.SanitizerCase
-  step "memcheck device-mem" memcheck.log timeout 300 "$SANITIZER" --tool memcheck --error-exitcode 1 \
-    "$BIN" --gtest_filter=CudaDevice.ClearErrors
-  step "racecheck device-mem" racecheck.log timeout 300 "$SANITIZER" --tool racecheck --error-exitcode 1 \
-    "$BIN" --gtest_filter=CudaDevice.ClearErrors
+  # compute-sanitizer's four tools over the cases built to reach every kernel path quickly
+  # (a whole-suite run under racecheck takes hours); memcheck also over the robustness cases
+  # (out of device memory, eight threads on one index).
+  cases=(CudaSearch.SanitizerCase CudaMultiCta.SanitizerCase CudaDevice.ClearErrors)
+  for tool in memcheck racecheck initcheck synccheck; do
+    for c in "${cases[@]}"; do
+      step "$tool $c" "$tool.log" timeout 400 "$SANITIZER" --tool "$tool" --error-exitcode 1 \
+        "$BIN" --gtest_filter="$c"
+    done
+  done
+  step "memcheck robustness" memcheck.log timeout 400 "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BIN" --gtest_filter='CudaRobustness.*'
   # The Python package against the CUDA build: numpy, torch and cupy (all in the device image).
   if [ "${SKIP_PYTHON:-0}" != 1 ] && python3 -c "import nanobind, scikit_build_core" 2>/dev/null; then
     rm -rf /tmp/cagra-site
@@ -92,7 +93,7 @@ fi
     grep -h -E "tests passed|tests failed" "$OUT/$log" | sed "s/^/$log: /"
     sed -n '/The following tests FAILED/,$p' "$OUT/$log" | grep -E "^\s+[0-9]+ - " | sed "s/^/$log: /"
   done
-  for log in memcheck.log racecheck.log; do
+  for log in memcheck.log racecheck.log initcheck.log synccheck.log; do
     [ -f "$OUT/$log" ] && grep -h "ERROR SUMMARY\|RACECHECK SUMMARY" "$OUT/$log" | sed "s/^/$log: /"
   done
   [ -f "$OUT/ctest-cuda.log" ] && grep -h -E "\[ (cuda|bench) +\]" "$OUT/ctest-cuda.log" | sed 's/^[0-9]*: //'
