@@ -216,6 +216,48 @@ void read_all(int fd, void* data, size_t n, checksum* sum, const std::string& pa
   if (sum) sum->update(data, total);
 }
 
+// Index of the first of `n` floating-point values (bit patterns `Bits`, exponent mask `kExp`) that
+// is NaN or infinite (exponent all ones), or n when every one is finite. The fixed-length inner
+// loop (an OR of compares) vectorizes, so the scan runs at memory speed, like the checksum.
+template <typename Bits, Bits kExp>
+uint64_t first_non_finite(const Bits* v, uint64_t n) {
+  constexpr uint64_t kBlock = 1024;
+  uint64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    Bits any = 0;
+    for (uint64_t j = 0; j < kBlock; ++j) any |= Bits((v[i + j] & kExp) == kExp);
+    if (any) break;  // the loop below finds it
+  }
+  for (; i < n; ++i)
+    if ((v[i] & kExp) == kExp) return i;
+  return n;
+}
+
+// first_non_finite for `n` elements of storage type `t`; n for the integer types.
+uint64_t first_non_finite(dtype t, const void* data, uint64_t n) {
+  if (t == dtype::f32)
+    return first_non_finite<uint32_t, 0x7F800000u>(static_cast<const uint32_t*>(data), n);
+  if (t == dtype::f16)
+    return first_non_finite<uint16_t, 0x7C00u>(static_cast<const uint16_t*>(data), n);
+  return n;
+}
+
+// "NaN", "+Inf" or "-Inf" for a non-finite f32/f16 bit pattern.
+const char* non_finite_name(dtype t, const void* value) {
+  uint32_t bits = 0, mantissa = 0, sign = 0;
+  if (t == dtype::f32) {
+    std::memcpy(&bits, value, 4);
+    mantissa = bits & 0x007FFFFFu;
+    sign = bits >> 31;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, value, 2);
+    mantissa = h & 0x03FFu;
+    sign = uint32_t(h >> 15);
+  }
+  return mantissa != 0 ? "NaN" : sign ? "-Inf" : "+Inf";
+}
+
 // Closes the file descriptor it holds (load's input file) on every exit path.
 struct fd_closer {
   int fd;
@@ -391,7 +433,24 @@ index load(const std::string& path) {
   checksum sum;
   sum.update(head, kHeaderSize);
   host_matrix vectors(dtype(h.type), int64_t(h.rows), int64_t(h.dim));
-  read_all(fd, vectors.data(), want_vec, &sum, path);
+  // The vectors are read in slices that stay in cache for the checksum and the finiteness scan
+  // that follow each read, so the scan adds little to the load (docs/index_format.md). A NaN or
+  // infinite value is remembered and reported after the checksum: a damaged file is "corrupted",
+  // whatever value the damage happens to produce.
+  const dtype vtype = dtype(h.type);
+  const size_t esize = dtype_size(vtype);
+  const uint64_t count = h.rows * h.dim;
+  uint64_t bad_value = count;                 // index of the first non-finite element
+  constexpr size_t kSlice = size_t{1} << 20;  // a multiple of every element size
+  auto* vbytes = static_cast<uint8_t*>(vectors.data());
+  for (uint64_t off = 0; off < want_vec; off += kSlice) {
+    const size_t n = size_t(std::min<uint64_t>(kSlice, want_vec - off));
+    read_all(fd, vbytes + off, n, &sum, path);
+    if (bad_value == count) {
+      const uint64_t at = first_non_finite(vtype, vbytes + off, n / esize);
+      if (at < n / esize) bad_value = off / esize + at;
+    }
+  }
   std::vector<uint32_t> graph(size_t(h.rows) * h.degree);
   read_all(fd, graph.data(), want_graph, &sum, path);
   uint8_t tail[kChecksumSize];
@@ -401,6 +460,14 @@ index load(const std::string& path) {
                 "cagra::load: '%s' is corrupted: checksum mismatch (stored 0x%016llx, computed "
                 "0x%016llx)",
                 f, (unsigned long long)stored, (unsigned long long)computed);
+  // Search compares distances: one NaN makes every comparison false and every result invalid.
+  if (bad_value < count) {
+    CAGRA_FAIL(
+        "cagra::load: '%s': vector row %llu, column %llu is %s; an index's vectors must be "
+        "finite (the file was not written by cagra::save, or was damaged before it was sealed)",
+        f, (unsigned long long)(bad_value / h.dim), (unsigned long long)(bad_value % h.dim),
+        non_finite_name(vtype, vbytes + bad_value * esize));
+  }
 
   // Report the first bad id with its position (the index constructor would only say "bad id").
   const uint32_t n = uint32_t(h.rows);

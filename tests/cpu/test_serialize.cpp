@@ -336,6 +336,72 @@ TEST(Serialize, GraphIdOutOfRangeWithValidChecksum) {
   expect_load_error(f, "badid2.cagra", "not below rows");
 }
 
+// Issue 17, defect 6: vectors that are NaN or infinite under a valid checksum (a file written by
+// another tool, or damaged before it was sealed) are refused, naming the row and column. Before,
+// such an index loaded and every search returned only invalid ids.
+TEST(Serialize, NonFiniteVectorsWithValidChecksum) {
+  sample_file s = valid_file();  // 100 x 8 f32
+  struct bad_value {
+    const char* name;
+    uint32_t bits;
+    const char* what;
+  };
+  const bad_value f32_cases[] = {{"nan", 0x7FC00000u, "is NaN"},
+                                 {"snan", 0x7F800001u, "is NaN"},
+                                 {"neg_nan", 0xFFC00000u, "is NaN"},
+                                 {"inf", 0x7F800000u, "is +Inf"},
+                                 {"ninf", 0xFF800000u, "is -Inf"}};
+  for (const bad_value& c : f32_cases) {
+    SCOPED_TRACE(c.name);
+    // The first and last elements (the edges of the scan) and one in the middle.
+    for (const size_t at : {size_t{0}, size_t{37 * 8 + 5}, size_t{100 * 8 - 1}}) {
+      std::vector<uint8_t> f = s.bytes;
+      put_u32(f, s.vectors_at + 4 * at, c.bits);
+      reseal(f);
+      const std::string where =
+          "row " + std::to_string(at / 8) + ", column " + std::to_string(at % 8) + " " + c.what;
+      expect_load_error(f, std::string("f32_") + c.name + ".cagra", where);
+    }
+  }
+  // f16: exponent all ones is Inf (mantissa 0) or NaN.
+  std::string p = temp_path("finite_f16.cagra");
+  cagra::save(random_index(cagra::dtype::f16, cagra::metric::l2, 60, 8, 4, 3), p);
+  const std::vector<uint8_t> h = read_bytes(p);
+  for (const auto& c : {std::pair<uint16_t, const char*>{0x7E00, "row 59, column 7 is NaN"},
+                        {0x7C00, "row 59, column 7 is +Inf"},
+                        {0xFC00, "row 59, column 7 is -Inf"}}) {
+    std::vector<uint8_t> f = h;
+    const size_t at = 64 + 2 * (59 * 8 + 7);
+    f[at] = uint8_t(c.first);
+    f[at + 1] = uint8_t(c.first >> 8);
+    reseal(f);
+    expect_load_error(f, "f16_bad.cagra", c.second);
+  }
+  // A damaged file is reported as corrupted (the checksum), not by the value it happens to hold.
+  std::vector<uint8_t> f = s.bytes;
+  put_u32(f, s.vectors_at, 0x7FC00000u);
+  expect_load_error(f, "nan_unsealed.cagra", "checksum mismatch");
+  // The extremes of the finite range still load: the largest values and subnormals.
+  f = s.bytes;
+  put_u32(f, s.vectors_at, 0x7F7FFFFFu);
+  put_u32(f, s.vectors_at + 4, 0xFF7FFFFFu);
+  put_u32(f, s.vectors_at + 8, 0x00000001u);
+  reseal(f);
+  p = temp_path("finite_extremes.cagra");
+  write_bytes(p, f);
+  EXPECT_EQ(cagra::load(p).size(), 100);
+  // The input the fuzzer found (a valid checksum over NaN vectors), when the shared data has it.
+  const std::string found = cagra::test::shared_data_dir() + "/regress/vectors_nan.cagra";
+  if (fs::exists(found)) {
+    try {
+      cagra::load(found);
+      ADD_FAILURE() << found << " loaded";
+    } catch (const cagra::error& e) {
+      EXPECT_NE(std::string(e.what()).find("is NaN"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Serialize, SaveIntoMissingFolderThrows) {
   std::string dir = temp_path("no_such_folder");
   std::string p = dir + "/index.cagra";
