@@ -435,7 +435,28 @@ nb::tuple read_neighbors(const std::string& path) {
 
 NB_MODULE(_cagra, m) {
   m.doc() = "Binding of the cagra C++ library; use the `cagra` package, not this module.";
-  nb::exception<cagra::error>(m, "CagraError", PyExc_ValueError);
+  nb::exception<cagra::error> cagra_error(m, "CagraError", PyExc_ValueError);
+  // nb::exception's translator sets the message with PyErr_SetString, which decodes strictly: a
+  // byte that is not UTF-8 would raise UnicodeDecodeError instead of CagraError. The library
+  // escapes the file bytes it quotes, so its messages are ASCII; should one still hold such a
+  // byte, this translator (registered later, so tried first) shows it as \xNN.
+  nb::register_exception_translator(
+      [](const std::exception_ptr& p, void* type) {
+        try {
+          std::rethrow_exception(p);
+        } catch (const cagra::error& e) {
+          const std::string what = e.what();
+          PyObject* msg =
+              PyUnicode_DecodeUTF8(what.data(), Py_ssize_t(what.size()), "backslashreplace");
+          if (msg == nullptr) {  // cannot happen with backslashreplace; never lose the error
+            PyErr_Clear();
+            msg = PyUnicode_FromString("cagra error (message not decodable)");
+          }
+          PyErr_SetObject(static_cast<PyObject*>(type), msg);
+          Py_XDECREF(msg);
+        }
+      },
+      cagra_error.ptr());
   m.attr("built_with_cuda") =
 #ifdef CAGRA_PY_CUDA
       true;
@@ -533,6 +554,12 @@ NB_MODULE(_cagra, m) {
         "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,
         "num_threads"_a);
+  m.def(
+      "_raise_error",
+      [](const nb::bytes& what) { throw cagra::error(std::string(what.c_str(), what.size())); },
+      "what"_a,
+      "Raises CagraError with these bytes as the message (the tests' check of the "
+      "message translation).");
   m.def(
       "_host_copies", [] { return g_host_copies.load(); },
       "Device -> host copies of CUDA arrays made so far (build, brute_force, optimize; never "

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <new>
@@ -135,6 +136,22 @@ path_spec parse_path(const std::string& path) {
     return spec;
   }
   CAGRA_FAIL("%s: unknown file extension; supported: %s", path.c_str(), supported_extensions());
+}
+
+std::string quote_bytes(const std::string& bytes, size_t max_chars) {
+  std::string out;
+  for (const char ch : bytes) {
+    const auto c = static_cast<unsigned char>(ch);
+    char piece[5] = {ch, '\0'};  // the longest piece is "\xNN"
+    if (c == '\\') {
+      std::memcpy(piece, "\\\\", 3);
+    } else if (c < 0x20 || c > 0x7E) {
+      std::snprintf(piece, sizeof piece, "\\x%02x", c);
+    }
+    if (out.size() + std::strlen(piece) > max_chars) return out + "...";
+    out += piece;
+  }
+  return out;
 }
 
 uint64_t mul_checked(uint64_t a, uint64_t b, const std::string& path, const char* what) {

@@ -33,6 +33,13 @@ const char* format_name(format f);
 /** The extensions every reader accepts, for "unknown extension" messages. */
 const char* supported_extensions();
 
+/** Bytes from a file made safe to quote in an error message: printable ASCII as is (a backslash
+ *  doubled), every other byte as \xNN, cut after `max_chars` characters of output with "..."
+ *  appended. Every message that quotes file contents goes through it, so that a hostile file
+ *  cannot put terminal escapes, control bytes, invalid UTF-8 (a UnicodeDecodeError in Python) or
+ *  kilobytes of text on the one error line. */
+std::string quote_bytes(const std::string& bytes, size_t max_chars = 80);
+
 /** a * b, throwing "<path>: <what> overflows" when it does not fit in 64 bits. */
 uint64_t mul_checked(uint64_t a, uint64_t b, const std::string& path, const char* what);
 

@@ -55,7 +55,8 @@ class dict_parser {
         h.shape = tuple_value();
         h.has_shape = true;
       } else {
-        CAGRA_FAIL("%s: bad .npy header: unexpected key '%s'", path_.c_str(), key.c_str());
+        CAGRA_FAIL("%s: bad .npy header: unexpected key '%s'", path_.c_str(),
+                   quote_bytes(key, 40).c_str());
       }
       if (!eat(',')) {
         expect('}');
@@ -81,17 +82,22 @@ class dict_parser {
     ++i_;
     return true;
   }
+  // The header text around offset `at`, escaped and short (quote_bytes): a garbled header may
+  // be 64 KB of anything.
+  std::string near(size_t at) const {
+    const size_t from = at > 30 ? at - 30 : 0;
+    return (from > 0 ? "..." : "") + quote_bytes(s_.substr(from, 200), 80);
+  }
   void expect(char c) {
-    CAGRA_EXPECTS(eat(c), "%s: bad .npy header: expected '%c' at offset %zu of \"%s\"",
-                  path_.c_str(), c, i_, s_.c_str());
+    CAGRA_EXPECTS(eat(c), "%s: bad .npy header: expected '%c' at offset %zu, near \"%s\"",
+                  path_.c_str(), c, i_, near(i_).c_str());
   }
   std::string string_value() {
     skip_ws();
     char q = peek();
     CAGRA_EXPECTS(q == '\'' || q == '"',
-                  "%s: bad .npy header: expected a quoted string at "
-                  "offset %zu of \"%s\"",
-                  path_.c_str(), i_, s_.c_str());
+                  "%s: bad .npy header: expected a quoted string at offset %zu, near \"%s\"",
+                  path_.c_str(), i_, near(i_).c_str());
     size_t end = s_.find(q, i_ + 1);
     CAGRA_EXPECTS(end != std::string::npos, "%s: bad .npy header: unterminated string",
                   path_.c_str());
@@ -163,11 +169,11 @@ npy_type parse_descr(const std::string& path, const std::string& descr) {
   CAGRA_EXPECTS(known,
                 "%s: unsupported dtype '%s' (supported: <f4, <f2, <f8, |u1, |i1, <i4, "
                 "<u4; <i8, <u8 for neighbor ids)",
-                path.c_str(), descr.c_str());
+                path.c_str(), quote_bytes(descr, 40).c_str());
   CAGRA_EXPECTS(order != '>' || t.file_size == 1,
                 "%s: big-endian dtype '%s' is not supported; "
                 "save it little-endian (arr.astype('<%s'))",
-                path.c_str(), descr.c_str(), d.c_str());
+                path.c_str(), quote_bytes(descr, 40).c_str(), quote_bytes(d, 40).c_str());
   return t;
 }
 
@@ -177,7 +183,7 @@ dtype matrix_dtype(const std::string& path, const std::string& descr, npy_type t
   CAGRA_EXPECTS(t.file_size == 4,
                 "%s: dtype '%s' (64-bit integers) is only read as neighbor ids "
                 "(read_neighbors)",
-                path.c_str(), descr.c_str());
+                path.c_str(), quote_bytes(descr, 40).c_str());
   return t.kind == 'u' ? dtype::u32 : dtype::i32;
 }
 
@@ -280,8 +286,9 @@ host_matrix read_npy(const std::string& path, bool as_ids) {
   CAGRA_EXPECTS(f.remaining() >= data_bytes,
                 "%s: truncated body: shape %llu x %llu of '%s' needs "
                 "%llu bytes of data, the file has %llu",
-                path.c_str(), (unsigned long long)rows, (unsigned long long)cols, h.descr.c_str(),
-                (unsigned long long)data_bytes, (unsigned long long)f.remaining());
+                path.c_str(), (unsigned long long)rows, (unsigned long long)cols,
+                quote_bytes(h.descr, 40).c_str(), (unsigned long long)data_bytes,
+                (unsigned long long)f.remaining());
   CAGRA_EXPECTS(f.remaining() == data_bytes, "%s: trailing garbage: %llu bytes after the data",
                 path.c_str(), (unsigned long long)(f.remaining() - data_bytes));
 
@@ -290,7 +297,7 @@ host_matrix read_npy(const std::string& path, bool as_ids) {
     CAGRA_EXPECTS(t.kind != 'f' && t.file_size >= 4,
                   "%s: neighbor ids must be integers (<i4, "
                   "<u4, <i8, <u8); the file holds '%s'",
-                  path.c_str(), h.descr.c_str());
+                  path.c_str(), quote_bytes(h.descr, 40).c_str());
     out_type = dtype::u32;
   } else {
     out_type = matrix_dtype(path, h.descr, t);
