@@ -28,12 +28,13 @@ DLPack producer such as torch or cupy). Arrays in host memory are used in place.
 are accepted when the CUDA backend is built: :meth:`Index.search` reads CUDA queries in place
 on the GPU and returns CUDA results (no host copy); :func:`build`, :func:`brute_force` and
 :func:`optimize` copy CUDA arrays to the host first (the build itself runs on the GPU when
-``backend`` is ``"auto"`` or ``"cuda"`` and one is visible). Other dtypes and
-non-contiguous arrays are refused, never silently converted.
+``backend`` is ``"auto"`` or ``"cuda"`` and one is visible). Other dtypes (object arrays
+included), big-endian, empty and non-contiguous arrays are refused, never silently converted.
 
 Errors: ``CagraError`` (a subclass of ``ValueError``) carries the C++ library's message for
-invalid parameters, data and files; wrong array types raise ``TypeError``, wrong shapes and
-layouts ``ValueError``; an allocation failure ``MemoryError``; anything else ``RuntimeError``.
+invalid parameters, data and files (an empty array included); wrong array types (object arrays
+included) raise ``TypeError``, wrong shapes, layouts and byte orders ``ValueError``; an
+allocation failure ``MemoryError``; anything else ``RuntimeError``.
 The GIL is released while the library works, so searches in several Python threads run in
 parallel.
 """
@@ -175,8 +176,23 @@ def _threads(value: Any) -> int:
 
 
 def _vectors(x: ArrayLike, name: str) -> ArrayLike:
-    # Dtype, shape, layout and device are checked by the extension, for every producer alike.
-    if isinstance(x, np.ndarray) or hasattr(x, "__dlpack__"):
+    # Dtype, shape, layout and device are checked by the extension, for every producer alike;
+    # numpy arrays whose dtype is not a vector dtype are checked here first, because numpy cannot
+    # hand object, string, structured or big-endian arrays over DLPack and the extension would
+    # only see "incompatible function arguments" and its signature.
+    if isinstance(x, np.ndarray):
+        if x.dtype.newbyteorder("=") not in _DTYPES.values():
+            raise TypeError(
+                f"{name} has dtype {x.dtype.name}; cagra takes float32, float16, uint8 or int8 "
+                f"vectors (convert with x.astype(numpy.float32))"
+            )
+        if not x.dtype.isnative:
+            raise ValueError(
+                f"{name} is big-endian (dtype {x.dtype.str!r}); cagra takes native (little-endian) "
+                f"arrays: convert with x.astype(x.dtype.newbyteorder('='))"
+            )
+        return x
+    if hasattr(x, "__dlpack__"):
         return x
     raise TypeError(
         f"{name} must be a 2-D array (numpy, or cupy/torch through DLPack), not "

@@ -105,6 +105,11 @@ class vectors_in {
     const cagra::dtype t = vector_dtype(array_.dtype(), what);
     const auto rows = static_cast<int64_t>(array_.shape(0));
     const auto cols = static_cast<int64_t>(array_.shape(1));
+    // Before the layout check: numpy gives an empty array strides that look non-contiguous, and
+    // "not C-contiguous" would send the caller to fix the wrong thing.
+    if (rows == 0 || cols == 0)
+      throw cagra::error(what_ + " is empty (shape " + format_shape(array_) +
+                         "): it needs at least one row and one column");
     const bool row_major =
         (rows <= 1 || array_.stride(0) == cols) && (cols <= 1 || array_.stride(1) == 1);
     if (!row_major) {

@@ -4,6 +4,10 @@ UnicodeDecodeError, a raw nanobind signature dump or a dead interpreter."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import cagra
@@ -133,3 +137,88 @@ def test_index_with_nan_vectors_is_refused(tmp_path):
     if found is not None:
         with pytest.raises(cagra.CagraError, match="is NaN"):
             cagra.load(found)
+
+
+# ---- defect 8a: a save killed with SIGKILL leaves a temporary, the next save removes it ----------
+
+
+def test_next_save_removes_the_temporary_of_a_killed_save(tmp_path):
+    path = tmp_path / "killed.cagra"
+    # A child process saves a 32 MB index over and over; it is killed while a temporary exists.
+    code = (
+        "import sys, numpy as np, cagra\n"
+        "x = np.random.default_rng(6).random((200, 40_000), dtype=np.float32)\n"
+        "idx = cagra.build(x, graph_degree=4, intermediate_graph_degree=8, backend='cpu')\n"
+        "print('ready', flush=True)\n"
+        "while True:\n"
+        "    idx.save(sys.argv[1])\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.readline().strip() == b"ready"
+        deadline = time.monotonic() + 60
+        temps = []
+        while not temps and time.monotonic() < deadline:
+            temps = list(tmp_path.glob("killed.cagra.tmp.*"))
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    temps = list(tmp_path.glob("killed.cagra.tmp.*"))
+    assert temps, "no temporary file was caught mid-save"
+    # Written a minute ago (a writer whose pid we cannot see keeps writing: recent files stay).
+    old = time.time() - 120
+    for t in temps:
+        os.utime(t, (old, old))
+    data = np.random.default_rng(6).random((100, 8), dtype=np.float32)
+    cagra.build(data, graph_degree=4, intermediate_graph_degree=8).save(path)
+    assert list(tmp_path.glob("killed.cagra.tmp.*")) == []
+    assert cagra.load(path).size == 100
+
+
+# ---- defect 8c: arrays that are empty, big-endian or of Python objects ---------------------------
+
+
+@pytest.fixture(scope="module")
+def small_index():
+    data = np.random.default_rng(7).random((100, 8), dtype=np.float32)
+    return data, cagra.build(data, graph_degree=4, intermediate_graph_degree=8)
+
+
+def test_empty_arrays_are_reported_as_empty(small_index):
+    data, index = small_index
+    for empty in (np.zeros((0, 8), np.float32), np.empty((0, 8), np.float32), data[:0]):
+        with pytest.raises(cagra.CagraError, match=r"queries is empty \(shape \(0, 8\)\)"):
+            index.search(empty, 3)
+        with pytest.raises(cagra.CagraError, match=r"dataset is empty \(shape \(0, 8\)\)"):
+            cagra.build(empty, graph_degree=4, intermediate_graph_degree=8)
+    with pytest.raises(cagra.CagraError, match=r"dataset is empty \(shape \(5, 0\)\)"):
+        cagra.brute_force(np.zeros((5, 0), np.float32), data, 3)
+
+
+def test_big_endian_arrays_get_a_clear_message(small_index):
+    data, index = small_index
+    for dt in (">f4", ">f2"):
+        big = data.astype(dt)
+        with pytest.raises(ValueError, match="queries is big-endian") as err:
+            index.search(big, 3)
+        assert "incompatible function arguments" not in str(err.value)
+        with pytest.raises(ValueError, match="dataset is big-endian"):
+            cagra.build(big, graph_degree=4, intermediate_graph_degree=8)
+    # Converted as the message says, it works.
+    big = data.astype(">f4")
+    ids, _ = index.search(big.astype(big.dtype.newbyteorder("=")), 3)
+    assert ids.shape == (100, 3)
+
+
+@pytest.mark.parametrize("dt", [object, "U4", [("a", "<f4"), ("b", "<f4")], ">i8"])
+def test_object_and_other_unsupported_numpy_dtypes(small_index, dt):
+    data, index = small_index
+    bad = data.astype(dt)
+    with pytest.raises(TypeError, match="float32, float16, uint8 or int8") as err:
+        index.search(bad, 3)
+    assert "incompatible function arguments" not in str(err.value)
+    with pytest.raises(TypeError, match="dataset has dtype"):
+        cagra.build(bad)
+    with pytest.raises(TypeError, match="float32, float16, uint8 or int8"):
+        cagra.brute_force(data, bad, 3)

@@ -303,6 +303,12 @@ void save(const index& idx, const std::string& path) {
   uint8_t head[kHeaderSize];
   h.encode(head);
 
+  // Temporaries of this path left by saves that were killed (kill -9, a crash) would stay
+  // forever, each as large as the index: remove those whose process is gone.
+  const size_t slash = path.find_last_of('/');
+  io::detail::remove_stale_temporaries(
+      parent_dir(path), (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp.",
+      '.');
   // A per-process counter keeps concurrent saves to the same path from one process apart;
   // O_EXCL makes sure we never write into somebody else's temporary file.
   static std::atomic<uint64_t> counter{0};

@@ -1,5 +1,8 @@
 // Readers facing hostile files (issue 17): error messages that quote bytes from a file are
-// escaped and truncated (defect 7).
+// escaped and truncated (defect 7), and gzip IDX files with bytes after the gzip member are
+// rejected like every other format with trailing bytes (defect 8b).
+#include <zlib.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -103,6 +106,89 @@ TEST(ReaderMessages, FuzzedNonUtf8Npy) {
   const std::string msg = error_of([&] { io::read_matrix(found); });
   EXPECT_TRUE(printable_ascii(msg)) << msg;
   EXPECT_NE(msg.find("bad .npy header"), std::string::npos) << msg;
+}
+
+// ---- defect 8b: bytes after the gzip member of an IDX file
+// ---------------------------------------
+
+// The gzip member (RFC 1952) of `data`, made with zlib.
+std::vector<uint8_t> gzip(const std::vector<uint8_t>& data) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::vector<uint8_t> out(deflateBound(&z, data.size()) + 64);
+  z.next_in = const_cast<uint8_t*>(data.data());
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = out.data();
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// A u8 IDX file: 3 rows of 2 x 2 values.
+std::vector<uint8_t> small_idx() {
+  std::vector<uint8_t> b = {0, 0, 0x08, 3, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 2};
+  for (uint8_t v = 0; v < 12; ++v) b.push_back(v * 10);
+  return b;
+}
+
+std::vector<uint8_t> operator+(std::vector<uint8_t> a, const std::vector<uint8_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(ReaderGzip, BytesAfterTheGzipMemberAreRejected) {
+  const std::vector<uint8_t> gz = gzip(small_idx());
+  const struct {
+    const char* name;
+    std::vector<uint8_t> tail;
+  } cases[] = {{"text", {'g', 'a', 'r', 'b', 'a', 'g', 'e', '!'}},
+               {"one_byte", {0x42}},
+               {"zeros", std::vector<uint8_t>(16, 0)},
+               {"lone_magic", {0x1f}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string p = temp_path(std::string("tail_") + c.name + ".idx.gz");
+    write_bytes(p, gz + c.tail);
+    const std::string msg = error_of([&] { io::read_matrix(p); });
+    EXPECT_NE(msg.find(p), std::string::npos) << msg;
+    EXPECT_NE(msg.find("trailing"), std::string::npos) << msg;
+  }
+  // A second gzip member that is damaged is corrupt data, not a valid continuation.
+  const std::string p = temp_path("tail_bad_member.idx.gz");
+  write_bytes(p, gz + std::vector<uint8_t>{0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 3, 0xde, 0xad});
+  EXPECT_FALSE(error_of([&] { io::read_matrix(p); }).empty());
+}
+
+TEST(ReaderGzip, ValidFilesStillRead) {
+  const std::vector<uint8_t> raw = small_idx();
+  // One member, and the same bytes split over two members (`cat a.gz b.gz`, valid gzip).
+  const std::vector<uint8_t> head(raw.begin(), raw.begin() + 20), tail(raw.begin() + 20, raw.end());
+  for (const auto& file : {gzip(raw), gzip(head) + gzip(tail)}) {
+    const std::string p = temp_path("valid.idx.gz");
+    write_bytes(p, file);
+    const host_matrix m = io::read_matrix(p);
+    ASSERT_EQ(m.rows(), 3);
+    ASSERT_EQ(m.cols(), 4);
+    EXPECT_EQ(m.as<uint8_t>().data[11], 110);
+  }
+  // Truncated and damaged streams are still reported.
+  const std::vector<uint8_t> gz = gzip(raw);
+  const std::string cut = temp_path("cut.idx.gz"), flipped = temp_path("flipped.idx.gz");
+  write_bytes(cut, std::vector<uint8_t>(gz.begin(), gz.end() - 5));
+  EXPECT_NE(error_of([&] { io::read_matrix(cut); }).find("truncated"), std::string::npos);
+  std::vector<uint8_t> bad = gz;
+  bad[bad.size() - 6] ^= 0xFF;  // the CRC32 of the trailer
+  write_bytes(flipped, bad);
+  EXPECT_NE(error_of([&] { io::read_matrix(flipped); }).find("corrupt"), std::string::npos);
+}
+
+// The input the fuzzer found, when the shared data has it.
+TEST(ReaderGzip, FuzzedGarbageAfterMember) {
+  const std::string found = regress_input("gz_garbage_after.idx.gz");
+  if (found.empty()) GTEST_SKIP() << "regress/gz_garbage_after.idx.gz is not here";
+  EXPECT_NE(error_of([&] { io::read_matrix(found); }).find("trailing"), std::string::npos);
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // that a failed write never damages an existing file.
 #include "core/io/common.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +18,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <new>
 
@@ -264,6 +267,44 @@ constexpr size_t kWriteBuffer = size_t{1} << 20;
 std::atomic<uint64_t> g_temp_counter{0};
 }  // namespace
 
+namespace {
+// Parses the decimal digits s[at, end) into *v (at most 9 digits: fits a pid_t); false otherwise.
+bool parse_digits(const std::string& s, size_t at, size_t end, long* v) {
+  if (end <= at || end - at > 9) return false;
+  long x = 0;
+  for (size_t i = at; i < end; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    x = x * 10 + (s[i] - '0');
+  }
+  *v = x;
+  return true;
+}
+}  // namespace
+
+void remove_stale_temporaries(const std::string& dir, const std::string& prefix, char sep) {
+  constexpr time_t kQuietSeconds = 60;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const time_t now = ::time(nullptr);
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t split = name.find(sep, prefix.size());
+    long pid = 0, n = 0;
+    if (split == std::string::npos || !parse_digits(name, prefix.size(), split, &pid) ||
+        !parse_digits(name, split + 1, name.size(), &n) || pid <= 0 || pid == ::getpid())
+      continue;
+    // Only a pid that is certainly gone: EPERM means a live process of another user.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string path = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (now - st.st_mtime < kQuietSeconds) continue;
+    (void)::unlink(path.c_str());
+  }
+  ::closedir(d);
+}
+
 output_file::output_file(const std::string& target) : target_(target) {
   check_replaceable(target);
   std::filesystem::path p(target);
@@ -272,6 +313,7 @@ output_file::output_file(const std::string& target) : target_(target) {
   // A hidden name next to the target (same file system, so rename() is atomic); the stem is
   // shortened so that the temp name stays under NAME_MAX.
   std::string stem = p.filename().string().substr(0, 128);
+  remove_stale_temporaries(dir, "." + stem + ".tmp-", '-');
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     temp_ = dir + "/." + stem + ".tmp-" + std::to_string(::getpid()) + "-" +
             std::to_string(g_temp_counter.fetch_add(1));

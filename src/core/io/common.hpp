@@ -80,10 +80,20 @@ const char* non_regular_kind(const std::string& path);
  *  non_regular_kind(path) (a directory: "is a directory, cannot write a file there"). */
 void check_replaceable(const std::string& path);
 
-/** Writes a file under a temporary name in the target's folder and renames it over the target
- *  on commit(). Destroying it uncommitted (an exception) removes the temporary file, so an
- *  existing target is only ever replaced by a complete file. A target that exists and is not a
- *  regular file (check_replaceable) is refused. Writes are buffered. */
+/** Removes, from folder `dir`, the temporary files of writers that were killed mid-write (kill -9,
+ *  a crash, a power cut): names `<prefix><pid><sep><n>` (decimal pid and n) whose pid is not a
+ *  running process (kill(pid, 0) fails with ESRCH) and that nothing has written for a minute.
+ *  A live process's temporary is never touched: its pid answers kill(). The minute also spares
+ *  a writer whose pid we cannot see (another pid namespace or host sharing the folder), since a
+ *  writer keeps updating its file. Best effort: every error is ignored. Called by cagra::save
+ *  and output_file for their own naming schemes before they create a new temporary. */
+void remove_stale_temporaries(const std::string& dir, const std::string& prefix, char sep);
+
+/** Writes a file under a temporary name (`.<name>.tmp-<pid>-<n>`) in the target's folder and
+ *  renames it over the target on commit(). Destroying it uncommitted (an exception) removes the
+ *  temporary file, so an existing target is only ever replaced by a complete file; stale
+ *  temporaries of the same target left by killed writers are removed first. A target that
+ *  exists and is not a regular file (check_replaceable) is refused. Writes are buffered. */
 class output_file {
  public:
   explicit output_file(const std::string& target);

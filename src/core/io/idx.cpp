@@ -2,7 +2,8 @@
 // (0x08 u8, 0x09 i8, 0x0D f32), a dimension count, big-endian uint32 dimensions, then the
 // big-endian values. Rows are the first dimension; the others are flattened into columns.
 //
-// Gzip is recognized by its magic bytes, whatever the name says. A compressed file's real size
+// Gzip is recognized by its magic bytes, whatever the name says; bytes after the last gzip member
+// are rejected like trailing bytes in any other format. A compressed file's real size
 // is unknown until it is decompressed, so the header is first checked against the most a gzip
 // stream of that size can expand to, and the data is then decompressed into a buffer that grows
 // with what actually arrives: a lying header can never make us allocate gigabytes up front.
@@ -81,50 +82,89 @@ void swap_f32_from_be(host_matrix& m) {
   for (uint64_t i = 0; i < n; ++i) p[i] = __builtin_bswap32(p[i]);
 }
 
-// gzFile with errors turned into exceptions. A truncated stream is not a gzread error in zlib
-// (it reads as a short count with Z_BUF_ERROR set), so gzerror is checked after short reads.
+// A gzip file decompressed with zlib's inflate, fed from the checked input file. zlib's gzread
+// would do, but it silently ignores whatever follows the last gzip member unless it starts with
+// the gzip magic; here every byte is accounted for. Members may follow one another (`cat a.gz
+// b.gz` is valid gzip, RFC 1952), anything else after a member is reported as trailing garbage,
+// as every other format reports bytes after its data.
 class gz_reader {
  public:
-  explicit gz_reader(const std::string& path) : path_(path) {
-    g_ = gzopen(path.c_str(), "rb");
-    CAGRA_EXPECTS(g_ != nullptr, "%s: cannot open gzip file", path.c_str());
-    gzbuffer(g_, 1 << 18);
+  explicit gz_reader(input_file& f) : f_(f), in_(size_t{1} << 18) {
+    // 16 + MAX_WBITS: a gzip wrapper, whose CRC-32 and length trailer inflate checks.
+    CAGRA_EXPECTS(inflateInit2(&z_, 16 + MAX_WBITS) == Z_OK,
+                  "%s: cannot start gzip decompression (out of memory)", f.path().c_str());
   }
-  ~gz_reader() { gzclose(g_); }
+  ~gz_reader() { inflateEnd(&z_); }
   gz_reader(const gz_reader&) = delete;
   gz_reader& operator=(const gz_reader&) = delete;
 
+  /** Up to n bytes of decompressed data: fewer only at the clean end of the last member. */
   uint64_t read(void* dst, uint64_t n) {
     auto* out = static_cast<uint8_t*>(dst);
     uint64_t done = 0;
     while (done < n) {
-      const auto chunk = static_cast<unsigned>(std::min<uint64_t>(n - done, 1u << 30));
-      const int got = gzread(g_, out + done, chunk);
-      if (got > 0) done += static_cast<uint64_t>(got);
-      if (got < static_cast<int>(chunk)) {
-        int err = Z_OK;
-        const char* msg = gzerror(g_, &err);
-        // zlib prefixes its message with the path; we already lead with it.
-        const size_t skip = std::strncmp(msg, path_.c_str(), path_.size()) == 0 &&
-                                    std::strncmp(msg + path_.size(), ": ", 2) == 0
-                                ? path_.size() + 2
-                                : 0;
-        msg += skip;
-        CAGRA_EXPECTS(err == Z_OK, "%s: corrupt gzip data: %s", path_.c_str(),
-                      err == Z_BUF_ERROR ? "truncated gzip stream (unexpected end of file)" : msg);
-        break;  // clean end of the stream
+      if (z_.avail_in == 0) refill();
+      if (z_.avail_in == 0) {  // the whole file is consumed
+        CAGRA_EXPECTS(member_done_,
+                      "%s: corrupt gzip data: truncated gzip stream (unexpected end of file)",
+                      path());
+        break;
+      }
+      if (member_done_) {  // bytes after a complete member: the next member, or garbage
+        const uint64_t left = z_.avail_in + f_.remaining();
+        CAGRA_EXPECTS(next_is_member(), "%s: trailing garbage: %llu bytes after the gzip data",
+                      path(), (unsigned long long)left);
+        CAGRA_EXPECTS(inflateReset(&z_) == Z_OK, "%s: corrupt gzip data", path());
+        member_done_ = false;
+      }
+      const auto chunk = static_cast<uInt>(std::min<uint64_t>(n - done, uint64_t{1} << 30));
+      z_.next_out = out + done;
+      z_.avail_out = chunk;
+      const uInt had_in = z_.avail_in;
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      done += chunk - z_.avail_out;
+      if (rc == Z_STREAM_END) {
+        member_done_ = true;
+      } else if (rc != Z_OK && !(rc == Z_BUF_ERROR && z_.avail_in == 0)) {
+        CAGRA_FAIL("%s: corrupt gzip data: %s", path(), z_.msg ? z_.msg : zError(rc));
+      } else {
+        // Progress is guaranteed: inflate consumed input or produced output, else it said so.
+        CAGRA_EXPECTS(z_.avail_in < had_in || z_.avail_out < chunk,
+                      "%s: corrupt gzip data: no progress", path());
       }
     }
     return done;
   }
 
  private:
-  std::string path_;
-  gzFile g_ = nullptr;
+  const char* path() const { return f_.path().c_str(); }
+
+  // Moves the unread input to the front of the buffer and fills the rest from the file.
+  void refill() {
+    const size_t keep = z_.avail_in;
+    if (keep > 0 && z_.next_in != in_.data()) std::memmove(in_.data(), z_.next_in, keep);
+    const uint64_t take = std::min<uint64_t>(in_.size() - keep, f_.remaining());
+    if (take > 0) f_.read(in_.data() + keep, take, "gzip data");
+    z_.next_in = in_.data();
+    z_.avail_in = static_cast<uInt>(keep + take);
+  }
+
+  // Whether the unread input starts with the gzip magic (1f 8b) of another member.
+  bool next_is_member() {
+    if (z_.avail_in < 2) refill();
+    return z_.avail_in >= 2 && z_.next_in[0] == 0x1f && z_.next_in[1] == 0x8b;
+  }
+
+  input_file& f_;
+  std::vector<uint8_t> in_;
+  z_stream z_{};
+  bool member_done_ = false;
 };
 
-host_matrix read_gz(const std::string& path, uint64_t compressed_size) {
-  gz_reader gz(path);
+host_matrix read_gz(input_file& f) {
+  const std::string& path = f.path();
+  const uint64_t compressed_size = f.size();
+  gz_reader gz(f);
   read_fn read = [&gz](void* d, uint64_t n) { return gz.read(d, n); };
   const idx_header h = read_header(read, path);
   // Deflate expands at most ~1032:1; a header asking for more cannot be honest.
@@ -155,7 +195,8 @@ host_matrix read_gz(const std::string& path, uint64_t compressed_size) {
                   path.c_str(), (unsigned long long)h.rows, (unsigned long long)h.cols,
                   (unsigned long long)h.data_bytes, (unsigned long long)have);
   }
-  // Reading on to the end also makes zlib verify the gzip CRC and length trailer.
+  // Reading on to the end also makes zlib verify the gzip CRC and length trailer, and finds any
+  // bytes after the last gzip member.
   uint8_t extra[64];
   const uint64_t more = gz.read(extra, sizeof extra);
   CAGRA_EXPECTS(more == 0,
@@ -178,7 +219,7 @@ host_matrix read_idx(const std::string& path) {
     f.read(head, 2, "header");
     f.seek(0);
   }
-  if (head[0] == 0x1f && head[1] == 0x8b) return read_gz(path, f.size());
+  if (head[0] == 0x1f && head[1] == 0x8b) return read_gz(f);
 
   read_fn read = [&f](void* d, uint64_t n) {
     const uint64_t take = std::min(n, f.remaining());
