@@ -37,13 +37,23 @@ backend parse_backend(const std::string& s);
 /** Execution context: which backend, how many threads, and an optional progress callback. */
 struct resources {
   backend target = backend::automatic;
-  /** CPU threads; 0 = all hardware threads (OpenMP default). */
+  /** CPU threads; 0 = all hardware threads (OpenMP's default, which honours OMP_NUM_THREADS).
+   *  At most max_threads() are used: a larger count is clamped (results do not depend on the
+   *  thread count). Negative is an error, and so is a count the system cannot start (checked
+   *  before any parallel work; the default count shrinks to what it can start instead). */
   int num_threads = 0;
   /** CUDA device ordinal (CUDA backend only). */
   int device = 0;
   /** Called on long steps with the stage name and the completed fraction in [0, 1]. */
   std::function<void(const char* stage, double fraction)> progress;
 };
+
+/** The most CPU threads a call uses: 4 x the hardware threads this process may run on, at most
+ *  1024 (but never fewer than the hardware threads). */
+int max_threads();
+/** The CPU threads a call with resources::num_threads = `num_threads` runs on (the rule above);
+ *  throws cagra::error for a negative count or one the system cannot start. */
+int resolve_threads(int num_threads);
 
 /** NN-descent / kNN-graph settings. */
 struct knn_graph_params {

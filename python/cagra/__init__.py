@@ -172,6 +172,7 @@ def _uint(name: str, value: Any, bits: int = 32) -> int:
 
 
 def _threads(value: Any) -> int:
+    # Any int32 count: the library clamps it to 4 x the hardware threads (cagra::resolve_threads).
     return _uint("num_threads", value, 31)
 
 
@@ -401,7 +402,11 @@ class Index:
                 without a query. Ignored elsewhere.
             backend: ``"auto"`` (CUDA when built and a GPU is visible, for what the GPU
                 kernels take; else the CPU), ``"cpu"`` or ``"cuda"``.
-            num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``).
+            num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per hardware
+            thread are used (more are clamped); a count the system cannot start raises
+            CagraError (the default count shrinks to what it can start). At most 4 per
+                hardware thread are used (more are clamped); a count the system cannot start
+                raises CagraError (the default count shrinks to what it can start).
 
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
@@ -537,7 +542,9 @@ def build(
             (the GPU NN-descent is not bit-deterministic; its graphs reach the same recall).
         backend: ``"auto"`` (the GPU when built and visible), ``"cpu"`` or ``"cuda"``; a
             backend this build or machine cannot run raises CagraError.
-        num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``).
+        num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per hardware
+            thread are used (more are clamped); a count the system cannot start raises
+            CagraError (the default count shrinks to what it can start).
     """
     p = _index_params(
         metric,

@@ -222,3 +222,51 @@ def test_object_and_other_unsupported_numpy_dtypes(small_index, dt):
         cagra.build(bad)
     with pytest.raises(TypeError, match="float32, float16, uint8 or int8"):
         cagra.brute_force(data, bad, 3)
+
+
+# ---- defect 5: thread counts ---------------------------------------------------------------------
+
+
+def test_absurd_thread_counts_are_clamped():
+    data = np.random.default_rng(8).random((300, 8), dtype=np.float32)
+    index = cagra.build(data, graph_degree=8, intermediate_graph_degree=16, backend="cpu")
+    one = index.search(data[:50], 5, backend="cpu", num_threads=1)
+    for n in (65_536, 2**31 - 1):
+        many = index.search(data[:50], 5, backend="cpu", num_threads=n)
+        np.testing.assert_array_equal(one[0], many[0])
+    cagra.build(data, graph_degree=8, intermediate_graph_degree=16, backend="cpu", num_threads=n)
+    cagra.analyze(index, num_threads=n)
+
+
+def test_threads_the_system_cannot_start_raise_instead_of_exiting():
+    # 1 GiB thread stacks (OMP_STACKSIZE) in a 3 GiB address space: a team of 4 cannot start.
+    # Before, libgomp printed "Thread creation failed" and the interpreter exited.
+    code = (
+        "import numpy as np, cagra\n"
+        "x = np.random.default_rng(9).random((300, 8), dtype=np.float32)\n"
+        "try:\n"
+        "    cagra.build(x, graph_degree=8, intermediate_graph_degree=16, backend='cpu',"
+        " num_threads=64)\n"
+        "except cagra.CagraError as e:\n"
+        "    print('CagraError:', e)\n"
+        "index = cagra.build(x, graph_degree=8, intermediate_graph_degree=16, backend='cpu')\n"
+        "print('default:', index.search(x[:20], 3)[0].shape)\n"
+    )
+
+    def limit_address_space():
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    env = dict(os.environ, OMP_STACKSIZE="1G", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="64")
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        preexec_fn=limit_address_space,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "CagraError: cannot start " in r.stdout, r.stdout + r.stderr
+    assert "default: (20, 3)" in r.stdout, r.stdout + r.stderr

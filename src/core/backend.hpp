@@ -83,7 +83,9 @@ const backend_ops& cuda_backend();
 backend resolve_backend(const resources& res);
 const backend_ops& backend_for(backend b);
 
-/** Host threads for `requested` (0 = OpenMP's default): conversions in core and the CPU backend. */
+/** Host threads for `requested` (resources::num_threads): cagra::resolve_threads, the one rule
+ *  (core/threads.cpp: clamped to max_threads(), checked to be startable). Every OpenMP team of
+ *  core and the CPU backend is sized by it. */
 int host_threads(int requested);
 
 /** Fills knn.distances from f32 `data` (the rows the ids point to) with the CPU backend's

@@ -16,6 +16,8 @@
 
 #include <cagra/cagra.hpp>
 
+#include "core/backend.hpp"
+
 namespace cagra {
 namespace {
 
@@ -238,7 +240,7 @@ graph_stats analyze(const resources& res, matrix_view<const uint32_t> graph,
   // Small graphs run on one thread: starting a team (and, on a busy machine, waiting for
   // descheduled threads at its barriers) costs more than the whole computation.
   const double work = double(graph.rows) * graph.cols + double(samples) * graph.cols * graph.cols;
-  const int nt = work < 1e6 ? 1 : res.num_threads > 0 ? res.num_threads : omp_get_max_threads();
+  const int nt = work < 1e6 ? 1 : core::host_threads(res.num_threads);
   auto progress = [&](double f) {
     if (res.progress) res.progress("analyze", f);
   };

@@ -2,8 +2,6 @@
 // stage in this folder with the thread count and progress callback of `resources`.
 #include "cpu/backend.hpp"
 
-#include <omp.h>
-
 #include "cpu/distance.hpp"
 
 namespace cagra::cpu {
@@ -50,8 +48,6 @@ const backend_ops& cpu_backend() {
   static const cpu::cpu_ops ops;
   return ops;
 }
-
-int host_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
 
 void fill_knn_distances(const host_matrix& data, metric m, knn_graph& knn) {
   const float* x = static_cast<const float*>(data.data());

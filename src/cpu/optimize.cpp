@@ -21,13 +21,15 @@
 namespace cagra::cpu {
 namespace {
 
-void check_knn(const knn_graph& knn) {
+void check_knn(const knn_graph& knn, int nt) {
   const int64_t n = knn.rows;
   const uint32_t k = knn.k;
   CAGRA_EXPECTS(knn.ids.size() == static_cast<size_t>(n) * k,
                 "kNN graph holds %zu ids, expected %lld x %u", knn.ids.size(), (long long)n, k);
   int64_t bad = -1;
-#pragma omp parallel for schedule(static)
+  // Sized like every team (thread_count): OpenMP's own default could be a team the system
+  // cannot start (issue 17, defect 5).
+#pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     const uint32_t* row = knn.ids.data() + i * k;
     for (uint32_t j = 0; j < k; ++j) {
@@ -136,7 +138,7 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   CAGRA_EXPECTS(reorder == reorder_kind::rank || knn.distances.size() == knn.ids.size(),
                 "distance-based reordering needs the kNN graph's distances");
   nt = thread_count(nt);
-  check_knn(knn);
+  check_knn(knn, nt);
   std::vector<uint32_t> pruned;
   if (steps.reorder) {
     pruned = reorder_and_prune(knn, degree, reorder, nt, progress);

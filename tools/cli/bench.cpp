@@ -249,7 +249,8 @@ const command_spec& bench_command() {
            "queries per search call: 0 = all (default); 1 = one query "
            "per call on one thread (latency)"},
           {"--repeat", nullptr, "R", "timed passes per point, the best is kept (default 1)"},
-          {"--threads", nullptr, "T", "CPU threads (default: all; 1 with --batch 1)"},
+          {"--threads", nullptr, "T",
+           "CPU threads (default: all, 1 with --batch 1; at most 4 per hardware thread)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--json", nullptr, "FILE", "append one JSON line per point to FILE"},
           {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},

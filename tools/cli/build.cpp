@@ -117,7 +117,7 @@ const command_spec& build_command() {
           {"--reorder", nullptr, "R", "edge ordering for pruning: rank (default) or distance"},
           {"--storage", nullptr, "S", "vector storage: input (default), f32 or f16"},
           {"--seed", nullptr, "S", "seed of all randomness of the build (default 0)"},
-          {"--threads", nullptr, "T", "CPU threads (default: all)"},
+          {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
           {"--limit", nullptr, "N", "use only the first N rows of DATASET"},
           {"--force", nullptr, nullptr, "replace INDEX if it exists"},
           {"--explain", nullptr, nullptr,

@@ -116,7 +116,7 @@ const command_spec& gt_command() {
           {"--output", "-o", "GT", "where to write the ground truth, .ibin (required)", true},
           {"--metric", nullptr, "M", "l2 (default), ip or cosine"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
-          {"--threads", nullptr, "T", "CPU threads (default: all)"},
+          {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
           {"--force", nullptr, nullptr, "replace GT if it exists"},
           {"--json", nullptr, "FILE", "append the exact search's QPS as a bench JSON line"},
           {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},

@@ -67,7 +67,7 @@ const command_spec& info_command() {
           {"--samples", nullptr, "N",
            "nodes sampled for the 2-hop count (0 = all; default all "
            "up to 100000 nodes, else 100000)"},
-          {"--threads", nullptr, "T", "CPU threads (default: all)"},
+          {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
       },
       {"INDEX"},
       run_info};

@@ -84,7 +84,7 @@ const command_spec& search_command() {
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
           {"--seed", nullptr, "S", "seed of the random initial nodes (default 0)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
-          {"--threads", nullptr, "T", "CPU threads (default: all)"},
+          {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
           {"--force", nullptr, nullptr, "replace NEIGHBORS if it exists"},
           {"--explain", nullptr, nullptr,
            "print the search plan (every automatic value resolved) before searching"},

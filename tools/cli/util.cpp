@@ -2,7 +2,6 @@
 // from destroying user data (an output that names an input, or an existing file without
 // --force, is refused before any work starts), the progress display for long builds, and the
 // resources built from the common --backend/--threads options.
-#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,6 +104,9 @@ resources make_resources(const args& a) {
     throw usage_error("--backend: expected auto, cpu or cuda, got '" + a.str("--backend") + "'");
   }
   res.num_threads = static_cast<int>(a.uint("--threads", 0, 0, 65536));
+  // The library clamps the count and checks that the system can start that many threads; doing
+  // it here reports a count it cannot start before any input is read.
+  (void)resolve_threads(res.num_threads);
   if (res.target == backend::cuda && !cuda_available()) {
     throw cagra::error("--backend cuda: this build has no CUDA backend or no GPU is visible");
   }
@@ -120,7 +122,7 @@ metric metric_option(const args& a, metric fallback) {
   }
 }
 
-int effective_threads(int requested) { return requested > 0 ? requested : omp_get_max_threads(); }
+int effective_threads(int requested) { return resolve_threads(requested); }
 
 const char* backend_name(const resources& res) {
   return search_backend(res) == backend::cuda ? "cuda" : "cpu";
