@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script for the GPU machine: configure with the CUDA backend (sm_90), build with
 # all cores, run the `cuda` tests, compute-sanitizer memcheck, racecheck, initcheck and synccheck
-# on the small GPU cases that reach every kernel path (and memcheck on the robustness cases),
+# on the small GPU cases that reach every kernel path (and memcheck on out-of-memory recovery),
 # then the `cpu` tests; every log goes to $OUT and a short summary is printed last (the tool
 # returns only the tail of the output). Exit status: 0 when every step passed.
 #
@@ -57,17 +57,17 @@ if [ $built -eq 0 ]; then
   # Sequential and verbose: the tests print recall and QPS lines that the summary collects.
   step "ctest -L cuda" ctest-cuda.log ctest --test-dir "$BUILD_DIR" -L cuda -V --timeout 300
   # compute-sanitizer's four tools over the cases built to reach every kernel path quickly
-  # (a whole-suite run under racecheck takes hours); memcheck also over the robustness cases
-  # (out of device memory, eight threads on one index).
+  # (a whole-suite run under racecheck takes hours); memcheck also over out-of-memory recovery.
   cases=(CudaSearch.SanitizerCase CudaMultiCta.SanitizerCase CudaDevice.ClearErrors)
-  for tool in memcheck racecheck initcheck synccheck; do
+  for tool in memcheck initcheck synccheck racecheck; do  # racecheck, the slowest, last
     for c in "${cases[@]}"; do
       step "$tool $c" "$tool.log" timeout 400 "$SANITIZER" --tool "$tool" --error-exitcode 1 \
         "$BIN" --gtest_filter="$c"
     done
   done
-  step "memcheck robustness" memcheck.log timeout 400 "$SANITIZER" --tool memcheck --error-exitcode 1 \
-    "$BIN" --gtest_filter='CudaRobustness.*'
+  # (the test runs out of memory on purpose: the failed API calls are expected, not reported)
+  step "memcheck out-of-memory" memcheck.log timeout 400 "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    --report-api-errors no "$BIN" --gtest_filter='CudaRobustness.OutOfDeviceMemory*'
   # The Python package against the CUDA build: numpy, torch and cupy (all in the device image).
   if [ "${SKIP_PYTHON:-0}" != 1 ] && python3 -c "import nanobind, scikit_build_core" 2>/dev/null; then
     rm -rf /tmp/cagra-site

@@ -19,20 +19,6 @@
 
 namespace cagra::cuda {
 
-/** Throws the error of a failed device allocation of `bytes`: how much was asked and how much
- *  the current device has free, so a user sees that the data (or the batch) does not fit. */
-[[noreturn]] inline void throw_out_of_device_memory(size_t bytes, cudaError_t err) {
-  (void)cudaGetLastError();
-  size_t free_b = 0, total_b = 0;
-  int device = -1;
-  (void)cudaGetDevice(&device);
-  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
-  CAGRA_FAIL(
-      "out of device memory: an allocation of %.1f MiB failed on CUDA device %d (%.1f MiB "
-      "free of %.1f MiB; %s): use a smaller batch, a smaller index, or free GPU memory",
-      bytes / 1048576.0, device, free_b / 1048576.0, total_b / 1048576.0, cudaGetErrorName(err));
-}
-
 template <typename T>
 class device_buffer {
  public:
@@ -57,9 +43,7 @@ class device_buffer {
     if (n <= n_) return;
     release();
     void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, n * sizeof(T));
-    if (err == cudaErrorMemoryAllocation) throw_out_of_device_memory(n * sizeof(T), err);
-    CAGRA_CUDA_TRY(err);
+    CAGRA_CUDA_TRY(cudaMalloc(&p, n * sizeof(T)));
     ptr_ = static_cast<T*>(p);
     n_ = n;
   }

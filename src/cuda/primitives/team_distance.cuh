@@ -138,39 +138,25 @@ __device__ __forceinline__ uint32_t team_mask() {
   }
 }
 
-/** The sum of the team's lane values `acc`, in every lane of the team. */
-template <uint32_t kTeam, typename Acc>
-__device__ __forceinline__ Acc team_total(Acc acc) {
-  const uint32_t mask = team_mask<kTeam>();
-#pragma unroll
-  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
-  return acc;
-}
-
-/** The team's fold of step(chunk, chunk index, acc) over the chunks of `row` (lane takes chunks
- *  lane, lane + kTeam, ...), two loads in flight per lane before the first use; every lane of
- *  the team gets the total. Must be called by all kTeam lanes of a team together. */
-template <uint32_t kTeam, typename Acc, typename Step>
-__device__ __forceinline__ Acc team_fold(const uint4* row, uint32_t n_chunks, uint32_t lane,
-                                         Acc acc, Step step) {
+/** Float rows: the sum over the row (squared L2 or dot product) computed by the team; every
+ *  lane of the team gets the total. Must be called by all kTeam lanes of a team together. */
+template <typename T, uint32_t kTeam, bool kDot>
+__device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, uint32_t n_chunks,
+                                          uint32_t lane) {
+  float acc = 0.0f;
+  // Two loads in flight per lane before the first use.
   for (uint32_t c0 = 0; c0 < n_chunks; c0 += 2 * kTeam) {
     const uint32_t ca = c0 + lane, cb = ca + kTeam;
     uint4 va = make_uint4(0, 0, 0, 0), vb = va;
     if (ca < n_chunks) va = __ldg(row + ca);
     if (cb < n_chunks) vb = __ldg(row + cb);
-    if (ca < n_chunks) acc = step(va, ca, acc);
-    if (cb < n_chunks) acc = step(vb, cb, acc);
+    if (ca < n_chunks) acc = chunk_accumulate<T, kDot>(va, q4, ca, acc);
+    if (cb < n_chunks) acc = chunk_accumulate<T, kDot>(vb, q4, cb, acc);
   }
-  return team_total<kTeam>(acc);
-}
-
-/** Float rows: the sum over the row (squared L2 or dot product) computed by the team. */
-template <typename T, uint32_t kTeam, bool kDot>
-__device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, uint32_t n_chunks,
-                                          uint32_t lane) {
-  return team_fold<kTeam>(row, n_chunks, lane, 0.0f, [q4](const uint4& v, uint32_t c, float acc) {
-    return chunk_accumulate<T, kDot>(v, q4, c, acc);
-  });
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
 }
 
 /** Byte rows: the team's exact sum over the row of q*x (kDot) or x*x - 2 q*x (add |q|^2 for
@@ -178,9 +164,19 @@ __device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, ui
 template <typename T, uint32_t kTeam, bool kDot>
 __device__ __forceinline__ int team_sum_bytes(const uint4* row, const uint4* q16, uint32_t n_chunks,
                                               uint32_t lane) {
-  return team_fold<kTeam>(row, n_chunks, lane, 0, [q16](const uint4& v, uint32_t c, int acc) {
-    return chunk_accumulate_bytes<T, kDot>(v, q16[c], acc);
-  });
+  int acc = 0;
+  for (uint32_t c0 = 0; c0 < n_chunks; c0 += 2 * kTeam) {
+    const uint32_t ca = c0 + lane, cb = ca + kTeam;
+    uint4 va = make_uint4(0, 0, 0, 0), vb = va;
+    if (ca < n_chunks) va = __ldg(row + ca);
+    if (cb < n_chunks) vb = __ldg(row + cb);
+    if (ca < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(va, q16[ca], acc);
+    if (cb < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(vb, q16[cb], acc);
+  }
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
 }
 
 /** Chunks per lane that a latency-bound distance (team_load_head) loads before the first use:
@@ -206,30 +202,22 @@ __device__ __forceinline__ row_head team_load_head(const uint4* row, uint32_t n_
   return h;
 }
 
-/** team_fold with the head already loaded (team_load_head); the rest of a longer row is read
- *  here. */
-template <uint32_t kTeam, typename Acc, typename Step>
-__device__ __forceinline__ Acc team_fold_head(const row_head& h, const uint4* row,
-                                              uint32_t n_chunks, uint32_t lane, Acc acc,
-                                              Step step) {
-#pragma unroll
-  for (uint32_t j = 0; j < kHeadChunks; ++j) {
-    const uint32_t c = lane + j * kTeam;
-    if (c < n_chunks) acc = step(h.v[j], c, acc);
-  }
-  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
-    acc = step(__ldg(row + c), c, acc);
-  return team_total<kTeam>(acc);
-}
-
-/** team_sum (float rows) with the head already loaded. */
+/** team_sum (float rows) with the head already loaded; the rest of a longer row is read here. */
 template <typename T, uint32_t kTeam, bool kDot>
 __device__ __forceinline__ float team_sum_head(const row_head& h, const uint4* row,
                                                const float4* q4, uint32_t n_chunks, uint32_t lane) {
-  return team_fold_head<kTeam>(h, row, n_chunks, lane, 0.0f,
-                               [q4](const uint4& v, uint32_t c, float acc) {
-                                 return chunk_accumulate<T, kDot>(v, q4, c, acc);
-                               });
+  float acc = 0.0f;
+#pragma unroll
+  for (uint32_t j = 0; j < kHeadChunks; ++j) {
+    const uint32_t c = lane + j * kTeam;
+    if (c < n_chunks) acc = chunk_accumulate<T, kDot>(h.v[j], q4, c, acc);
+  }
+  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
+    acc = chunk_accumulate<T, kDot>(__ldg(row + c), q4, c, acc);
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
 }
 
 /** team_sum_bytes with the head already loaded. */
@@ -237,10 +225,18 @@ template <typename T, uint32_t kTeam, bool kDot>
 __device__ __forceinline__ int team_sum_bytes_head(const row_head& h, const uint4* row,
                                                    const uint4* q16, uint32_t n_chunks,
                                                    uint32_t lane) {
-  return team_fold_head<kTeam>(h, row, n_chunks, lane, 0,
-                               [q16](const uint4& v, uint32_t c, int acc) {
-                                 return chunk_accumulate_bytes<T, kDot>(v, q16[c], acc);
-                               });
+  int acc = 0;
+#pragma unroll
+  for (uint32_t j = 0; j < kHeadChunks; ++j) {
+    const uint32_t c = lane + j * kTeam;
+    if (c < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(h.v[j], q16[c], acc);
+  }
+  for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
+    acc = chunk_accumulate_bytes<T, kDot>(__ldg(row + c), q16[c], acc);
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
 }
 
 }  // namespace cagra::cuda::dev

@@ -40,7 +40,16 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = far;
       ci = kNoId;
     }
-    warp_bitonic_sort(cd, ci, 32);
+    for (uint32_t k = 2; k <= 32; k <<= 1)
+      for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+        const float od = __shfl_xor_sync(kFullWarp, cd, j);
+        const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
+        const bool up = (lane & k) == 0, lower = (lane & j) == 0;
+        if (lower == up ? key_less(od, oi, cd, ci) : key_less(cd, ci, od, oi)) {
+          cd = od;
+          ci = oi;
+        }
+      }
     const float rd = __shfl_sync(kFullWarp, cd, 31 - lane);
     const uint32_t ri = __shfl_sync(kFullWarp, ci, 31 - lane);
     if (key_less(rd, ri, ld, li)) {
