@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include <cagra/error.hpp>
 
@@ -258,13 +259,18 @@ class child_context final : public isolate_context {
   bool begun_ = false;
 };
 
-[[noreturn]] void child_main(shared_header* h, int mem_fd, int sock, pid_t parent,
+[[noreturn]] void child_main(shared_header* h, int mem_fd, int sock, int output, pid_t parent,
                              const std::string& file, const char* library,
                              const isolate_limits& limits,
                              const std::function<void(isolate_context&)>& work) {
   // Die with the caller: if it is killed while we run, nobody would wait for us.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(1);
+  // Whatever the library (or a sanitizer, or abort()) prints goes to the parent, which quotes
+  // it in its error message, never to the caller's stdout or stderr.
+  ::dup2(output, STDOUT_FILENO);
+  ::dup2(output, STDERR_FILENO);
+  if (output > STDERR_FILENO) ::close(output);
   // The caller's handlers (Python's, a crash reporter's) must not run here: a crash has to end
   // this process with the signal so that the parent sees it.
   for (int s = 1; s < NSIG; ++s) {
@@ -419,15 +425,17 @@ class child_process {
     }
   }
 
-  // Sleeps until `sock` is readable, the child ends, or `ms` milliseconds pass.
-  void wait_event(int sock, int ms) {
-    struct pollfd p[2] = {};
+  // Sleeps until `sock` or `output` is readable, the child ends, or `ms` milliseconds pass.
+  void wait_event(int sock, int output, int ms) {
+    struct pollfd p[3] = {};
     p[0].fd = sock;
     p[0].events = POLLIN;
-    p[1].fd = pidfd_.get();
+    p[1].fd = output;
     p[1].events = POLLIN;
+    p[2].fd = pidfd_.get();
+    p[2].events = POLLIN;
     // Without a pidfd a child's end is noticed by try_reap() after a short sleep.
-    ::poll(p, pidfd_.get() >= 0 ? 2 : 1, pidfd_.get() >= 0 ? ms : std::min(ms, 5));
+    ::poll(p, 3, pidfd_.get() >= 0 ? ms : std::min(ms, 5));
   }
 
   int reap_within(double seconds) {
@@ -435,7 +443,7 @@ class child_process {
     for (;;) {
       const int r = try_reap();
       if (r != 0 || std::chrono::steady_clock::now() >= end) return r;
-      wait_event(-1, 20);
+      wait_event(-1, -1, 20);
     }
   }
 
@@ -447,6 +455,51 @@ class child_process {
   int status_ = 0;
   bool reaped_ = false;
   bool lost_ = false;
+};
+
+// What the child printed (stdout and stderr): the first 8 KiB are kept for error messages.
+class output_capture {
+ public:
+  explicit output_capture(int fd) : fd_(fd) {}
+  int fd() const { return fd_.get(); }
+  void drain() {
+    char buf[4096];
+    for (;;) {
+      const ssize_t r = ::read(fd_.get(), buf, sizeof(buf));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return;  // EAGAIN, or the end
+      const size_t keep = std::min(static_cast<size_t>(r), kKeep - std::min(kKeep, text_.size()));
+      text_.append(buf, keep);
+    }
+  }
+  // " (it printed: <the first telling line>)", or "" when it printed nothing: the sanitizer's
+  // or the library's own words about a crash, sanitized for a one-line message.
+  std::string quote() const {
+    size_t start = 0;
+    while (start < text_.size()) {
+      size_t end = text_.find('\n', start);
+      if (end == std::string::npos) end = text_.size();
+      const std::string line = text_.substr(start, end - start);
+      start = end + 1;
+      // Skip blank lines and rulers ("=====..." before a sanitizer report).
+      if (line.find_first_not_of("= \t\r") == std::string::npos) continue;
+      std::string out;
+      for (char c : line) {
+        if (out.size() >= 300) {
+          out += "...";
+          break;
+        }
+        out += (c >= 0x20 && c < 0x7F) ? c : '?';
+      }
+      return " (it printed: " + out + ")";
+    }
+    return "";
+  }
+
+ private:
+  static constexpr size_t kKeep = 8192;
+  fd_owner fd_;
+  std::string text_;
 };
 
 // The caller's half of the transfer: applies the child's messages to the sink's buffer.
@@ -554,6 +607,12 @@ isolate_outcome run_isolated(const std::string& file, const char* library,
                 std::strerror(errno));
   fd_owner ours(sv[0]);
   fd_owner theirs(sv[1]);
+  int op[2] = {-1, -1};
+  CAGRA_EXPECTS(::pipe2(op, O_CLOEXEC) == 0, "%s: cannot start the %s reader process: pipe: %s", f,
+                library, std::strerror(errno));
+  output_capture output(op[0]);
+  fd_owner output_end(op[1]);
+  ::fcntl(op[0], F_SETFL, ::fcntl(op[0], F_GETFL) | O_NONBLOCK);
 
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -561,9 +620,11 @@ isolate_outcome run_isolated(const std::string& file, const char* library,
                 std::strerror(errno));
   if (pid == 0) {
     ::close(sv[0]);
-    child_main(h, mem.get(), sv[1], parent, file, library, limits, work);
+    ::close(op[0]);
+    child_main(h, mem.get(), sv[1], op[1], parent, file, library, limits, work);
   }
   theirs.reset();
+  output_end.reset();
 
   child_process child(pid);
   receiver rx(file, library, h, mem.get(), ours.get(), sink);
@@ -573,9 +634,11 @@ isolate_outcome run_isolated(const std::string& file, const char* library,
   int how = 0;
   for (;;) {
     const bool got = rx.drain();
+    output.drain();
     how = child.try_reap();
     if (how != 0) {
-      rx.drain();  // what the child sent before it ended
+      rx.drain();  // what the child sent and printed before it ended
+      output.drain();
       break;
     }
     const uint64_t p = __atomic_load_n(&h->progress, __ATOMIC_RELAXED);
@@ -589,13 +652,14 @@ isolate_outcome run_isolated(const std::string& file, const char* library,
       how = child.reap_within(10.0);
       break;
     }
-    child.wait_event(ours.get(), 200);
+    child.wait_event(ours.get(), output.fd(), 200);
   }
 
   char phase[sizeof(h->phase)];
   put_text(phase, sizeof(phase), h->phase);
   const uint32_t state = __atomic_load_n(&h->state, __ATOMIC_ACQUIRE);
   const int status = child.status();
+  const std::string said = output.quote();
   if (stalled) {
     CAGRA_FAIL(
         "%s: %s made no progress for %g s while %s and was stopped: the file is corrupt (or "
@@ -620,26 +684,26 @@ isolate_outcome run_isolated(const std::string& file, const char* library,
   if (how == 1 && WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     if (is_crash(sig)) {
-      CAGRA_FAIL("%s: %s crashed reading this file (the file is corrupt): %s while %s", f, library,
-                 signal_name(sig), phase);
+      CAGRA_FAIL("%s: %s crashed reading this file (the file is corrupt): %s while %s%s", f,
+                 library, signal_name(sig), phase, said.c_str());
     }
     if (sig == SIGKILL) {
       CAGRA_FAIL(
           "%s: the %s reader process was killed (SIGKILL, perhaps by the out-of-memory "
-          "killer) while %s",
-          f, library, phase);
+          "killer) while %s%s",
+          f, library, phase, said.c_str());
     }
-    CAGRA_FAIL("%s: the %s reader process was stopped by %s (signal %d) while %s", f, library,
-               signal_name(sig), sig, phase);
+    CAGRA_FAIL("%s: the %s reader process was stopped by %s (signal %d) while %s%s", f, library,
+               signal_name(sig), sig, phase, said.c_str());
   }
   if (how == 1 && WIFEXITED(status)) {
-    CAGRA_FAIL("%s: the %s reader process exited with status %d while %s", f, library,
-               WEXITSTATUS(status), phase);
+    CAGRA_FAIL("%s: the %s reader process exited with status %d while %s%s", f, library,
+               WEXITSTATUS(status), phase, said.c_str());
   }
   CAGRA_FAIL(
       "%s: the %s reader process ended while %s without a result, probably a crash (its exit "
-      "status is lost: this process ignores SIGCHLD or reaps every child)",
-      f, library, phase);
+      "status is lost: this process ignores SIGCHLD or reaps every child)%s",
+      f, library, phase, said.c_str());
 }
 
 #endif  // CAGRA_ISOLATE_FORK
