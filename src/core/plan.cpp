@@ -141,8 +141,8 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
   CAGRA_EXPECTS(s.itopk <= gpu::kMultiCtaMaxItopk,
                 "the multi-CTA search handles itopk_size <= %u (got %u)", gpu::kMultiCtaMaxItopk,
                 s.itopk);
-  const uint32_t list = gpu::kMultiCtaList;
-  const auto lists_for = [list](uint32_t entries) { return (entries + list - 1) / list; };
+  constexpr uint32_t list = gpu::kMultiCtaList;  // a constant: no capture (clang warns on one)
+  const auto lists_for = [](uint32_t entries) { return (entries + list - 1) / list; };
   // CTAs: enough 32-entry lists to hold itopk entries and one CTA per parent of an iteration of
   // the single-CTA search (cuVS's count; paper: "the number of CTAs x d nodes per iteration"),
   // and lists for at least 2k entries: the lists partition what the CTAs discovered, and a CTA

@@ -9,9 +9,9 @@
 // golden_table(). Say in the commit why the behaviour changed.
 //
 // Everything runs on the CPU backend (res.target = cpu) through the public API only, so src/ can
-// be rewritten freely. The hashes do not depend on the thread count (the CPU backend promises
-// that): CAGRA_GOLDEN_THREADS=N runs every build and search on N threads instead of 2, and no hash
-// may move.
+// be rewritten freely; the one internal call is cpu::kernel_profile(), which kernels run. The
+// hashes do not depend on the thread count (the CPU backend promises that): CAGRA_GOLDEN_THREADS=N
+// runs every build and search on N threads instead of 2, and no hash may move.
 //
 // Portability. Cases whose arithmetic is exact give the same bytes on every machine: u8 vectors
 // (integer distances), and bigann10k in f32/f16 (every partial sum is an integer below 2^24).
@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/distance.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -334,26 +335,10 @@ resources cpu_res() {
   return res;
 }
 
-/** Which float kernels this process's library runs: the same choice as src/cpu/distance.cpp
- *  (GCC target_clones avx512f / avx2 / default; the F16C path for f16 rows), plus the compiler. */
+/** Which float kernels this process's library runs (cpu::kernel_profile(): the target_clones
+ *  variant of src/cpu/distance.cpp and the F16C path for f16 rows), plus the compiler. */
 std::string float_profile() {
-  std::string p;
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-#if !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-  p = __builtin_cpu_supports("avx512f") ? "avx512f"
-      : __builtin_cpu_supports("avx2")  ? "avx2"
-                                        : "default";
-#else
-  p = "default";
-#endif
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    p += "+f16c";
-  p = "x86_64-" + p;
-#else
-  p = "other";
-#endif
+  std::string p = cpu::kernel_profile();
 #if defined(__clang__)
   p += " clang" + std::to_string(__clang_major__);
 #elif defined(__GNUC__)

@@ -1,0 +1,107 @@
+// The CPU backend under concurrent callers: 8 host threads searching one index at once (each call
+// single-threaded or with its own OpenMP team), and two builds at once, must give exactly the
+// single-threaded results. Small synthetic data, so that the thread sanitizer can run it
+// (scripts/sanitize.sh; docs/dev/sanitizers.md has the TSan recipe).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_data.hpp"
+
+namespace cagra::test {
+namespace {
+
+/** n x dim f32 values on a grid from a fixed xorshift stream (no ties to speak of). */
+host_matrix synthetic(int64_t n, int64_t dim, uint64_t seed) {
+  host_matrix m(dtype::f32, n, dim);
+  float* p = static_cast<float*>(m.data());
+  uint64_t x = seed | 1;
+  for (int64_t i = 0; i < n * dim; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    p[i] = static_cast<float>(x % 1000) / 100.0f;
+  }
+  return m;
+}
+
+resources cpu(int threads) {
+  resources r;
+  r.target = backend::cpu;
+  r.num_threads = threads;
+  return r;
+}
+
+index_params params() {
+  index_params p;
+  p.graph_degree = 16;
+  p.intermediate_graph_degree = 32;
+  return p;
+}
+
+TEST(Concurrency, EightThreadsSearchOneIndex) {
+  const host_matrix base = synthetic(1500, 16, 1);
+  const host_matrix q = synthetic(40, 16, 2);
+  const cagra::index idx = build(cpu(2), params(), base);
+  const uint32_t k = 10;
+  search_params sp;
+  sp.itopk_size = 32;
+  std::vector<uint32_t> want(size_t(q.rows()) * k);
+  std::vector<float> want_d(want.size());
+  search(cpu(1), sp, idx, q, k, {want.data(), q.rows(), k}, {want_d.data(), q.rows(), k});
+
+  const int threads = 8;
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        // Threads 0-5 call with one thread each (query by query and the batch), 6-7 with a team
+        // of 2, so that OpenMP teams of different callers overlap too.
+        const resources res = cpu(t < 6 ? 1 : 2);
+        std::vector<uint32_t> ids(want.size());
+        std::vector<float> d(want.size());
+        for (int round = 0; round < 2; ++round) {
+          for (int64_t i = 0; i < q.rows(); ++i) {
+            const int64_t row = (i + t * 5) % q.rows();  // threads start at different queries
+            const dataset_view one(q.row_bytes(row), q.type(), 1, q.cols());
+            search(res, sp, idx, one, k, {ids.data() + row * k, 1, k}, {d.data() + row * k, 1, k});
+          }
+          if (ids != want || d != want_d) failures[t] = "batch-1 answers differ";
+          search(res, sp, idx, q, k, {ids.data(), q.rows(), k}, {d.data(), q.rows(), k});
+          if (ids != want || d != want_d) failures[t] = "batch answers differ";
+        }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+TEST(Concurrency, TwoBuildsAtOnce) {
+  const host_matrix base = synthetic(800, 8, 3);
+  const cagra::index want = build(cpu(1), params(), base);
+  const auto g = want.graph();
+  const std::vector<uint32_t> want_graph(g.data, g.data + g.size());
+  std::vector<std::vector<uint32_t>> got(2);
+  std::vector<std::string> failures(2);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 2; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        const cagra::index idx = build(cpu(t + 1), params(), base);
+        got[t].assign(idx.graph().data, idx.graph().data + idx.graph().size());
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(failures[t], "") << "thread " << t;
+    EXPECT_EQ(got[t], want_graph) << "thread " << t;
+  }
+}
+
+}  // namespace
+}  // namespace cagra::test
