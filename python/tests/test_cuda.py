@@ -4,7 +4,7 @@ results (torch tensors for torch, cupy arrays for cupy) with exactly the ids and
 the same numpy queries, and no host copy (the extension counts the copies it makes); build
 still copies a CUDA dataset to the host (it runs on the CPU). The refusals are tested everywhere
 with a fake producer (host memory labelled as CUDA memory); real torch and cupy CUDA arrays only
-where those packages and a GPU are present (the lent GPU machine)."""
+where those packages and a GPU are present (scripts/dev/device-check.sh runs them)."""
 
 from __future__ import annotations
 
