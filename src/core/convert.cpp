@@ -64,8 +64,17 @@ host_matrix to_float(const dataset_view& v, bool normalize, int nt, const char* 
         if (bad_row < 0 || i < bad_row) bad_row = i;
         continue;
       }
-      float inv = static_cast<float>(1.0 / std::sqrt(norm2));
-      for (int64_t j = 0; j < v.cols; ++j) o[i * v.cols + j] *= inv;
+      const double inv = 1.0 / std::sqrt(norm2);
+      const float inv_f = static_cast<float>(inv);
+      if (std::isfinite(inv_f)) {
+        for (int64_t j = 0; j < v.cols; ++j) o[i * v.cols + j] *= inv_f;
+      } else {
+        // A row of subnormal values (norm below ~3e-39): 1/norm overflows float, so the row is
+        // scaled in double (found by fuzzing: it was stored as infinities). Other rows keep the
+        // float product above, bit for bit.
+        for (int64_t j = 0; j < v.cols; ++j)
+          o[i * v.cols + j] = static_cast<float>(value_at(v, i, j) * inv);
+      }
     }
   }
   CAGRA_EXPECTS(bad_row < 0, "%s row %lld is all zeros: cosine distance is undefined for it", what,
@@ -106,7 +115,15 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
   host_matrix h(dtype::f16, f.rows(), f.cols());  // f16 storage
   const float* src = static_cast<const float*>(f.data());
   half* dst = static_cast<half*>(h.data());
-  for (int64_t i = 0; i < f.rows() * f.cols(); ++i) dst[i] = float_to_half(src[i]);
+  for (int64_t i = 0; i < f.rows() * f.cols(); ++i) {
+    dst[i] = float_to_half(src[i]);
+    // Beyond the f16 range the value would be stored as infinity (searches with infinite
+    // distances, and a file that load refuses): say which one instead (found by fuzzing).
+    CAGRA_EXPECTS((dst[i].bits & 0x7C00u) != 0x7C00u,
+                  "dataset row %lld, column %lld holds %g, beyond the f16 range (|x| <= 65504); "
+                  "index it with f32 storage or scale the data",
+                  (long long)(i / f.cols()), (long long)(i % f.cols()), double(src[i]));
+  }
   return h;
 }
 

@@ -317,6 +317,9 @@ TEST(IoIsolate, StalledChildIsKilled) {
 }
 
 TEST(IoIsolate, MemoryIsLimitedInTheChildOnly) {
+  // A sanitizer's allocator reports the failed allocation itself (into its log file when
+  // scripts/sanitize.sh sets log_path, which fails the job): the limit is tested without one.
+  if (kSanitized) GTEST_SKIP() << "a sanitizer's allocator reports the child's failed allocation";
   const uint64_t before = peak_rss();
   isolate_limits l = limits(false);
   l.setup_bytes = uint64_t{64} << 20;
@@ -329,8 +332,7 @@ TEST(IoIsolate, MemoryIsLimitedInTheChildOnly) {
           ctx.meta[0] = v[12345];
         });
       },
-      // A sanitizer reports the failed allocation itself and exits: its words are quoted.
-      {"big.h5", "out of memory", "while opening the file", kSanitized ? "" : "64 MiB"});
+      {"big.h5", "out of memory", "while opening the file", "64 MiB"});
   // The stated working memory raises the limit once the result begins.
   std::vector<uint8_t> out;
   const isolate_outcome r = run_isolated(
