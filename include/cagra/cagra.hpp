@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <cagra/error.hpp>
+#include <cagra/filter.hpp>
 #include <cagra/index.hpp>
 #include <cagra/params.hpp>
 #include <cagra/types.hpp>
@@ -78,10 +79,12 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
  *  @param[in]  queries   [nq, dim]; any dtype that converts exactly to the index's storage
  *  @param[in]  k         neighbors per query, 1 <= k <= itopk_size
  *  @param[out] neighbors [nq, k] ids, nearest first (kInvalidId where fewer than k were found)
- *  @param[out] distances [nq, k] distances (see cagra::metric), or an empty view to skip */
+ *  @param[out] distances [nq, k] distances (see cagra::metric), or an empty view to skip
+ *  @param[in]  filter    optional: the rows each query may return (cagra/filter.hpp; host
+ *                        memory); slots beyond the allowed rows hold kInvalidId and +inf */
 void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
-            matrix_view<float> distances);
+            matrix_view<float> distances, const row_filter& filter = {});
 
 /** Exact k-NN by brute force (the ground-truth oracle). Ids/distances are [nq, k].
  *  With `exclude_self`, queries must be the dataset itself and row i never lists i. */

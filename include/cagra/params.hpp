@@ -25,6 +25,11 @@ enum class knn_algo : uint32_t { automatic = 0, nn_descent = 1, brute_force = 2 
 enum class reorder_kind : uint32_t { rank = 0, distance = 1 };
 /** GPU search kernel (paper §IV-C); the CPU backend ignores it. */
 enum class search_algo : uint32_t { automatic = 0, single_cta = 1, multi_cta = 2 };
+/** How a filtered search finds the allowed rows (cagra/filter.hpp): `graph` walks the graph with
+ *  a top-M list grown as the filter's selectivity falls and returns the allowed entries of it;
+ *  `exact` computes the distance to every allowed row (exact results, cost in proportion to the
+ *  allowed rows). `automatic` takes `exact` below the crossover that docs/params.md gives. */
+enum class filter_algo : uint32_t { automatic = 0, graph = 1, exact = 2 };
 /** Element type the index keeps its vectors in. */
 enum class storage_type : uint32_t { same_as_input = 0, f32 = 1, f16 = 2 };
 
@@ -32,6 +37,7 @@ const char* to_string(backend b);
 const char* to_string(knn_algo a);
 const char* to_string(reorder_kind r);
 const char* to_string(search_algo a);
+const char* to_string(filter_algo a);
 backend parse_backend(const std::string& s);
 
 /** Execution context: which backend, how many threads, and an optional progress callback. */
@@ -116,6 +122,10 @@ struct search_params {
    *  synchronize and cold instruction caches; docs/cuda.md). Its CTAs hold their SMs until the
    *  index is searched another way or destroyed, or 1 s passes without a query. */
   bool persistent = false;
+  /** Filtered searches only: how the allowed rows are found (see filter_algo). With `graph`,
+   *  itopk_size is the list length at 100% selectivity; the plan grows it as selectivity falls
+   *  (cagra::plan_search shows the value used). */
+  filter_algo filter = filter_algo::automatic;
 
   /** Throws one cagra::error listing every violated constraint. */
   void validate(uint32_t k, int64_t rows, uint32_t graph_degree) const;

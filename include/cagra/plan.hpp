@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include <cagra/filter.hpp>
 #include <cagra/index.hpp>
 #include <cagra/params.hpp>
 #include <cagra/types.hpp>
@@ -48,6 +49,13 @@ enum class search_io : uint32_t {
   device = 5,      ///< queries and results already in device memory
 };
 
+/** The filter of a search call (cagra/filter.hpp). */
+enum class filter_kind : uint32_t {
+  none = 0,       ///< no filter
+  shared = 1,     ///< one bitset for the whole batch
+  per_query = 2,  ///< one bitset per query
+};
+
 /** One search call, resolved. The multi-CTA kernel's `max_iterations`, `min_iterations` and
  *  `initial_nodes` are per CTA. */
 struct search_plan {
@@ -67,19 +75,27 @@ struct search_plan {
   uint32_t team_size = 0;       ///< lanes per distance
   uint32_t block_size = 0;      ///< threads per CTA
   uint32_t ctas_per_query = 0;  ///< 1 for single-CTA
+  // Filtered search (filter != none).
+  filter_kind filter = filter_kind::none;
+  filter_algo filter_path = filter_algo::automatic;  ///< graph or exact when filtered
+  /** Rows the filter allows (per_query: the fewest any query is allowed). */
+  int64_t allowed_rows = 0;
 };
 
 /** Resolves `params` for `batch` queries of `k` neighbors on `idx`, on the backend `res`
  *  selects (`automatic`: the GPU when one is visible and its kernels take the search, else the
- *  CPU), with queries in `space` (device memory always means the GPU). Throws cagra::error for
- *  invalid parameters, as search() would. */
+ *  CPU), with queries in `space` (device memory always means the GPU), under `filter` (counts
+ *  its allowed rows: the filtered path and list length depend on them). Throws cagra::error for
+ *  invalid parameters or a filter of the wrong shape, as search() would. */
 search_plan plan_search(const resources& res, const search_params& params, const index& idx,
-                        uint32_t k, int64_t batch, memory_space space = memory_space::host);
+                        uint32_t k, int64_t batch, memory_space space = memory_space::host,
+                        const row_filter& filter = {});
 
 /** One line, `name=value` pairs separated by spaces, e.g. "backend=cpu knn=nn_descent ...". */
 std::string to_string(const build_plan& p);
 std::string to_string(const search_plan& p);
 
 const char* to_string(search_io io);
+const char* to_string(filter_kind f);
 
 }  // namespace cagra

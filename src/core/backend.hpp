@@ -64,13 +64,16 @@ class backend_ops {
   virtual std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree,
                                          reorder_kind reorder, optimize_steps steps,
                                          const resources& res) const = 0;
-  /** Search of host queries into host [nq, k] ids / distances (distances may be null). */
+  /** Search of host queries into host [nq, k] ids / distances (distances may be null).
+   *  `filter` (host memory, checked against the call) is empty or plan.filter's kind; with
+   *  plan.filter_path == exact the answer is exact over the allowed rows. */
   virtual void search(const index& idx, const host_matrix& queries, const search_plan& plan,
-                      uint32_t* ids, float* distances, const resources& res,
-                      search_stats* stats) const = 0;
+                      const row_filter& filter, uint32_t* ids, float* distances,
+                      const resources& res, search_stats* stats) const = 0;
   /** Search with queries and results in device memory (the CUDA backend only). */
   virtual void search_device(const index& idx, dataset_view queries, const search_plan& plan,
-                             uint32_t* ids, float* distances, const resources& res) const = 0;
+                             const row_filter& filter, uint32_t* ids, float* distances,
+                             const resources& res) const = 0;
 };
 
 const backend_ops& cpu_backend();

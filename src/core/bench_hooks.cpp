@@ -13,7 +13,7 @@ void cpu_search_with_stats(const resources& res, const search_params& params, co
   const search_plan plan = plan_search(cpu, params, idx, k, queries.rows);
   const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(),
                                           core::host_threads(res.num_threads));
-  core::cpu_backend().search(idx, q, plan, ids, nullptr, cpu, stats);
+  core::cpu_backend().search(idx, q, plan, {}, ids, nullptr, cpu, stats);
 }
 
 std::vector<uint32_t> optimize_steps(const resources& res, const knn_graph& knn, uint32_t degree,

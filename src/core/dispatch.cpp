@@ -131,7 +131,7 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
 
 void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
-            matrix_view<float> distances) {
+            matrix_view<float> distances, const row_filter& filter) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   check_dataset(queries, "queries");
   CAGRA_EXPECTS(queries.cols == idx.dim(), "queries have dimension %lld but the index has %u",
@@ -150,14 +150,14 @@ void search(const resources& res, const search_params& params, const index& idx,
       "(queries: %s, neighbors: %s, distances: %s)",
       space_name(space), space_name(neighbors.space),
       distances.data == nullptr ? "none" : space_name(distances.space));
-  const search_plan plan = plan_search(res, params, idx, k, queries.rows, space);
+  const search_plan plan = plan_search(res, params, idx, k, queries.rows, space, filter);
   const core::backend_ops& be = core::backend_for(plan.target);
   if (space == memory_space::device) {
-    be.search_device(idx, queries, plan, neighbors.data, distances.data, res);
+    be.search_device(idx, queries, plan, filter, neighbors.data, distances.data, res);
     return;
   }
   const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(), threads(res));
-  be.search(idx, q, plan, neighbors.data, distances.data, res, nullptr);
+  be.search(idx, q, plan, filter, neighbors.data, distances.data, res, nullptr);
 }
 
 knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset,

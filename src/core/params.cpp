@@ -78,6 +78,7 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   v.check(hash_bits == 0 || (hash_bits >= 8 && hash_bits <= 24),
           "hash_bits must be 0 (auto) or in [8, 24] (got %u)", hash_bits);
   v.check(uint32_t(algo) <= 2, "unknown search algorithm %u", uint32_t(algo));
+  v.check(uint32_t(filter) <= 2, "unknown filter algorithm %u", uint32_t(filter));
   v.check(graph_degree >= 1, "the index graph is empty");
   v.raise("search parameters");
 }

@@ -5,11 +5,13 @@
 #include "core/plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/backend.hpp"
 #include "core/bits.hpp"
 #include "core/convert.hpp"
+#include "core/filter.hpp"
 
 namespace cagra::core {
 
@@ -35,12 +37,47 @@ knn_algo resolve_knn_algo(knn_algo requested, int64_t rows, uint32_t k) {
                                                               : knn_algo::nn_descent;
 }
 
+/** Filtered search (cagra/filter.hpp): the path and the top-M length for a filter that allows
+ *  `allowed` of the index's rows (the fewest of any query). The graph path returns the allowed
+ *  entries of its top-M list, so the list must hold about k allowed ones: k / selectivity
+ *  entries, times kFilterOversample for recall (the allowed rows among the nearest are not
+ *  evenly spread). The exact path costs one distance per allowed row; the graph walk about
+ *  itopk x degree distances (one parent per iteration, ~itopk iterations), in dependent steps.
+ *  `automatic` takes the exact path when it computes fewer distances than the walk would, or
+ *  when the walk would need a list beyond kFilterMaxItopk; docs/params.md has the
+ *  measurements. Sets s.filter_path, s.allowed_rows and returns the list length. */
+constexpr double kFilterOversample = 2.0;
+constexpr uint32_t kFilterMaxItopk = 512;
+uint32_t plan_filter(search_plan& s, const search_params& p, const index_shape& shape, uint32_t k,
+                     int64_t allowed) {
+  const uint32_t base = std::max(p.itopk_size, k);
+  s.allowed_rows = allowed;
+  const double selectivity = double(std::max<int64_t>(allowed, 1)) / double(shape.rows);
+  const double wanted = std::ceil(kFilterOversample * k / selectivity);
+  const uint32_t grown = wanted >= double(gpu::kMultiCtaMaxItopk)
+                             ? gpu::kMultiCtaMaxItopk
+                             : (static_cast<uint32_t>(wanted) + 31) / 32 * 32;
+  const uint32_t itopk = std::max(base, grown);
+  if (p.filter != filter_algo::automatic) {
+    s.filter_path = p.filter;
+  } else {
+    const bool walk_costs_more =
+        double(allowed) <= double(std::min(itopk, kFilterMaxItopk)) * shape.degree;
+    s.filter_path = allowed <= int64_t{k} || itopk > kFilterMaxItopk || walk_costs_more
+                        ? filter_algo::exact
+                        : filter_algo::graph;
+  }
+  return s.filter_path == filter_algo::exact ? k : itopk;
+}
+
 namespace {
 
-/** The search algorithm's settings that every backend shares (paper §IV-A). */
-void resolve_common(search_plan& s, const search_params& p, const index_shape& shape, uint32_t k) {
+/** The search algorithm's settings that every backend shares (paper §IV-A); `itopk` is the
+ *  list length (a filtered search's is grown, plan_filter). */
+void resolve_common(search_plan& s, const search_params& p, const index_shape& shape, uint32_t k,
+                    uint32_t itopk) {
   s.k = k;
-  s.itopk = std::max(p.itopk_size, k);  // like hnswlib's ef: never fewer than k
+  s.itopk = itopk;
   s.search_width = p.search_width;
   s.seed = p.seed;
   const uint32_t log_n = ceil_log2(static_cast<uint64_t>(std::max<int64_t>(shape.rows, 2)));
@@ -185,7 +222,10 @@ search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
                     memory_space space) {
   if (space == memory_space::device) return search_io::device;
   const bool multi = s.algo == search_algo::multi_cta;
-  if (multi && p.persistent && batch == 1) return search_io::persistent;
+  // The resident kernel serves unfiltered queries (it holds no filter between calls): a
+  // filtered batch-1 search launches the multi-CTA kernel.
+  if (multi && p.persistent && batch == 1 && s.filter == filter_kind::none)
+    return search_io::persistent;
   if (batch > gpu::kMappedMaxQueries) return search_io::copy;
   return multi && batch <= gpu::kHostMergeMaxQueries ? search_io::host_merge : search_io::mapped;
 }
@@ -193,10 +233,22 @@ search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
 }  // namespace
 
 search_plan make_search_plan(backend target, const search_params& p, const index_shape& shape,
-                             uint32_t k, int64_t batch, memory_space space, int sm_count) {
+                             uint32_t k, int64_t batch, memory_space space, int sm_count,
+                             filter_kind filter, int64_t allowed) {
   search_plan s;
   s.target = target;
-  resolve_common(s, p, shape, k);
+  s.filter = filter;
+  const uint32_t itopk = filter == filter_kind::none ? std::max(p.itopk_size, k)
+                                                     : plan_filter(s, p, shape, k, allowed);
+  resolve_common(s, p, shape, k, itopk);
+  // The exact path computes a distance to every allowed row: no walk, no kernel shape.
+  if (s.filter_path == filter_algo::exact) {
+    s.max_iterations = s.min_iterations = s.random_samplings = s.initial_nodes = 0;
+    s.io = target == backend::cpu          ? search_io::none
+           : space == memory_space::device ? search_io::device
+                                           : search_io::copy;
+    return s;
+  }
   if (target == backend::cpu) {
     s.hash_bits = cpu_hash_bits(p, s, shape);
     return s;
@@ -235,11 +287,20 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
 }
 
 search_plan plan_search(const resources& res, const search_params& params, const index& idx,
-                        uint32_t k, int64_t batch, memory_space space) {
+                        uint32_t k, int64_t batch, memory_space space, const row_filter& filter) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   params.validate(k, idx.size(), idx.graph_degree());
   const core::index_shape shape = core::shape_of(idx);
-  const uint32_t itopk = std::max(params.itopk_size, k);
+  const filter_kind fk = core::kind_of(filter);
+  if (fk != filter_kind::none) core::check_filter(filter, idx.size(), batch);
+  const int64_t allowed =
+      fk == filter_kind::none ? idx.size() : core::fewest_allowed(filter, batch);
+  // The GPU takes what its kernels take at the list length the filter needs (the exact path:
+  // any k its brute force takes).
+  const uint32_t itopk = fk == filter_kind::none ? std::max(params.itopk_size, k) : [&] {
+    search_plan probe;
+    return core::plan_filter(probe, params, shape, k, allowed);
+  }();
   backend target;
   if (space == memory_space::device) {
     // Device memory never falls back to the CPU: it would need a host round trip the caller
@@ -268,7 +329,16 @@ search_plan plan_search(const resources& res, const search_params& params, const
       target = backend::cpu;
   }
   const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device) : 0;
-  return core::make_search_plan(target, params, shape, k, batch, space, sms);
+  return core::make_search_plan(target, params, shape, k, batch, space, sms, fk, allowed);
+}
+
+const char* to_string(filter_kind f) {
+  switch (f) {
+    case filter_kind::none: return "none";
+    case filter_kind::shared: return "shared";
+    case filter_kind::per_query: return "per_query";
+  }
+  return "unknown";
 }
 
 const char* to_string(search_io io) {
@@ -305,6 +375,9 @@ std::string to_string(const search_plan& p) {
   if (p.target == backend::cuda)
     s += kv("team_size", p.team_size) + kv("block_size", p.block_size) +
          kv("ctas_per_query", p.ctas_per_query);
+  if (p.filter != filter_kind::none)
+    s += std::string(" filter=") + to_string(p.filter) +
+         " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows));
   return s;
 }
 

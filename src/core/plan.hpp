@@ -55,7 +55,13 @@ bool gpu_takes(const index_shape& shape, uint32_t itopk);
 /** The plan for backend `target` (resolved): `sm_count` is the GPU's (ignored on the CPU).
  *  `params` are validated. Throws for a kernel asked for that cannot take the search. */
 search_plan make_search_plan(backend target, const search_params& params, const index_shape& shape,
-                             uint32_t k, int64_t batch, memory_space space, int sm_count);
+                             uint32_t k, int64_t batch, memory_space space, int sm_count,
+                             filter_kind filter = filter_kind::none, int64_t allowed = 0);
+
+/** A filtered search's path (exact or graph, into s.filter_path; s.allowed_rows) and list length
+ *  for a filter allowing `allowed` rows (the fewest of any query). */
+uint32_t plan_filter(search_plan& s, const search_params& params, const index_shape& shape,
+                     uint32_t k, int64_t allowed);
 
 /** The kNN algorithm `automatic` means for `rows` rows and degree k: brute force while it is
  *  cheaper than NN-descent (n <= max(10000, 4 k^2)), NN-descent beyond. */

@@ -68,6 +68,15 @@ const char* to_string(search_algo a) {
   return "unknown";
 }
 
+const char* to_string(filter_algo a) {
+  switch (a) {
+    case filter_algo::automatic: return "automatic";
+    case filter_algo::graph: return "graph";
+    case filter_algo::exact: return "exact";
+  }
+  return "unknown";
+}
+
 backend parse_backend(const std::string& s) {
   if (s == "auto") return backend::automatic;
   if (s == "cpu") return backend::cpu;

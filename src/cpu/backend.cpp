@@ -29,12 +29,16 @@ class cpu_ops final : public core::backend_ops {
                                  optimize_steps steps, const resources& res) const override {
     return cpu::optimize(knn, degree, reorder, steps, res.num_threads, res.progress);
   }
-  void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
-              float* distances, const resources& res, search_stats* stats) const override {
-    cpu::search(idx, queries, plan, ids, distances, res.num_threads, stats);
+  void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+              const row_filter& filter, uint32_t* ids, float* distances, const resources& res,
+              search_stats* stats) const override {
+    if (plan.filter_path == filter_algo::exact)
+      cpu::exact_search(idx, queries, plan, filter, ids, distances, res.num_threads);
+    else
+      cpu::search(idx, queries, plan, filter, ids, distances, res.num_threads, stats);
   }
-  void search_device(const index&, dataset_view, const search_plan&, uint32_t*, float*,
-                     const resources&) const override {
+  void search_device(const index&, dataset_view, const search_plan&, const row_filter&, uint32_t*,
+                     float*, const resources&) const override {
     CAGRA_FAIL("the CPU backend does not search device memory");
   }
 };

@@ -7,6 +7,8 @@
 // 3) their neighbors not seen before (visited hash; optionally forgettable: cleared every
 // `reset_interval` iterations and re-seeded with the top-M ids) get a distance and become the
 // next candidates. Stop when no new parent is left (converged) or at max_iterations.
+// A filtered search walks the same way (disallowed rows stay navigable) and returns the allowed
+// entries of the final top-M list (the plan has grown the list as the filter's selectivity fell).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -50,7 +52,10 @@ class searcher {
   // Work counts of every query this searcher ran (a few integer adds per iteration).
   search_stats counts;
 
-  void run(const query_t<T>* q, uint32_t k, uint32_t* ids, float* dists) {
+  /** Searches query `q`; with `allowed` (a bitset over the rows, or null) only rows whose bit
+   *  is set are written to ids/dists. */
+  void run(const query_t<T>* q, uint32_t k, uint32_t* ids, float* dists,
+           const uint32_t* allowed = nullptr) {
     hash_.clear();
     std::fill(top_.begin(), top_.end(), entry{kFar, kInvalidId});
     random_init(q);
@@ -72,10 +77,19 @@ class searcher {
         forget();
       expand(q, parents, n_par);
     }
-    for (uint32_t i = 0; i < k; ++i) {
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < top_.size() && out < k; ++i) {
       const entry& e = top_[i];
-      ids[i] = e.id == kInvalidId ? kInvalidId : e.id & ~kParentFlag;
-      if (dists) dists[i] = e.dist;
+      if (e.id == kInvalidId) break;  // the list is sorted: the rest is empty too
+      const uint32_t id = e.id & ~kParentFlag;
+      if (allowed && !((allowed[id >> 5] >> (id & 31)) & 1u)) continue;
+      ids[out] = id;
+      if (dists) dists[out] = e.dist;
+      ++out;
+    }
+    for (; out < k; ++out) {
+      ids[out] = kInvalidId;
+      if (dists) dists[out] = kFar;
     }
   }
 
@@ -157,10 +171,11 @@ class searcher {
 
 }  // namespace
 
-void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
-            float* distances, int nt, search_stats* stats) {
+void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+            const row_filter& filter, uint32_t* ids, float* distances, int nt,
+            search_stats* stats) {
   const uint32_t k = plan.k;
-  const int64_t nq = queries.rows();
+  const int64_t nq = queries.rows(), n = idx.size();
   nt = nq == 1 ? 1 : thread_count(nt);
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -171,7 +186,9 @@ void search(const index& idx, const host_matrix& queries, const search_plan& pla
       searcher<T> s(idx, plan, plan.seed);
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < nq; ++i)
-        s.run(q + i * dim, k, ids + i * k, distances ? distances + i * k : nullptr);
+        s.run(q + i * dim, k, ids + i * k, distances ? distances + i * k : nullptr,
+              filter.empty() ? nullptr
+                             : filter.words + (filter.queries ? i * row_filter::words_for(n) : 0));
       if (stats) {
 #pragma omp critical(cagra_search_stats)
         {

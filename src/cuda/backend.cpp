@@ -30,13 +30,18 @@ class cuda_ops final : public core::backend_ops {
                                  core::optimize_steps steps, const resources& res) const override {
     return cuda::optimize(knn, degree, reorder, steps, res.device, res.progress);
   }
-  void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
-              float* distances, const resources& res, core::search_stats*) const override {
-    cuda::search(idx, queries, plan, ids, distances, res.device);
+  void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+              const row_filter& filter, uint32_t* ids, float* distances, const resources& res,
+              core::search_stats*) const override {
+    if (plan.filter_path == filter_algo::exact)
+      cuda::exact_search(idx, queries, plan, filter, ids, distances, res.device);
+    else
+      cuda::search(idx, queries, plan, filter, ids, distances, res.device);
   }
-  void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
-                     float* distances, const resources& res) const override {
-    cuda::search_device(idx, queries, plan, ids, distances, res.device);
+  void search_device(const index& idx, dataset_view queries, const search_plan& plan,
+                     const row_filter& filter, uint32_t* ids, float* distances,
+                     const resources& res) const override {
+    cuda::search_device(idx, queries, plan, filter, ids, distances, res.device);
   }
 };
 

@@ -39,8 +39,20 @@ std::string describe(const device_info& d);
  *  plan's io path. `queries` are host rows of the index's query type (core::queries_for),
  *  [nq, dim]; ids/distances are host [nq, plan.k] (distances may be null). The index's vectors
  *  and graph are copied to the device on first use and cached in idx.backend_cache(). */
-void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
-            float* distances, int device);
+void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+            const row_filter& filter, uint32_t* ids, float* distances, int device);
+/** The same without a filter. */
+inline void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+                   uint32_t* ids, float* distances, int device) {
+  search(idx, queries, plan, row_filter{}, ids, distances, device);
+}
+
+/** Exact filtered search (plan.filter_path == exact) of host queries: a shared bitset gathers
+ *  its allowed rows and runs brute_force on them; per-query bitsets run brute_force over every
+ *  row with each query's bitset as a mask. Results as cpu::exact_search (ties and near-ties at
+ *  the k-th place may swap for f32/f16 data, as brute_force says). */
+void exact_search(const index& idx, const host_matrix& queries, const search_plan& plan,
+                  const row_filter& filter, uint32_t* ids, float* distances, int device);
 
 /** GPU search on device memory, no host round trip (the device path of cagra::search).
  *  `queries` (space device) are [nq, dim] on CUDA device `device`: f32, f16, u8 or i8 for an
@@ -52,8 +64,8 @@ void search(const index& idx, const host_matrix& queries, const search_plan& pla
  *  device [nq, k] buffers that the kernels write directly. Ordering: the work waits for what the
  *  legacy default stream (cupy's and torch's default) holds when called, runs on the index's
  *  stream, and is synchronized before returning, so the results are ready for any stream. */
-void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
-                   float* distances, int device);
+void search_device(const index& idx, dataset_view queries, const search_plan& plan,
+                   const row_filter& filter, uint32_t* ids, float* distances, int device);
 
 /** Largest k that cuda::brute_force takes (2048). */
 uint32_t brute_force_max_k();
@@ -65,4 +77,9 @@ uint32_t brute_force_max_k();
  *  (within f32 rounding of the expanded |q|^2 + |x|^2 - 2 q.x) for f32/f16 data. */
 knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
                       bool exclude_self, int device);
+/** brute_force restricted by a mask: query q only sees the rows whose bit is set in
+ *  mask[q * mask_words ...] (bitsets as cagra::row_filter; mask_words = 0: one shared bitset).
+ *  Queries with fewer than k allowed rows get kInvalidId / +inf in the remaining slots. */
+knn_graph brute_force_masked(const host_matrix& data, const host_matrix& queries, metric m,
+                             uint32_t k, const uint32_t* mask, int64_t mask_words, int device);
 }  // namespace cagra::cuda

@@ -15,6 +15,9 @@
 //     dot product) and the row is sorted again by (distance, id). The expanded form loses digits
 //     to cancellation for f32 data; the recomputed distances match the CPU's to rounding, and for
 //     u8/i8 data (every partial sum an integer below 2^24 for dim * 255^2 < 2^24) exactly.
+//  5. A mask (brute_force_masked: the exact path of a filtered search with per-query bitsets)
+//     leaves the rows a query's bitset does not allow out of step 3; a query with fewer than k
+//     allowed rows gets kInvalidId / +inf in the remaining slots.
 //     Candidates are chosen with the expanded form, so an f32 neighbor whose distance is within
 //     rounding of the k-th may swap with it (recall stays ~1, never the ids of a different set).
 #include <algorithm>
@@ -102,6 +105,7 @@ __global__ void norms_kernel(const float* x, int64_t rows, int64_t dim, float* o
 __global__ void select_kernel(const float* dots, int64_t data_tile, int64_t d0, int64_t q0,
                               const float* qnorm, const float* xnorm, int metric_id, uint32_t k,
                               uint32_t slots, uint32_t sort_size, bool exclude_self, bool first,
+                              const uint32_t* mask, uint64_t mask_words,
                               unsigned long long* state) {
   extern __shared__ unsigned long long keys[];
   __shared__ uint32_t count;
@@ -118,11 +122,13 @@ __global__ void select_kernel(const float* dots, int64_t data_tile, int64_t d0, 
   const uint32_t buffer = sort_size - slots;
   const float* row = dots + qi * data_tile;
   const float qn = metric_id == 0 ? qnorm[q] : 0.f;
+  const uint32_t* allowed = mask ? mask + q * mask_words : nullptr;
   for (int64_t base = 0; base < data_tile; base += blockDim.x) {
     const int64_t j = base + threadIdx.x;
     if (j < data_tile) {
       const int64_t id = d0 + j;
-      if (!(exclude_self && id == q)) {
+      if (!(exclude_self && id == q) &&
+          (!allowed || ((__ldg(allowed + (id >> 5)) >> (id & 31)) & 1u))) {
         const float c = row[j];
         float d;
         if (metric_id == 0)
@@ -165,6 +171,7 @@ __global__ void refine_kernel(const unsigned long long* state, uint32_t slots, u
   for (uint32_t i = threadIdx.x; i < slots; i += blockDim.x) keys[i] = kMaxKey;
   __syncthreads();
   for (uint32_t s = warp; s < k; s += warps) {
+    if (state[qi * slots + s] == kMaxKey) continue;  // fewer than k rows allowed (a mask)
     const uint32_t id = uint32_t(state[qi * slots + s]);
     const float* xv = xs + int64_t(id) * dim;
     float acc = 0.f;
@@ -185,8 +192,10 @@ __global__ void refine_kernel(const unsigned long long* state, uint32_t slots, u
   __syncthreads();
   dev::block_sort_u64(keys, slots);
   for (uint32_t i = threadIdx.x; i < k; i += blockDim.x) {
-    ids[qi * k + i] = uint32_t(keys[i]);
-    distances[qi * k + i] = from_orderable(uint32_t(keys[i] >> 32));
+    const bool empty = keys[i] == kMaxKey;
+    ids[qi * k + i] = empty ? 0xFFFFFFFFu : uint32_t(keys[i]);  // cagra::kInvalidId
+    distances[qi * k + i] =
+        empty ? __int_as_float(0x7F800000) : from_orderable(uint32_t(keys[i] >> 32));
   }
 }
 
@@ -247,8 +256,11 @@ void testing::set_brute_force_tiles(int64_t query_tile, int64_t data_tile) {
   g_data_tile = data_tile;
 }
 
-knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
-                      bool exclude_self, int device) {
+namespace {
+
+knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+                          bool exclude_self, const uint32_t* h_mask, int64_t mask_words,
+                          int device) {
   const int64_t n = data.rows(), nq = queries.rows(), dim = data.cols();
   CAGRA_EXPECTS(k >= 1, "k must be >= 1");
   CAGRA_EXPECTS(k <= brute_force_max_k(), "the GPU brute force takes k <= %u (got %u)",
@@ -275,6 +287,13 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
   upload_f32(data, xs, staging, s);
   upload_f32(queries, qs, staging, s);
   staging = device_buffer<uint8_t>();
+  device_buffer<uint32_t> mask;
+  if (h_mask) {
+    const size_t words = size_t(row_filter::words_for(n)) * (mask_words ? size_t(nq) : 1);
+    mask.reserve(words);
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(mask.data(), h_mask, words * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+  }
   const int metric_id = m == metric::l2 ? 0 : m == metric::inner_product ? 1 : 2;
   device_buffer<float> xnorm, qnorm;
   if (metric_id == 0) {
@@ -319,7 +338,8 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
                                    int(dim), &zero, dots.data(), int(dn)));
       select_kernel<<<unsigned(qn), kThreads, select_smem, s>>>(
           dots.data(), dn, d0, q0, qnorm.data(), xnorm.data(), metric_id, k, sz.slots, sz.sort_size,
-          exclude_self, d0 == 0, state.data());
+          exclude_self, d0 == 0, h_mask ? mask.data() : nullptr, uint64_t(mask_words),
+          state.data());
       CAGRA_CUDA_CHECK_LAUNCH();
     }
     refine_kernel<<<unsigned(qn), kThreads, refine_smem, s>>>(state.data(), sz.slots, k, xs.data(),
@@ -333,6 +353,19 @@ knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metri
     stream.sync();
   }
   return out;
+}
+
+}  // namespace
+
+knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+                      bool exclude_self, int device) {
+  return run_brute_force(data, queries, m, k, exclude_self, nullptr, 0, device);
+}
+
+knn_graph brute_force_masked(const host_matrix& data, const host_matrix& queries, metric m,
+                             uint32_t k, const uint32_t* mask, int64_t mask_words, int device) {
+  CAGRA_EXPECTS(mask != nullptr, "internal error: brute_force_masked without a mask");
+  return run_brute_force(data, queries, m, k, false, mask, mask_words, device);
 }
 
 }  // namespace cagra::cuda

@@ -21,9 +21,11 @@ constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
  *  nearer than the 32nd entry are
  *  dropped (the CPU's rule); the others are bitonic-sorted across the lanes, and the reversed
  *  minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic sequence, which
- *  five half-cleaner stages sort. */
+ *  five half-cleaner stages sort. With `allowed` (a filter's bitset, search/filter.cuh) only the
+ *  candidates whose row it allows are merged: a filtered search's list of results. */
 __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float* cand_d,
-                                           const uint32_t* cand_i, uint32_t n, float far) {
+                                           const uint32_t* cand_i, uint32_t n, float far,
+                                           const uint32_t* allowed = nullptr) {
   const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t base = 0; base < n; base += 32) {
     const float worst = __shfl_sync(kFullWarp, ld, 31);
@@ -34,7 +36,9 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = cand_d[i];
       ci = cand_i[i];
     }
-    const bool keep = i < n && ci != kNoId && (worst == far || cd < worst);
+    const bool keep = i < n && ci != kNoId && (worst == far || cd < worst) &&
+                      (allowed == nullptr ||
+                       ((__ldg(allowed + ((ci & kIdMask) >> 5)) >> ((ci & kIdMask) & 31)) & 1u));
     if (__ballot_sync(kFullWarp, keep) == 0) continue;
     if (!keep) {
       cd = far;

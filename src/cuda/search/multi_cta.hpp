@@ -63,6 +63,9 @@ struct multi_cta_args {
   uint32_t* d_done;           // [chunk] CTAs finished per query: 0 at launch, the last resets it
   uint32_t* d_ids;            // [n_queries, k] results (+ query_offset * k); device or mapped host
   float* d_distances;         // [n_queries, k] or null
+  const uint32_t* d_filter;   // null, or the allowed rows' bitsets (filter.cuh): query q's at
+                              // d_filter + q * filter_stride
+  uint64_t filter_stride;     // words per bitset, or 0: one bitset for the batch
   uint64_t* h_lists;          // null (the last CTA merges into d_ids), or mapped host
                               // [n_queries, n_ctas, list_k] entries of two words, id | tag << 32
                               // and distance bits | tag << 32: each CTA's best list_k, merged by

@@ -19,7 +19,7 @@ namespace {
 
 void run_single_cta(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
                     int64_t nq, uint32_t* d_ids, float* d_distances, int device,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, device_filter filter) {
   const single_cta_launch lp = make_single_cta_launch(st, plan, m);
   check_shared_memory(lp.smem, device, "single-CTA", plan);
   single_cta_args a = lp.args;
@@ -28,6 +28,8 @@ void run_single_cta(index_state& st, const search_plan& plan, metric m, const ui
   a.d_queries = d_queries;
   a.d_ids = d_ids;
   a.d_distances = d_distances;
+  a.d_filter = filter.words;
+  a.filter_stride = filter.stride;
   constexpr int64_t kMaxGrid = 65535;
   with_device_type(st.type, [&](auto tag) {
     using T = decltype(tag);
@@ -68,7 +70,7 @@ void reserve_multi_cta(index_state& st, const multi_cta_launch& lp, uint32_t chu
 
 void run_multi_cta(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
                    int64_t nq, uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream,
-                   latency_io* io) {
+                   latency_io* io, device_filter filter) {
   const multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
   check_shared_memory(lp.smem, device, "multi-CTA", plan);
   const uint32_t chunk = static_cast<uint32_t>(std::min<int64_t>(lp.chunk, nq));
@@ -84,6 +86,8 @@ void run_multi_cta(index_state& st, const search_plan& plan, metric m, const uin
   a.d_done = w.done.data();
   a.d_ids = d_ids;
   a.d_distances = d_distances;
+  a.d_filter = filter.words;
+  a.filter_stride = filter.stride;
 #if CAGRA_MCTA_TRACE
   a.d_trace = testing::multi_cta_trace();
 #endif
@@ -130,11 +134,11 @@ void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n) {
 
 void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
                  int64_t nq, uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream,
-                 latency_io* io) {
+                 latency_io* io, device_filter filter) {
   if (plan.algo == search_algo::single_cta)
-    run_single_cta(st, plan, m, d_queries, nq, d_ids, d_distances, device, stream);
+    run_single_cta(st, plan, m, d_queries, nq, d_ids, d_distances, device, stream, filter);
   else
-    run_multi_cta(st, plan, m, d_queries, nq, d_ids, d_distances, device, stream, io);
+    run_multi_cta(st, plan, m, d_queries, nq, d_ids, d_distances, device, stream, io, filter);
 }
 
 #if CAGRA_MCTA_TRACE

@@ -25,13 +25,21 @@ struct latency_io {
   uint32_t n_lists = 0, list_k = 0;  // per query: n_ctas lists of list_k entries (out)
 };
 
+/** A filter's bitsets in device memory (search/filter.cuh): query q's at words + q * stride
+ *  (stride 0: one bitset for the batch); words == nullptr: no filter. */
+struct device_filter {
+  const uint32_t* words = nullptr;
+  uint64_t stride = 0;
+};
+
 /** The kernels of `plan` over `nq` device-resident queries of the query type (`d_queries`,
  *  4-byte aligned) into device [nq, k] ids/distances (distances may be null), queued on
  *  `stream`. The caller holds st.workspace_mutex and has made `device` current. With `io`, a
- *  multi-CTA search writes its lists there instead. */
+ *  multi-CTA search writes its lists there instead; with `filter`, only allowed rows are
+ *  returned. */
 void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8_t* d_queries,
                  int64_t nq, uint32_t* d_ids, float* d_distances, int device, cudaStream_t stream,
-                 latency_io* io = nullptr);
+                 latency_io* io = nullptr, device_filter filter = {});
 
 /** Grows a tagged buffer, zeroed (tag 0 is never a call's). */
 void reserve_zeroed(pinned_buffer<uint64_t>& b, size_t n);

@@ -52,9 +52,31 @@ void expect_device_memory(const void* p, int device, const char* what) {
                 what, at.device, device);
 }
 
+/** A filtered search's bitsets (host memory) copied into the workspace; no filter: {}. A shared
+ *  bitset equal to the one already there is not copied again (batch-1 calls with one filter:
+ *  the comparison reads 125 KB of host memory at 1M rows, the copy took ~0.1 ms). */
+device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
+  if (f.empty()) return {};
+  const size_t words = size_t(row_filter::words_for(f.rows));
+  const size_t total = words * (f.queries ? size_t(nq) : 1);
+  search_workspace& w = st.io;
+  const bool same = !f.queries && w.filter_shared.size() == words &&
+                    std::memcmp(w.filter_shared.data(), f.words, words * sizeof(uint32_t)) == 0;
+  if (same) return {w.filter.data(), 0};
+  // A kernel of the last call may still read the buffer.
+  st.stream.sync();
+  w.filter_shared.clear();
+  w.filter.reserve(total);
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.filter.data(), f.words, total * sizeof(uint32_t),
+                                 cudaMemcpyHostToDevice, st.stream.get()));
+  if (!f.queries) w.filter_shared.assign(f.words, f.words + words);
+  return {w.filter.data(), f.queries ? words : 0};
+}
+
 /** search_io::mapped and host_merge: a small host batch through pinned host memory in place. */
 void search_mapped(const index& idx, index_state& st, const search_plan& plan,
-                   const host_matrix& queries, uint32_t* ids, float* distances, int device) {
+                   const host_matrix& queries, uint32_t* ids, float* distances, int device,
+                   device_filter filter) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows();
   const uint32_t k = plan.k;
@@ -73,7 +95,7 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
     w.host_ids.reserve(n_out);
     if (distances) w.host_distances.reserve(n_out);
     run_kernels(st, plan, idx.metric(), w.host_queries.data(), nq, w.host_ids.data(),
-                distances ? w.host_distances.data() : nullptr, device, stream);
+                distances ? w.host_distances.data() : nullptr, device, stream, nullptr, filter);
     st.stream.sync();
     std::memcpy(ids, w.host_ids.data(), n_out * sizeof(uint32_t));
     if (distances) std::memcpy(distances, w.host_distances.data(), n_out * sizeof(float));
@@ -88,7 +110,7 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
     io.query_bytes = static_cast<uint32_t>(q_bytes);
   }
   run_kernels(st, plan, idx.metric(), w.host_queries.data(), nq, nullptr, nullptr, device, stream,
-              &io);
+              &io, filter);
   const size_t per_query = size_t{io.n_lists} * io.list_k * 2;
   for (int64_t i = 0; i < nq; ++i)  // query by query, as their lists arrive
     CAGRA_EXPECTS(
@@ -99,7 +121,8 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
 
 /** search_io::copy: queries copied to the device workspace, results copied back. */
 void search_copy(const index& idx, index_state& st, const search_plan& plan,
-                 const host_matrix& queries, uint32_t* ids, float* distances, int device) {
+                 const host_matrix& queries, uint32_t* ids, float* distances, int device,
+                 device_filter filter) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows();
   const size_t q_bytes = queries.size_bytes(), n_out = size_t(nq) * plan.k;
@@ -110,7 +133,7 @@ void search_copy(const index& idx, index_state& st, const search_plan& plan,
   CAGRA_CUDA_TRY(
       cudaMemcpyAsync(w.queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
   run_kernels(st, plan, idx.metric(), w.queries.data(), nq, w.ids.data(),
-              distances ? w.distances.data() : nullptr, device, stream);
+              distances ? w.distances.data() : nullptr, device, stream, nullptr, filter);
   CAGRA_CUDA_TRY(
       cudaMemcpyAsync(ids, w.ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
   if (distances)
@@ -121,8 +144,8 @@ void search_copy(const index& idx, index_state& st, const search_plan& plan,
 
 }  // namespace
 
-void search(const index& idx, const host_matrix& queries, const search_plan& plan, uint32_t* ids,
-            float* distances, int device) {
+void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+            const row_filter& filter, uint32_t* ids, float* distances, int device) {
   const dtype qtype = query_dtype_for(idx.storage_dtype());
   CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
                 "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype),
@@ -134,30 +157,33 @@ void search(const index& idx, const host_matrix& queries, const search_plan& pla
   device_guard guard(device);
   std::shared_ptr<index_state> st = device_index(idx, device);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
+  if (plan.io != search_io::persistent) stop_persistent(*st);
+  const device_filter df = upload_filter(*st, filter, queries.rows());
   switch (plan.io) {
     case search_io::persistent:
-      CAGRA_EXPECTS(queries.rows() == 1, "internal error: a persistent plan for %lld queries",
-                    (long long)queries.rows());
+      CAGRA_EXPECTS(queries.rows() == 1 && filter.empty(),
+                    "internal error: a persistent plan for %lld queries%s",
+                    (long long)queries.rows(), filter.empty() ? "" : " with a filter");
       persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data()),
                         queries.size_bytes(), ids, distances, device);
       return;
     case search_io::mapped:
     case search_io::host_merge:
-      stop_persistent(*st);
-      search_mapped(idx, *st, plan, queries, ids, distances, device);
+      search_mapped(idx, *st, plan, queries, ids, distances, device, df);
       return;
-    case search_io::copy:
-      stop_persistent(*st);
-      search_copy(idx, *st, plan, queries, ids, distances, device);
-      return;
+    case search_io::copy: search_copy(idx, *st, plan, queries, ids, distances, device, df); return;
     default: CAGRA_FAIL("internal error: the host search got io path %s", to_string(plan.io));
   }
 }
 
-void search_device(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
-                   float* distances, int device) {
+void search_device(const index& idx, dataset_view queries, const search_plan& plan,
+                   const row_filter& filter, uint32_t* ids, float* distances, int device) {
   CAGRA_EXPECTS(queries.space == memory_space::device,
                 "search_device takes queries in device memory");
+  CAGRA_EXPECTS(plan.filter_path != filter_algo::exact,
+                "this filter allows %lld of %lld rows, which the exact filtered search serves, "
+                "and it takes host queries: pass host memory (or search_params::filter = graph)",
+                (long long)plan.allowed_rows, (long long)idx.size());
   CAGRA_EXPECTS(queries.cols == int64_t{idx.dim()},
                 "queries have dimension %lld but the index has %u", (long long)queries.cols,
                 idx.dim());
@@ -237,7 +263,8 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
         cudaMemcpyAsync(w.queries.data(), d_queries, bytes, cudaMemcpyDeviceToDevice, stream));
     d_queries = w.queries.data();
   }
-  run_kernels(*st, plan, idx.metric(), d_queries, nq, ids, distances, device, stream);
+  const device_filter df = upload_filter(*st, filter, nq);
+  run_kernels(*st, plan, idx.metric(), d_queries, nq, ids, distances, device, stream, nullptr, df);
   st->stream.sync();
 }
 

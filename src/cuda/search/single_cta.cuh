@@ -27,6 +27,7 @@
 #include "cuda/primitives/bitonic.cuh"
 #include "cuda/primitives/team_distance.cuh"
 #include "cuda/primitives/visited_hash.cuh"
+#include "cuda/search/filter.cuh"
 #include "cuda/search/search_common.cuh"
 #include "cuda/search/single_cta.hpp"
 
@@ -229,6 +230,12 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
     __syncthreads();
   }
 
+  if (a.d_filter) {  // the allowed entries of the top-M list (filter.cuh)
+    if (tid < 32)
+      write_allowed(top_d, top_i, a.itopk, a.k, a.d_filter + qi * a.filter_stride,
+                    a.d_ids + qi * a.k, a.d_distances ? a.d_distances + qi * a.k : nullptr);
+    return;
+  }
   for (uint32_t i = tid; i < a.k; i += nt) {
     const uint32_t id = top_i[i];
     a.d_ids[qi * a.k + i] = id == kNoId ? kNoId : id & kIdMask;

@@ -29,6 +29,9 @@ struct single_cta_args {
   const uint8_t* d_queries;  // [n_queries, dim] query-type elements (float for f32/f16, else T)
   uint32_t* d_ids;           // [n_queries, k]
   float* d_distances;        // [n_queries, k], or null
+  const uint32_t* d_filter;  // null, or the allowed rows' bitsets (filter.cuh): query q's at
+                             // d_filter + q * filter_stride
+  uint64_t filter_stride;    // words per bitset, or 0: one bitset for the batch
   uint64_t n_rows;           // N
   uint64_t seed;             // search_params::seed (mixed with each query's bytes)
   uint64_t query_offset;     // first query of this launch (the grid is chunked by 65535)

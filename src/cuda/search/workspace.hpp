@@ -14,9 +14,11 @@ namespace cagra::cuda {
 
 /** Queries in and results out, for every kernel. */
 struct search_workspace {
-  device_buffer<uint8_t> queries;  // [nq, dim] of the query type
-  device_buffer<uint32_t> ids;     // [nq, k]
-  device_buffer<float> distances;  // [nq, k]
+  device_buffer<uint8_t> queries;       // [nq, dim] of the query type
+  device_buffer<uint32_t> ids;          // [nq, k]
+  device_buffer<float> distances;       // [nq, k]
+  device_buffer<uint32_t> filter;       // a filtered search's bitsets: [1 or nq, ceil(N / 32)]
+  std::vector<uint32_t> filter_shared;  // the shared bitset in `filter`, if it holds one
   // Device-memory queries only (search_device): the legacy default stream -> index stream
   // ordering, and the first bad rows found by the query check ([0]: NaN/Inf, [1]: all zeros for
   // cosine).

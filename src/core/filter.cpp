@@ -1,0 +1,126 @@
+// Filters (cagra/filter.hpp): the owning row_bitset, and the checks and counts the plan and the
+// backends share (core/filter.hpp).
+#include "core/filter.hpp"
+
+#include <algorithm>
+
+namespace cagra {
+
+namespace {
+void check_rows(int64_t rows) {
+  CAGRA_EXPECTS(rows >= 0 && rows <= kMaxRows, "a row bitset covers 0..%lld rows (got %lld)",
+                (long long)kMaxRows, (long long)rows);
+}
+}  // namespace
+
+row_bitset::row_bitset(int64_t rows, bool allow_all) : rows_(rows) {
+  check_rows(rows);
+  words_.assign(static_cast<size_t>(row_filter::words_for(rows)), allow_all ? ~0u : 0u);
+  if (allow_all && (rows & 31)) words_.back() = (1u << (rows & 31)) - 1u;  // no bits past rows
+}
+
+row_bitset row_bitset::from_ids(const int64_t* ids, int64_t n, int64_t rows) {
+  row_bitset b(rows);
+  for (int64_t i = 0; i < n; ++i) {
+    CAGRA_EXPECTS(ids[i] >= 0 && ids[i] < rows,
+                  "allowed id %lld (position %lld) is outside the index's rows [0, %lld)",
+                  (long long)ids[i], (long long)i, (long long)rows);
+    b.set(ids[i]);
+  }
+  return b;
+}
+
+row_bitset row_bitset::from_ids(const uint32_t* ids, int64_t n, int64_t rows) {
+  row_bitset b(rows);
+  for (int64_t i = 0; i < n; ++i) {
+    CAGRA_EXPECTS(int64_t{ids[i]} < rows,
+                  "allowed id %u (position %lld) is outside the index's rows [0, %lld)", ids[i],
+                  (long long)i, (long long)rows);
+    b.set(ids[i]);
+  }
+  return b;
+}
+
+row_bitset row_bitset::from_mask(const uint8_t* mask, int64_t rows) {
+  row_bitset b(rows);
+  for (int64_t i = 0; i < rows; ++i)
+    if (mask[i]) b.set(i);
+  return b;
+}
+
+void row_bitset::set(int64_t row, bool allowed) {
+  CAGRA_EXPECTS(row >= 0 && row < rows_, "row %lld is outside the bitset's rows [0, %lld)",
+                (long long)row, (long long)rows_);
+  const uint32_t bit = 1u << (row & 31);
+  uint32_t& w = words_[static_cast<size_t>(row >> 5)];
+  w = allowed ? (w | bit) : (w & ~bit);
+}
+
+int64_t row_bitset::count() const {
+  int64_t c = 0;
+  for (uint32_t w : words_) c += __builtin_popcount(w);
+  return c;
+}
+
+}  // namespace cagra
+
+namespace cagra::core {
+
+namespace {
+/** Allowed rows of one bitset of `rows` bits (bits past `rows` in the last word are ignored). */
+int64_t count_bits(const uint32_t* w, int64_t rows) {
+  const int64_t full = rows / 32;
+  int64_t c = 0;
+  for (int64_t i = 0; i < full; ++i) c += __builtin_popcount(w[i]);
+  if (rows & 31) c += __builtin_popcount(w[full] & ((1u << (rows & 31)) - 1u));
+  return c;
+}
+}  // namespace
+
+void check_filter(const row_filter& f, int64_t rows, int64_t batch) {
+  CAGRA_EXPECTS(f.space == memory_space::host,
+                "the filter is in device memory: filters are read from host memory (pass a host "
+                "bitset; the CUDA backend copies it)");
+  CAGRA_EXPECTS(f.rows == rows,
+                "the filter covers %lld rows but the index has %lld: a filter has one bit per "
+                "index row",
+                (long long)f.rows, (long long)rows);
+  CAGRA_EXPECTS(f.queries == 0 || f.queries == batch,
+                "the filter holds %lld per-query bitsets but the batch has %lld queries (use 0 "
+                "for one bitset shared by the batch)",
+                (long long)f.queries, (long long)batch);
+}
+
+filter_kind kind_of(const row_filter& f) {
+  if (f.empty()) return filter_kind::none;
+  return f.queries ? filter_kind::per_query : filter_kind::shared;
+}
+
+int64_t allowed_count(const row_filter& f, int64_t q) {
+  return count_bits(f.words + (f.queries ? q * row_filter::words_for(f.rows) : 0), f.rows);
+}
+
+std::vector<uint32_t> allowed_ids(const row_filter& f) {
+  std::vector<uint32_t> ids;
+  ids.reserve(static_cast<size_t>(allowed_count(f, 0)));
+  const int64_t words = row_filter::words_for(f.rows);
+  for (int64_t i = 0; i < words; ++i) {
+    uint32_t w = f.words[i];
+    while (w) {
+      const int64_t row = i * 32 + __builtin_ctz(w);
+      if (row >= f.rows) break;
+      ids.push_back(static_cast<uint32_t>(row));
+      w &= w - 1;
+    }
+  }
+  return ids;
+}
+
+int64_t fewest_allowed(const row_filter& f, int64_t batch) {
+  if (!f.queries) return allowed_count(f, 0);
+  int64_t fewest = f.rows;
+  for (int64_t q = 0; q < batch; ++q) fewest = std::min(fewest, allowed_count(f, q));
+  return fewest;
+}
+
+}  // namespace cagra::core

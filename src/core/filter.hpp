@@ -1,0 +1,30 @@
+// Filtered search, the backend-neutral part (cagra/filter.hpp): checking a filter against the
+// call, counting its allowed rows (what the plan adapts to), listing them (the exact path of a
+// shared bitset). Both backends use these; the rule that picks the path is in core/plan.cpp.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <cagra/filter.hpp>
+#include <cagra/plan.hpp>
+
+namespace cagra::core {
+
+/** Throws cagra::error unless `f` (non-empty) fits an index of `rows` rows and a batch of
+ *  `batch` queries: host memory, `rows` bits per bitset, 0 or `batch` bitsets. */
+void check_filter(const row_filter& f, int64_t rows, int64_t batch);
+
+/** The filter's shape: none for an empty view. */
+filter_kind kind_of(const row_filter& f);
+
+/** Rows allowed to query `q` (a shared bitset: q is ignored). */
+int64_t allowed_count(const row_filter& f, int64_t q);
+
+/** The rows a shared bitset allows, ascending. */
+std::vector<uint32_t> allowed_ids(const row_filter& f);
+
+/** The fewest rows any query of the batch is allowed (`batch` queries). */
+int64_t fewest_allowed(const row_filter& f, int64_t batch);
+
+}  // namespace cagra::core

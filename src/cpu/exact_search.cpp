@@ -1,0 +1,101 @@
+// Exact filtered search on the CPU (search_plan::filter_path == exact; cagra/filter.hpp): the
+// distance from each query to every row its filter allows, the k nearest kept by (distance, id)
+// in a bounded max-heap. The path the plan takes when the filter allows so few rows that
+// scanning them costs less than a graph walk (core/plan.cpp), and the filtered ground truth of
+// the tests. A shared bitset is turned into its list of allowed rows once; per-query bitsets
+// are scanned word by word.
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include <omp.h>
+
+#include "core/filter.hpp"
+#include "cpu/backend.hpp"
+#include "cpu/distance.hpp"
+
+namespace cagra::cpu {
+namespace {
+
+struct hit {
+  float dist;
+  uint32_t id;
+};
+inline bool before(const hit& a, const hit& b) {
+  return a.dist < b.dist || (a.dist == b.dist && a.id < b.id);
+}
+
+/** The k nearest of the offered rows (a max-heap on (distance, id): its top is the k-th). */
+class top_k {
+ public:
+  explicit top_k(uint32_t k) : k_(k) { heap_.reserve(k); }
+  void clear() { heap_.clear(); }
+  void offer(float d, uint32_t id) {
+    const hit h{d, id};
+    if (heap_.size() < k_) {
+      heap_.push_back(h);
+      std::push_heap(heap_.begin(), heap_.end(), before);
+    } else if (before(h, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), before);
+      heap_.back() = h;
+      std::push_heap(heap_.begin(), heap_.end(), before);
+    }
+  }
+  /** Writes the hits nearest first, then kInvalidId / +inf up to k. */
+  void write(uint32_t* ids, float* dists) {
+    std::sort_heap(heap_.begin(), heap_.end(), before);
+    for (uint32_t i = 0; i < k_; ++i) {
+      const bool has = i < heap_.size();
+      ids[i] = has ? heap_[i].id : kInvalidId;
+      if (dists) dists[i] = has ? heap_[i].dist : std::numeric_limits<float>::infinity();
+    }
+  }
+
+ private:
+  uint32_t k_;
+  std::vector<hit> heap_;
+};
+
+}  // namespace
+
+void exact_search(const index& idx, const host_matrix& queries, const search_plan& plan,
+                  const row_filter& filter, uint32_t* ids, float* distances, int nt) {
+  const uint32_t k = plan.k;
+  const int64_t nq = queries.rows(), n = idx.size();
+  const int64_t words = row_filter::words_for(n);
+  nt = nq == 1 ? 1 : thread_count(nt);
+  // A shared bitset: its allowed rows, listed once.
+  const std::vector<uint32_t> shared =
+      filter.queries == 0 ? core::allowed_ids(filter) : std::vector<uint32_t>{};
+  dispatch_storage(idx.storage_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data());
+    const T* x = static_cast<const T*>(idx.vectors().data());
+    const size_t dim = idx.dim();
+    const distance<T> dist{idx.metric(), dim};
+#pragma omp parallel num_threads(nt)
+    {
+      top_k best(k);
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t i = 0; i < nq; ++i) {
+        const query_t<T>* q = qs + i * dim;
+        best.clear();
+        if (filter.queries == 0) {
+          for (uint32_t id : shared) best.offer(dist(q, x + size_t{id} * dim), id);
+        } else {
+          const uint32_t* w = filter.words + i * words;
+          for (int64_t j = 0; j < words; ++j) {
+            for (uint32_t b = w[j]; b != 0; b &= b - 1) {
+              const int64_t id = j * 32 + __builtin_ctz(b);
+              if (id >= n) break;
+              best.offer(dist(q, x + size_t(id) * dim), static_cast<uint32_t>(id));
+            }
+          }
+        }
+        best.write(ids + i * k, distances ? distances + i * k : nullptr);
+      }
+    }
+  });
+}
+
+}  // namespace cagra::cpu

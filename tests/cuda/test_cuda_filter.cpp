@@ -1,0 +1,227 @@
+// Filtered search on the GPU (cagra/filter.hpp) against the CPU backend on the bigann10k u8
+// index: the single-CTA kernel walks exactly as the CPU does and keeps the same allowed
+// entries, so its filtered answers must equal the CPU's bit for bit; the multi-CTA kernel (and
+// its host-merge path at small batches) must reach the CPU's recall and never return a
+// disallowed row; the exact path (cuBLAS brute force over the allowed rows, or masked for
+// per-query bitsets) must equal the CPU's exact answer. Needs a GPU: label `cuda`.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "bigann_fixture.hpp"
+#include "search_results.hpp"
+
+namespace cagra::test {
+namespace {
+
+constexpr uint32_t kK = 10;
+
+row_bitset random_subset(int64_t rows, double share, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  row_bitset b(rows);
+  for (int64_t i = 0; i < rows; ++i)
+    if (u(rng) < share) b.set(i);
+  if (share > 0 && b.count() == 0) b.set(static_cast<int64_t>(rng() % uint64_t(rows)));
+  return b;
+}
+
+result run_on(backend target, const cagra::index& idx, const host_matrix& q, const row_filter& f,
+              const search_params& p, uint32_t k = kK) {
+  result r{std::vector<uint32_t>(size_t(q.rows()) * k, 12345u),
+           std::vector<float>(size_t(q.rows()) * k, -1.f), q.rows(), k};
+  resources res;
+  res.target = target;
+  search(res, p, idx, q, k, {r.ids.data(), q.rows(), k}, {r.dist.data(), q.rows(), k}, f);
+  return r;
+}
+
+/** Allowed, distinct, sorted; empty slots (kInvalidId, +inf) only at the end. */
+void expect_allowed(const result& r, const row_filter& f, const char* what) {
+  for (int64_t q = 0; q < r.rows; ++q) {
+    bool ended = false;
+    for (uint32_t j = 0; j < r.k; ++j) {
+      const uint32_t id = r.ids[q * r.k + j];
+      if (id == kInvalidId) {
+        ended = true;
+        ASSERT_TRUE(std::isinf(r.dist[q * r.k + j])) << what << " query " << q;
+        continue;
+      }
+      ASSERT_FALSE(ended) << what << ": query " << q << " has a result after an empty slot";
+      ASSERT_LT(id, uint64_t(f.rows)) << what << ": query " << q << " slot " << j;
+      ASSERT_TRUE(f.allows(q, id)) << what << ": query " << q << " got disallowed row " << id;
+      if (j) {
+        ASSERT_LE(r.dist[q * r.k + j - 1], r.dist[q * r.k + j]) << what;
+      }
+      for (uint32_t a = 0; a < j; ++a) ASSERT_NE(r.ids[q * r.k + a], id) << what;
+    }
+  }
+}
+
+/** Hits of `g` among the valid entries of `truth` (both [rows, k]). */
+double recall_vs(const result& g, const result& truth) {
+  int64_t hits = 0, wanted = 0;
+  for (int64_t q = 0; q < g.rows; ++q)
+    for (uint32_t j = 0; j < g.k; ++j) {
+      const uint32_t t = truth.ids[q * g.k + j];
+      if (t == kInvalidId) continue;
+      ++wanted;
+      const auto b = g.ids.begin() + q * g.k;
+      hits += std::find(b, b + g.k, t) != b + g.k;
+    }
+  return wanted ? double(hits) / double(wanted) : 1.0;
+}
+
+class CudaFilter : public bigann_gpu_suite {};
+
+TEST_F(CudaFilter, SingleCtaEqualsTheCpu) {
+  const int64_t n = u8_->size();
+  for (double share : {1.0, 0.5, 0.2, 0.1, 0.05}) {
+    const row_bitset b = random_subset(n, share, 21);
+    search_params p;
+    p.filter = filter_algo::graph;
+    p.algo = search_algo::single_cta;
+    const result c = run_on(backend::cpu, *u8_, set_->queries, b.view(), p);
+    const result g = run_on(backend::cuda, *u8_, set_->queries, b.view(), p);
+    std::printf("[ cuda     ] single-CTA filter %.2f: itopk %u\n", share,
+                gpu_plan(*u8_, p, kK, 100).itopk);
+    expect_allowed(g, b.view(), "single-CTA");
+    EXPECT_EQ(g.ids, c.ids) << "share " << share;
+    EXPECT_EQ(g.dist, c.dist) << "share " << share;
+  }
+}
+
+TEST_F(CudaFilter, MultiCtaAndHostMergeReachTheCpuRecall) {
+  const int64_t n = u8_->size();
+  search_params exact;
+  exact.filter = filter_algo::exact;
+  for (double share : {0.9, 0.5, 0.2, 0.1}) {
+    const row_bitset b = random_subset(n, share, 23);
+    const result truth = run_on(backend::cpu, *u8_, set_->queries, b.view(), exact);
+    search_params p;
+    p.filter = filter_algo::graph;
+    p.algo = search_algo::multi_cta;
+    const result c = run_on(backend::cpu, *u8_, set_->queries, b.view(), p);
+    const double rc = recall_vs(c, truth);
+    // 100 queries in one call (the device merge), then one and 8 at a time (the host merge).
+    for (int64_t batch : {int64_t{100}, int64_t{8}, int64_t{1}}) {
+      result g{std::vector<uint32_t>(100 * kK), std::vector<float>(100 * kK), 100, kK};
+      for (int64_t first = 0; first < 100; first += batch) {
+        const int64_t rows = std::min<int64_t>(batch, 100 - first);
+        const host_matrix q = head(set_->queries, first + rows);
+        host_matrix part(q.type(), rows, q.cols());
+        std::memcpy(part.data(), q.row_bytes(first), part.size_bytes());
+        const result r = run_on(backend::cuda, *u8_, part, b.view(), p);
+        std::copy(r.ids.begin(), r.ids.end(), g.ids.begin() + first * kK);
+        std::copy(r.dist.begin(), r.dist.end(), g.dist.begin() + first * kK);
+      }
+      const double rg = recall_vs(g, truth);
+      std::printf("[ cuda     ] multi-CTA filter %.2f batch %lld: recall cpu %.4f gpu %.4f\n",
+                  share, (long long)batch, rc, rg);
+      expect_allowed(g, b.view(), "multi-CTA");
+      EXPECT_GE(rg, std::min(0.95, rc - 0.01)) << "share " << share << " batch " << batch;
+    }
+  }
+}
+
+TEST_F(CudaFilter, ExactPathEqualsTheCpu) {
+  const int64_t n = u8_->size(), nq = 100, words = row_filter::words_for(n);
+  search_params p;
+  p.filter = filter_algo::exact;
+  for (double share : {0.5, 0.01, 0.001, 0.0}) {
+    const row_bitset b = random_subset(n, share, 29);
+    const result c = run_on(backend::cpu, *u8_, set_->queries, b.view(), p);
+    const result g = run_on(backend::cuda, *u8_, set_->queries, b.view(), p);
+    expect_allowed(g, b.view(), "exact shared");
+    EXPECT_EQ(g.ids, c.ids) << "share " << share;
+    EXPECT_EQ(g.dist, c.dist) << "share " << share;
+  }
+  // Per-query bitsets, 90% down to 0.01% (fewer than k rows for the last queries).
+  std::vector<uint32_t> bitmap(size_t(nq * words));
+  for (int64_t i = 0; i < nq; ++i) {
+    const double share = 0.9 * std::pow(0.0001 / 0.9, double(i) / double(nq - 1));
+    const row_bitset b = random_subset(n, share, 300 + uint64_t(i));
+    std::copy(b.words().begin(), b.words().end(), bitmap.begin() + i * words);
+  }
+  const row_filter f = row_filter::per_query(bitmap.data(), nq, n);
+  for (filter_algo a : {filter_algo::exact, filter_algo::automatic}) {
+    p.filter = a;
+    const result c = run_on(backend::cpu, *u8_, set_->queries, f, p);
+    const result g = run_on(backend::cuda, *u8_, set_->queries, f, p);
+    expect_allowed(g, f, "per-query");
+    if (a == filter_algo::exact) {
+      EXPECT_EQ(g.ids, c.ids);
+      EXPECT_EQ(g.dist, c.dist);
+    } else {
+      EXPECT_GE(recall_vs(g, c), 0.95);
+    }
+  }
+}
+
+TEST_F(CudaFilter, AutomaticKeepsRecallAtEverySelectivity) {
+  const int64_t n = u8_->size();
+  search_params exact;
+  exact.filter = filter_algo::exact;
+  for (double share : {0.9, 0.5, 0.1, 0.01, 0.001, 0.0001}) {
+    const row_bitset b = random_subset(n, share, 31);
+    const result truth = run_on(backend::cpu, *u8_, set_->queries, b.view(), exact);
+    for (int64_t batch : {int64_t{100}, int64_t{1}}) {
+      const host_matrix q = head(set_->queries, batch);
+      const result g = run_on(backend::cuda, *u8_, q, b.view(), search_params{});
+      result t = truth;
+      t.rows = batch;
+      t.ids.resize(size_t(batch) * kK);
+      expect_allowed(g, b.view(), "automatic");
+      EXPECT_GE(recall_vs(g, t), batch == 1 ? 0.9 : 0.95) << "share " << share;
+    }
+  }
+}
+
+TEST_F(CudaFilter, SanitizerCase) {
+  // Small and quick, every filtered path once, for compute-sanitizer: single-CTA, multi-CTA
+  // (device merge and host merge), per-query bitsets, the exact path (gathered and masked).
+  const host_matrix q = head(set_->queries, 4);
+  const row_bitset b = random_subset(u8_->size(), 0.2, 41);
+  const int64_t words = row_filter::words_for(u8_->size());
+  std::vector<uint32_t> bitmap;
+  for (int i = 0; i < 4; ++i) bitmap.insert(bitmap.end(), b.words().begin(), b.words().end());
+  const row_filter per_query = row_filter::per_query(bitmap.data(), 4, u8_->size());
+  ASSERT_EQ(int64_t(bitmap.size()), 4 * words);
+  for (search_algo algo : {search_algo::single_cta, search_algo::multi_cta}) {
+    search_params p;
+    p.filter = filter_algo::graph;
+    p.algo = algo;
+    p.max_iterations = 20;
+    expect_allowed(run_on(backend::cuda, *u8_, q, b.view(), p), b.view(), "graph, shared");
+    expect_allowed(run_on(backend::cuda, *u8_, head(q, 1), b.view(), p), b.view(), "graph, 1");
+    expect_allowed(run_on(backend::cuda, *u8_, q, per_query, p), per_query, "graph, per query");
+  }
+  search_params ex;
+  ex.filter = filter_algo::exact;
+  expect_allowed(run_on(backend::cuda, *u8_, q, b.view(), ex), b.view(), "exact, shared");
+  expect_allowed(run_on(backend::cuda, *u8_, q, per_query, ex), per_query, "exact, per query");
+}
+
+TEST_F(CudaFilter, PersistentPlanFallsBackToALaunchWithAFilter) {
+  const row_bitset b = random_subset(u8_->size(), 0.5, 37);
+  search_params p;
+  p.persistent = true;
+  resources res;
+  res.target = backend::cuda;
+  EXPECT_EQ(plan_search(res, p, *u8_, kK, 1).io, search_io::persistent);
+  const search_plan fp = plan_search(res, p, *u8_, kK, 1, memory_space::host, b.view());
+  EXPECT_NE(fp.io, search_io::persistent);
+  const host_matrix q = head(set_->queries, 1);
+  // Unfiltered (the resident kernel), filtered (a launch), unfiltered again.
+  const result a = run_on(backend::cuda, *u8_, q, row_filter{}, p);
+  const result f = run_on(backend::cuda, *u8_, q, b.view(), p);
+  const result a2 = run_on(backend::cuda, *u8_, q, row_filter{}, p);
+  expect_allowed(f, b.view(), "batch 1 after persistent");
+  EXPECT_EQ(a.ids, a2.ids);
+}
+
+}  // namespace
+}  // namespace cagra::test
