@@ -5,6 +5,12 @@
 // a thread pool with one atomic counter, timed wall-clock, best of several repetitions. Recall is
 // the definition of cagra::recall (|found[:k] ∩ truth[:k]| / k, averaged), computed here so that
 // the peer does not depend on the CAGRA search code being finished.
+//
+// Filtered points (--filter-selectivity): the allowed rows are drawn as `cagra bench` draws them
+// (cagra::cli::random_allowed_rows: same share and seed, same rows), hnswlib searches with its
+// filter functor (BaseFilterFunctor: the allowed rows only are returned, the walk goes through
+// all), and the filtered ground truth is the exact k nearest allowed rows (cagra::brute_force_knn
+// over those rows).
 #include <sched.h>
 #include <unistd.h>
 
@@ -12,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +33,7 @@
 
 #include <hnswlib/hnswlib.h>
 
+#include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
 #include <cagra/types.hpp>
 
@@ -43,7 +51,22 @@ struct options {
   std::string metric = "l2";
   std::string json, dataset, save_index, load_index;
   int reps = 3;
+  std::vector<double> selectivities;  // empty: unfiltered only
+  uint64_t filter_seed = 0;
 };
+
+#if CAGRA_HNSWLIB_FILTER
+/** hnswlib's filter: the rows of a bitset. */
+struct allowed_rows : hnswlib::BaseFilterFunctor {
+  const cagra::row_bitset* rows;
+  explicit allowed_rows(const cagra::row_bitset* r) : rows(r) {}
+  bool operator()(hnswlib::labeltype id) override { return rows->test(int64_t(id)); }
+};
+#else
+struct allowed_rows {  // hnswlib < 0.7 has no filter: --filter-selectivity is refused
+  explicit allowed_rows(const cagra::row_bitset*) {}
+};
+#endif
 
 [[noreturn]] void fail(const std::string& msg) {
   std::fprintf(stderr, "error: %s\n", msg.c_str());
@@ -76,7 +99,8 @@ const char* kUsage =
     "usage: hnswlib_peer BASE QUERIES GROUNDTRUTH [-k 10] [--M 16] [--ef-construction 200]\n"
     "         [--ef 10,16,...,512] [--threads T (0 = all cores)] [--batch 0|1|0,1]\n"
     "         [--metric l2|ip|cosine] [--json FILE (append)] [--dataset NAME] [--reps 3]\n"
-    "         [--save-index FILE] [--load-index FILE]\n";
+    "         [--save-index FILE] [--load-index FILE]\n"
+    "         [--filter-selectivity 0.5,0.1,... (1 = unfiltered)] [--filter-seed S]\n";
 
 options parse_args(int argc, char** argv) {
   options o;
@@ -117,6 +141,20 @@ options parse_args(int argc, char** argv) {
       o.reps = parse_int(a, v, 1, 1000);
     else if (a == "--save-index")
       o.save_index = v;
+    else if (a == "--filter-selectivity") {
+      size_t at = 0;
+      while (at <= v.size()) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        const std::string item = v.substr(at, comma - at);
+        char* end = nullptr;
+        const double s = std::strtod(item.c_str(), &end);
+        if (item.empty() || *end != '\0' || !(s > 0 && s <= 1))
+          fail("--filter-selectivity: expected shares in (0, 1], got '" + item + "'");
+        o.selectivities.push_back(s);
+        at = comma + 1;
+      }
+    } else if (a == "--filter-seed")
+      o.filter_seed = static_cast<uint64_t>(parse_int(a, v, 0, LONG_MAX));
     else if (a == "--load-index")
       o.load_index = v;
     else
@@ -131,6 +169,12 @@ options parse_args(int argc, char** argv) {
     fail("--metric: expected l2, ip or cosine, got '" + o.metric + "'");
   if (!o.save_index.empty() && !o.load_index.empty())
     fail("--save-index and --load-index are exclusive");
+#if !CAGRA_HNSWLIB_FILTER
+  if (!o.selectivities.empty())
+    fail(
+        "--filter-selectivity needs hnswlib >= 0.7 (its filter functor); this build has an older "
+        "one: HNSWLIB_VERSION=0.8.0 bash scripts/dev/fetch_hnswlib.sh, then reconfigure");
+#endif
   if (o.threads == 0) {
     // The affinity mask, not the host's core count: in a container these differ, and OpenMP
     // (used by `cagra bench`) also follows the mask, so "all cores" means the same on both sides.
@@ -226,7 +270,6 @@ int main(int argc, char** argv) {
     if (gt.ids.cols() < o.k)
       fail("ground truth has " + std::to_string(gt.ids.cols()) + " neighbors per query, -k is " +
            std::to_string(o.k));
-    auto truth = gt.ids.as<uint32_t>();
     bool cosine = o.metric == "cosine";
     std::vector<float> xb = to_float(base, cosine), xq = to_float(queries, cosine);
     std::unique_ptr<hnswlib::SpaceInterface<float>> space;
@@ -290,65 +333,106 @@ int main(int argc, char** argv) {
         "threads=%d build_s=%s\n",
         o.dataset.c_str(), n, dim, nq, k, o.m, o.ef_construction, o.threads,
         cagra::cli::json_number(build_s, "%.2f").c_str());
-    for (int batch : o.batches) {
-      // As in `cagra bench`: the device string and params.threads name the threads that searched.
-      int threads = batch ? 1 : o.threads;
-      std::string device =
-          cpu + " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
-      std::printf("batch=%d (%d search thread%s)\n%8s %10s %12s %12s\n", batch, threads,
-                  threads == 1 ? "" : "s", "ef", "recall@k", "QPS", "latency_ms");
-      auto one = [&](size_t q) {
-        auto res = hnsw->searchKnn(xq.data() + q * dim, k);
-        uint32_t* row = found.data() + q * k;
-        std::fill(row, row + k, cagra::kInvalidId);
-        // searchKnn returns a max-heap: the farthest comes out first.
-        for (size_t j = res.size(); j-- > 0; res.pop())
-          if (j < k) row[j] = static_cast<uint32_t>(res.top().second);
-      };
-      // The repetitions go round the whole sweep rather than repeating each point in a row: on a
-      // shared machine a burst of other work then spoils one pass of a point, not all of them.
-      std::vector<double> best(o.efs.size(), INFINITY), recalls(o.efs.size());
-      for (int r = 0; r < o.reps; ++r) {
-        for (size_t e = 0; e < o.efs.size(); ++e) {
-          hnsw->setEf(o.efs[e]);
-          double t0 = now_s();
-          parallel_for(nq, threads, one);
-          best[e] = std::min(best[e], now_s() - t0);
-          size_t hits = 0;
-          for (size_t q = 0; q < nq; ++q) {
-            const uint32_t* f = found.data() + q * k;
-            const uint32_t* t = truth.row(q);
-            for (uint32_t j = 0; j < k; ++j)
-              if (f[j] != cagra::kInvalidId && std::find(t, t + k, f[j]) != t + k) ++hits;
-          }
-          recalls[e] = double(hits) / (double(nq) * k);
-        }
+    std::vector<double> shares = o.selectivities;
+    if (shares.empty()) shares.push_back(-1);
+    for (double share : shares) {
+      // The allowed rows (as `cagra bench` draws them) and the exact k nearest allowed rows.
+      cagra::row_bitset allowed;
+      cagra::host_matrix filtered_truth;
+      std::unique_ptr<allowed_rows> filter;
+      if (share > 0 && share < 1) {
+        allowed = cagra::cli::random_allowed_rows(int64_t(n), share, o.filter_seed);
+        std::vector<uint32_t> ids;
+        for (int64_t i = 0; i < int64_t(n); ++i)
+          if (allowed.test(i)) ids.push_back(uint32_t(i));
+        cagra::host_matrix sub(base.type(), int64_t(ids.size()), int64_t(dim));
+        const size_t row_bytes = dim * cagra::dtype_size(base.type());
+        for (size_t i = 0; i < ids.size(); ++i)
+          std::memcpy(static_cast<uint8_t*>(sub.data()) + i * row_bytes, base.row_bytes(ids[i]),
+                      row_bytes);
+        const uint32_t kk = uint32_t(std::min<size_t>(o.k, ids.size()));
+        const cagra::knn_graph g =
+            cagra::brute_force_knn({}, cagra::parse_metric(o.metric), sub, queries, kk);
+        filtered_truth = cagra::host_matrix(cagra::dtype::u32, int64_t(nq), o.k);
+        uint32_t* t = static_cast<uint32_t*>(filtered_truth.data());
+        for (size_t q = 0; q < nq; ++q)
+          for (uint32_t j = 0; j < o.k; ++j)
+            t[q * o.k + j] = j < kk ? ids[g.ids[q * kk + j]] : cagra::kInvalidId;
+        filter = std::make_unique<allowed_rows>(&allowed);
+        std::printf("filter: %.4g%% of rows allowed (%zu), seed %llu\n",
+                    100.0 * double(ids.size()) / double(n), ids.size(),
+                    (unsigned long long)o.filter_seed);
       }
-      for (size_t e = 0; e < o.efs.size(); ++e) {
-        size_t ef = o.efs[e];
-        double recall = recalls[e], qps = nq / best[e];
-        // batch 1: the mean time one query waits; batch 0: the time to answer the whole batch.
-        double latency_ms = batch ? 1e3 * best[e] / nq : 1e3 * best[e];
-        std::printf("%8zu %10.4f %12.1f %12.4f\n", ef, recall, qps, latency_ms);
-        if (json) {
-          std::fprintf(
-              json.get(),
-              "{\"run_id\": %s, \"system\": \"hnswlib\", \"device\": %s, \"commit\": %s, "
-              "\"dataset\": %s, \"metric\": %s, \"n\": %zu, \"dim\": %zu, \"nq\": %zu, "
-              "\"batch\": %d, \"k\": %u, "
-              "\"params\": {\"M\": %zu, \"ef_construction\": %zu, \"ef\": %zu, "
-              "\"threads\": %d}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s, "
-              "\"build_s\": %s}\n",
-              cagra::cli::json_quote(run_id).c_str(), cagra::cli::json_quote(device).c_str(),
-              cagra::cli::json_quote(commit).c_str(), cagra::cli::json_quote(o.dataset).c_str(),
-              cagra::cli::json_quote(o.metric).c_str(), n, dim, nq, batch, k, o.m,
-              o.ef_construction, ef, threads, cagra::cli::json_number(recall).c_str(),
-              cagra::cli::json_number(qps, "%.2f").c_str(),
-              cagra::cli::json_number(latency_ms).c_str(),
-              cagra::cli::json_number(build_s, "%.4f").c_str());
-          std::fflush(json.get());
+      const auto truth = filter ? filtered_truth.as<uint32_t>() : gt.ids.as<uint32_t>();
+      const std::string selectivity_field =
+          share < 0
+              ? std::string()
+              : ", \"selectivity\": " +
+                    cagra::cli::json_number(filter ? double(allowed.count()) / double(n) : 1.0);
+      for (int batch : o.batches) {
+        // As in `cagra bench`: the device string and params.threads name the threads that searched.
+        int threads = batch ? 1 : o.threads;
+        std::string device =
+            cpu + " (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+        std::printf("batch=%d (%d search thread%s)\n%8s %10s %12s %12s\n", batch, threads,
+                    threads == 1 ? "" : "s", "ef", "recall@k", "QPS", "latency_ms");
+        auto one = [&](size_t q) {
+#if CAGRA_HNSWLIB_FILTER
+          auto res = hnsw->searchKnn(xq.data() + q * dim, k, filter.get());
+#else
+          auto res = hnsw->searchKnn(xq.data() + q * dim, k);
+#endif
+          uint32_t* row = found.data() + q * k;
+          std::fill(row, row + k, cagra::kInvalidId);
+          // searchKnn returns a max-heap: the farthest comes out first.
+          for (size_t j = res.size(); j-- > 0; res.pop())
+            if (j < k) row[j] = static_cast<uint32_t>(res.top().second);
+        };
+        // The repetitions go round the whole sweep rather than repeating each point in a row: on a
+        // shared machine a burst of other work then spoils one pass of a point, not all of them.
+        std::vector<double> best(o.efs.size(), INFINITY), recalls(o.efs.size());
+        for (int r = 0; r < o.reps; ++r) {
+          for (size_t e = 0; e < o.efs.size(); ++e) {
+            hnsw->setEf(o.efs[e]);
+            double t0 = now_s();
+            parallel_for(nq, threads, one);
+            best[e] = std::min(best[e], now_s() - t0);
+            size_t hits = 0;
+            for (size_t q = 0; q < nq; ++q) {
+              const uint32_t* f = found.data() + q * k;
+              const uint32_t* t = truth.row(q);
+              for (uint32_t j = 0; j < k; ++j)
+                if (f[j] != cagra::kInvalidId && std::find(t, t + k, f[j]) != t + k) ++hits;
+            }
+            recalls[e] = double(hits) / (double(nq) * k);
+          }
         }
-        std::fflush(stdout);
+        for (size_t e = 0; e < o.efs.size(); ++e) {
+          size_t ef = o.efs[e];
+          double recall = recalls[e], qps = nq / best[e];
+          // batch 1: the mean time one query waits; batch 0: the time to answer the whole batch.
+          double latency_ms = batch ? 1e3 * best[e] / nq : 1e3 * best[e];
+          std::printf("%8zu %10.4f %12.1f %12.4f\n", ef, recall, qps, latency_ms);
+          if (json) {
+            std::fprintf(
+                json.get(),
+                "{\"run_id\": %s, \"system\": \"hnswlib\", \"device\": %s, \"commit\": %s, "
+                "\"dataset\": %s, \"metric\": %s, \"n\": %zu, \"dim\": %zu, \"nq\": %zu, "
+                "\"batch\": %d, \"k\": %u, "
+                "\"params\": {\"M\": %zu, \"ef_construction\": %zu, \"ef\": %zu, "
+                "\"threads\": %d}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s, "
+                "\"build_s\": %s%s}\n",
+                cagra::cli::json_quote(run_id).c_str(), cagra::cli::json_quote(device).c_str(),
+                cagra::cli::json_quote(commit).c_str(), cagra::cli::json_quote(o.dataset).c_str(),
+                cagra::cli::json_quote(o.metric).c_str(), n, dim, nq, batch, k, o.m,
+                o.ef_construction, ef, threads, cagra::cli::json_number(recall).c_str(),
+                cagra::cli::json_number(qps, "%.2f").c_str(),
+                cagra::cli::json_number(latency_ms).c_str(),
+                cagra::cli::json_number(build_s, "%.4f").c_str(), selectivity_field.c_str());
+            std::fflush(json.get());
+          }
+          std::fflush(stdout);
+        }
       }
     }
   } catch (const std::exception& e) {

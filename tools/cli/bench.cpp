@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <cagra/plan.hpp>
 
@@ -26,10 +27,31 @@ struct pass_result {
   int64_t calls = 0;
 };
 
+// --filter-selectivity: comma-separated shares of rows in (0, 1].
+std::vector<double> selectivity_list(const args& a) {
+  std::vector<double> out;
+  if (!a.has("--filter-selectivity")) return out;
+  std::stringstream ss(a.str("--filter-selectivity"));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || end != item.c_str() + item.size() || !(v > 0 && v <= 1))
+      throw usage_error(
+          "--filter-selectivity: expected shares of rows in (0, 1] such as "
+          "0.5,0.1,0.01, got '" +
+          item + "'");
+    out.push_back(v);
+  }
+  if (out.empty()) throw usage_error("--filter-selectivity: empty list");
+  return out;
+}
+
 // One timed pass over all queries, `batch` rows per search call (0 = all in one call).
 pass_result run_pass(const resources& res, const search_params& sp, const index& idx,
                      const host_matrix& queries, uint32_t k, int64_t batch,
-                     std::vector<uint32_t>& ids, std::vector<float>& dist) {
+                     std::vector<uint32_t>& ids, std::vector<float>& dist,
+                     const row_filter& filter = {}) {
   const int64_t nq = queries.rows();
   const int64_t step = batch > 0 ? batch : nq;
   const auto* base = static_cast<const uint8_t*>(queries.data());
@@ -39,7 +61,8 @@ pass_result run_pass(const resources& res, const search_params& sp, const index&
   for (int64_t i = 0; i < nq; i += step) {
     const int64_t rows = std::min(step, nq - i);
     dataset_view q(base + static_cast<size_t>(i) * row_bytes, queries.type(), rows, queries.cols());
-    search(res, sp, idx, q, k, {ids.data() + i * k, rows, k}, {dist.data() + i * k, rows, k});
+    search(res, sp, idx, q, k, {ids.data() + i * k, rows, k}, {dist.data() + i * k, rows, k},
+           filter);
     ++r.calls;
   }
   r.seconds = now_seconds() - t0;
@@ -76,6 +99,9 @@ int run_bench(const args& a) {
   const std::string json_path = a.str("--json");
   const bool want_stats = a.has("--stats");
   const bool explain = a.has("--explain");
+  const std::vector<double> selectivities = selectivity_list(a);
+  const uint64_t filter_seed = a.uint("--filter-seed", 0, 0, UINT64_MAX);
+  const filter_algo falgo = filter_algo_option(a);
   resources res = make_resources(a);
   // Latency mode: one query per call on one thread, as an online server would run it.
   if (batch == 1) res.num_threads = 1;
@@ -158,62 +184,103 @@ int run_bench(const args& a) {
 
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
-  for (uint32_t team : teams) {
-    for (uint32_t width : widths) {
-      for (uint32_t itopk : sweep_itopk) {
-        search_params sp;
-        sp.itopk_size = itopk;
-        sp.search_width = width;
-        sp.max_iterations = max_iterations;
-        sp.team_size = team;
-        sp.algo = algo;
-        sp.hash_bits = hash_bits;
-        sp.hash_reset_interval = hash_reset;
-        sp.persistent = persistent;
-        // The plan of one search call of this point (a last, shorter batch may differ).
-        const search_plan plan = plan_search(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq);
-        rec.plan = to_string(plan);
-        if (explain) {
-          std::printf("plan: %s\n", rec.plan.c_str());
+  // Filtered points: per selectivity a random allowed subset and its exact filtered ground truth
+  // (the exact path of the same backend: cuBLAS on the GPU). 1.0 is the unfiltered search.
+  std::vector<double> shares = selectivities;
+  if (shares.empty()) shares.push_back(-1);
+  for (double share : shares) {
+    row_bitset allowed;
+    host_matrix filtered_truth;
+    if (share > 0 && share < 1) {
+      allowed = random_allowed_rows(idx.size(), share, filter_seed);
+      search_params ex;
+      ex.filter = filter_algo::exact;
+      filtered_truth = host_matrix(dtype::u32, nq, k);
+      std::vector<float> tmp(static_cast<size_t>(nq) * k);
+      const double t0 = now_seconds();
+      search(res, ex, idx, queries.view(), k, filtered_truth.as<uint32_t>(), {tmp.data(), nq, k},
+             allowed.view());
+      std::printf(
+          "filter    %.4g%% of rows allowed (%lld), seed %llu; exact filtered ground "
+          "truth in %.2f s\n",
+          100.0 * double(allowed.count()) / double(idx.size()),
+          static_cast<long long>(allowed.count()), static_cast<unsigned long long>(filter_seed),
+          now_seconds() - t0);
+    } else if (share >= 1) {
+      std::printf("filter    100%% of rows allowed: the unfiltered search\n");
+    }
+    const row_filter fview = allowed.rows() > 0 ? allowed.view() : row_filter{};
+    const matrix_view<const uint32_t> truth_ids =
+        fview.empty() ? truth.ids.as<const uint32_t>() : filtered_truth.as<const uint32_t>();
+    rec.selectivity = share < 0 ? -1 : fview.empty() ? 1.0 : double(allowed.count()) / idx.size();
+    for (uint32_t team : teams) {
+      for (uint32_t width : widths) {
+        for (uint32_t itopk : sweep_itopk) {
+          search_params sp;
+          sp.itopk_size = itopk;
+          sp.search_width = width;
+          sp.max_iterations = max_iterations;
+          sp.team_size = team;
+          sp.algo = algo;
+          sp.hash_bits = hash_bits;
+          sp.hash_reset_interval = hash_reset;
+          sp.persistent = persistent;
+          sp.filter = falgo;
+          // The plan of one search call of this point (a last, shorter batch may differ).
+          const search_plan plan = plan_search(
+              res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, memory_space::host, fview);
+          rec.plan = to_string(plan);
+          if (explain) {
+            std::printf("plan: %s\n", rec.plan.c_str());
+            std::fflush(stdout);
+          }
+          pass_result best;
+          for (int r = 0; r < repeat; ++r) {
+            pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist, fview);
+            if (r == 0 || p.seconds < best.seconds) best = p;
+          }
+          rec.itopk = itopk;
+          rec.search_width = width;
+          rec.team_size = team;
+          rec.recall = recall({ids.data(), nq, k}, truth_ids, k);
+          if (share >= 0) {  // every returned id of every query checked against the filter
+            rec.filter_violations = 0;
+            for (uint32_t id : ids)
+              rec.filter_violations += id != kInvalidId && !fview.empty() && !allowed.test(id);
+          }
+          rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
+          rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
+          std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width,
+                      team ? std::to_string(team).c_str() : "auto", rec.recall, rec.qps);
+          if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
+          if (want_stats) {
+            // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
+            // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
+            // read (one row per distance) + graph rows read (one per parent).
+            bench_hooks::search_stats st;
+            std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
+            bench_hooks::cpu_search_with_stats(res, sp, idx, queries.view(), k, sids.data(), &st);
+            const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
+            rec.dists_per_query = st.distances / q;
+            rec.parents_per_query = st.parents / q;
+            rec.iterations_per_query = st.iterations / q;
+            rec.hash_resets_per_query = st.hash_resets / q;
+            rec.bytes_per_query =
+                rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
+                rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
+            std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
+                        rec.iterations_per_query, rec.bytes_per_query);
+          }
+          std::printf("\n");
           std::fflush(stdout);
-        }
-        pass_result best;
-        for (int r = 0; r < repeat; ++r) {
-          pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist);
-          if (r == 0 || p.seconds < best.seconds) best = p;
-        }
-        rec.itopk = itopk;
-        rec.search_width = width;
-        rec.team_size = team;
-        rec.recall = recall({ids.data(), nq, k}, truth.ids.as<const uint32_t>(), k);
-        rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
-        rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
-        std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width,
-                    team ? std::to_string(team).c_str() : "auto", rec.recall, rec.qps);
-        if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
-        if (want_stats) {
-          // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
-          // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
-          // read (one row per distance) + graph rows read (one per parent).
-          bench_hooks::search_stats st;
-          std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
-          bench_hooks::cpu_search_with_stats(res, sp, idx, queries.view(), k, sids.data(), &st);
-          const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
-          rec.dists_per_query = st.distances / q;
-          rec.parents_per_query = st.parents / q;
-          rec.iterations_per_query = st.iterations / q;
-          rec.hash_resets_per_query = st.hash_resets / q;
-          rec.bytes_per_query = rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
-                                rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
-          std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
-                      rec.iterations_per_query, rec.bytes_per_query);
-        }
-        std::printf("\n");
-        std::fflush(stdout);
-        if (json.is_open()) {
-          json << to_json(rec) << '\n';
-          json.flush();
-          if (!json) throw cagra::error("cannot write to '" + json_path + "'");
+          if (json.is_open()) {
+            json << to_json(rec) << '\n';
+            json.flush();
+            if (!json) throw cagra::error("cannot write to '" + json_path + "'");
+          }
+          if (rec.filter_violations > 0)
+            throw cagra::error("the filtered search returned " +
+                               std::to_string(rec.filter_violations) + " disallowed ids");
         }
       }
     }
@@ -261,6 +328,11 @@ const command_spec& bench_command() {
           {"--explain", nullptr, nullptr,
            "print each point's search plan (every automatic value "
            "resolved) before measuring it"},
+          {"--filter-selectivity", nullptr, "LIST",
+           "filtered search: per share of rows (e.g. 0.5,0.1,0.01; 1 = unfiltered) a random "
+           "allowed subset, its exact ground truth, then the sweep"},
+          {"--filter-seed", nullptr, "S", "seed of the random allowed subsets (default 0)"},
+          {"--filter-algo", nullptr, "A", "filtered search path: auto (default), graph or exact"},
       },
       {"INDEX", "QUERIES", "GROUNDTRUTH"},
       run_bench};

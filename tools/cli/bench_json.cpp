@@ -1,16 +1,21 @@
 // JSON lines for `cagra bench`, written by hand (no JSON library for one flat record) with
 // RFC 8259 string escaping and null for non-finite numbers, so every line parses with any JSON
 // reader. Also the run's provenance: a timestamp run id, the CPU model and the git commit, which
-// bench/results/ needs to compare numbers across machines and versions.
+// bench/results/ needs to compare numbers across machines and versions; and the allowed rows of
+// a filtered point, which `cagra bench` and the peers draw alike.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <numeric>
+#include <random>
 #include <sstream>
+#include <vector>
 
 #include "bench_json.hpp"
 
@@ -90,6 +95,9 @@ std::string to_json(const bench_record& r) {
     << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));
   if (!r.plan.empty()) o << ",\"plan\":" << json_quote(r.plan);
+  if (r.selectivity >= 0)
+    o << ",\"selectivity\":" << json_number(r.selectivity, "%.6g")
+      << ",\"filter_violations\":" << r.filter_violations;
   if (r.dists_per_query >= 0) {
     o << ",\"stats\":{\"dists_per_query\":" << json_number(r.dists_per_query, "%.2f")
       << ",\"parents_per_query\":" << json_number(r.parents_per_query, "%.2f")
@@ -149,6 +157,18 @@ std::string commit_id() {
     return "unknown";
   }
   return out;
+}
+
+row_bitset random_allowed_rows(int64_t rows, double share, uint64_t seed) {
+  const auto want = std::max<int64_t>(1, std::llround(share * double(rows)));
+  std::vector<uint32_t> perm(static_cast<size_t>(rows));
+  std::iota(perm.begin(), perm.end(), 0u);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < want; ++i) {
+    std::uniform_int_distribution<int64_t> pick(i, rows - 1);
+    std::swap(perm[size_t(i)], perm[size_t(pick(rng))]);
+  }
+  return row_bitset::from_ids(perm.data(), want, rows);
 }
 
 }  // namespace cagra::cli

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <cagra/filter.hpp>
+
 namespace cagra::cli {
 
 struct bench_record {
@@ -45,6 +47,10 @@ struct bench_record {
   double bytes_per_query = -1;
   // cagra::to_string(cagra::plan_search(...)) of the point: what "auto" chose (written when set).
   std::string plan;
+  // `cagra bench --filter-selectivity` only (< 0: unfiltered, the fields are left out): the share
+  // of rows the point's filter allows, and how many returned ids it did not allow (must be 0).
+  double selectivity = -1;
+  int64_t filter_violations = -1;
 };
 
 /** A JSON string literal of `s` (quotes added, escaped per RFC 8259). */
@@ -60,5 +66,10 @@ std::string make_run_id();
 std::string cpu_model();
 /** $CAGRA_COMMIT, else `git rev-parse --short HEAD` in the source tree, else "unknown". */
 std::string commit_id();
+
+/** The allowed rows of a filtered benchmark point: exactly max(1, round(share * rows)) rows,
+ *  drawn uniformly from `seed` (partial Fisher-Yates over std::mt19937_64), so that `cagra bench`
+ *  and the peers' harnesses given the same share and seed filter the same rows. */
+row_bitset random_allowed_rows(int64_t rows, double share, uint64_t seed);
 
 }  // namespace cagra::cli

@@ -97,6 +97,8 @@ resources make_resources(const args& a);
 metric metric_option(const args& a, metric fallback);
 /** The thread count a run actually uses (resolves 0 = all). */
 int effective_threads(int requested);
+/** --filter-algo: auto (default), graph or exact. */
+filter_algo filter_algo_option(const args& a);
 /** "cuda" when the resources pick the CUDA backend, else "cpu". */
 const char* backend_name(const resources& res);
 
@@ -122,5 +124,17 @@ double now_seconds();
 std::string human_bytes(uint64_t bytes);
 /** Checks that the queries fit the index (same dim), with a message that names the file. */
 void check_queries(const index& idx, const host_matrix& queries, const std::string& queries_path);
+
+/** A filter read from a file (`--filter`): the bitsets it holds and the library's view. */
+struct filter_file {
+  std::vector<uint32_t> words;
+  row_filter view;
+  int64_t allowed = 0;  ///< allowed rows (per-query: summed over the queries)
+};
+/** Reads a filter for an index of `rows` rows and `queries` queries: a mask of 0/1 bytes (.npy of
+ *  bool or uint8, .u8bin) with one row (shared) or one row per query, each `rows` long; or
+ *  integers (.ibin, .npy of int32/uint32, ...) listing the allowed ids, any shape (shared).
+ *  Throws cagra::error naming the file for anything else (a wrong length, an id out of range). */
+filter_file read_filter(const std::string& path, int64_t rows, int64_t queries);
 
 }  // namespace cagra::cli

@@ -21,10 +21,13 @@ int run_search(const args& a) {
   sp.search_width = static_cast<uint32_t>(a.uint("--search-width", sp.search_width, 1));
   sp.max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", sp.max_iterations));
   sp.seed = a.uint("--seed", sp.seed, 0, UINT64_MAX);
+  sp.filter = filter_algo_option(a);
+  const std::string filter_path = a.str("--filter", "");
   resources res = make_resources(a);
 
   check_input(index_path);
   check_input(queries_path);
+  if (!filter_path.empty()) check_input(filter_path);
   if (!has_extension(out, ".ibin")) {
     throw usage_error("output '" + out + "' must end in .ibin (ids, then distances)");
   }
@@ -39,20 +42,28 @@ int run_search(const args& a) {
   }
 
   const int64_t nq = queries.rows();
+  filter_file filter;
+  if (!filter_path.empty()) filter = read_filter(filter_path, idx.size(), nq);
   // What the search will do (all queries in one call), every automatic value resolved.
-  const search_plan plan = plan_search(res, sp, idx, k, nq);
+  const search_plan plan = plan_search(res, sp, idx, k, nq, memory_space::host, filter.view);
   if (a.has("--explain")) std::printf("plan: %s\n", to_string(plan).c_str());
   std::fflush(stdout);
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
   const double t0 = now_seconds();
-  search(res, sp, idx, queries.view(), k, {ids.data(), nq, k}, {dist.data(), nq, k});
+  search(res, sp, idx, queries.view(), k, {ids.data(), nq, k}, {dist.data(), nq, k}, filter.view);
   const double seconds = now_seconds() - t0;
 
   std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), idx.dim(),
               to_string(queries.type()));
   std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d\n", k, plan.itopk,
               plan.search_width, to_string(plan.target), effective_threads(res.num_threads));
+  if (!filter_path.empty()) {
+    const double rows = double(idx.size()) * double(filter.view.queries ? nq : 1);
+    std::printf("filter    %s: %s, %.4g%% of rows allowed, path %s\n", filter_path.c_str(),
+                filter.view.queries ? "one bitset per query" : "one bitset for all queries",
+                100.0 * double(filter.allowed) / rows, to_string(plan.filter_path));
+  }
   std::printf("time      %.4f s, %.0f QPS\n", seconds, seconds > 0 ? nq / seconds : 0.0);
   std::fflush(stdout);
 
@@ -75,7 +86,9 @@ const command_spec& search_command() {
       "INDEX QUERIES -k K -o NEIGHBORS [options]",
       "Searches INDEX (written by 'cagra build') for the K approximate nearest neighbors of every\n"
       "row of QUERIES, all queries in one batch, and writes NEIGHBORS as .ibin: uint32 rows,\n"
-      "uint32 K, the ids, then the distances. Prints the query count, wall time and QPS.",
+      "uint32 K, the ids, then the distances. Prints the query count, wall time and QPS.\n"
+      "With --filter, only allowed rows are returned; slots beyond them hold id 4294967295\n"
+      "and distance inf.",
       {
           {"-k", nullptr, "K", "neighbors per query (required)", true},
           {"--output", "-o", "NEIGHBORS", "where to write the neighbors, .ibin (required)", true},
@@ -83,6 +96,11 @@ const command_spec& search_command() {
           {"--search-width", nullptr, "P", "parents expanded per iteration (default 1)"},
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
           {"--seed", nullptr, "S", "seed of the random initial nodes (default 0)"},
+          {"--filter", nullptr, "FILE",
+           "return only allowed rows: a mask (.npy bool/uint8 or .u8bin, one byte per index row; "
+           "one row, or one per query) or a list of allowed ids (.ibin, .npy int32/uint32)"},
+          {"--filter-algo", nullptr, "A",
+           "filtered search path: auto (default), graph or exact (docs/filter.md)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
           {"--force", nullptr, nullptr, "replace NEIGHBORS if it exists"},

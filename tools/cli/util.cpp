@@ -136,6 +136,67 @@ void check_queries(const index& idx, const host_matrix& queries, const std::stri
   if (queries.rows() == 0) throw cagra::error("queries '" + path + "' hold no rows");
 }
 
+filter_algo filter_algo_option(const args& a) {
+  const std::string s = a.str("--filter-algo", "auto");
+  if (s == "auto") return filter_algo::automatic;
+  if (s == "graph") return filter_algo::graph;
+  if (s == "exact") return filter_algo::exact;
+  throw usage_error("--filter-algo: expected auto, graph or exact, got '" + s + "'");
+}
+
+filter_file read_filter(const std::string& path, int64_t rows, int64_t queries) {
+  const host_matrix m = io::read_matrix(path);
+  filter_file f;
+  const int64_t words = row_filter::words_for(rows);
+  if (m.type() == dtype::u8) {  // a mask
+    if (m.cols() != rows || (m.rows() != 1 && m.rows() != queries)) {
+      throw cagra::error("filter '" + path + "' is a mask of " + std::to_string(m.rows()) + " x " +
+                         std::to_string(m.cols()) + " bytes; expected 1 x " + std::to_string(rows) +
+                         " (one for every query) or " + std::to_string(queries) + " x " +
+                         std::to_string(rows) + " (one per query): one byte per index row");
+    }
+    const auto* b = static_cast<const uint8_t*>(m.data());
+    f.words.assign(static_cast<size_t>(m.rows() * words), 0u);
+    for (int64_t q = 0; q < m.rows(); ++q) {
+      for (int64_t i = 0; i < rows; ++i) {
+        const uint8_t v = b[q * rows + i];
+        if (v > 1) {
+          throw cagra::error("filter '" + path + "' row " + std::to_string(q) + ", column " +
+                             std::to_string(i) + " holds " + std::to_string(v) +
+                             ": a mask holds 0 (skip) or 1 (allowed)");
+        }
+        if (v) f.words[size_t(q * words + (i >> 5))] |= 1u << (i & 31);
+      }
+    }
+    f.view = m.rows() == 1 ? row_filter::shared(f.words.data(), rows)
+                           : row_filter::per_query(f.words.data(), m.rows(), rows);
+  } else if (m.type() == dtype::i32 || m.type() == dtype::u32) {  // ids
+    const int64_t n = m.rows() * m.cols();
+    row_bitset b(rows);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t id = m.type() == dtype::i32
+                             ? int64_t{static_cast<const int32_t*>(m.data())[i]}
+                             : int64_t{static_cast<const uint32_t*>(m.data())[i]};
+      if (id < 0 || id >= rows) {
+        throw cagra::error("filter '" + path + "' lists id " + std::to_string(id) + " (position " +
+                           std::to_string(i) + "), outside the index's rows [0, " +
+                           std::to_string(rows) + ")");
+      }
+      b.set(id);
+    }
+    f.words = b.words();
+    f.view = row_filter::shared(f.words.data(), rows);
+  } else {
+    throw cagra::error("filter '" + path + "' holds " + std::string(to_string(m.type())) +
+                       " values; a filter is a mask (bool or uint8 0/1, one byte per index row) "
+                       "or a list of allowed ids (int32/uint32)");
+  }
+  for (int64_t q = 0; q < (f.view.queries ? f.view.queries : 1); ++q)
+    for (int64_t w = 0; w < words; ++w)
+      f.allowed += __builtin_popcount(f.words[size_t(q * words + w)]);
+  return f;
+}
+
 double now_seconds() {
   using clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(clock::now().time_since_epoch()).count();

@@ -163,12 +163,13 @@ npy_type parse_descr(const std::string& path, const std::string& descr) {
   npy_type t;
   if (d.size() == 2 && (d[0] == 'f' || d[0] == 'i' || d[0] == 'u') && d[1] >= '1' && d[1] <= '8')
     t = {d[0], static_cast<size_t>(d[1] - '0')};
+  if (d == "b1") t = {'u', 1};  // numpy bool (a filter mask): bytes 0 / 1, read as u8
   const bool size_ok =
       t.file_size == 4 || t.file_size == 8 || t.file_size == (t.kind == 'f' ? 2u : 1u);
   const bool known = t.kind != 0 && size_ok;
   CAGRA_EXPECTS(known,
-                "%s: unsupported dtype '%s' (supported: <f4, <f2, <f8, |u1, |i1, <i4, "
-                "<u4; <i8, <u8 for neighbor ids)",
+                "%s: unsupported dtype '%s' (supported: <f4, <f2, <f8, |u1, |i1, |b1 (as u1), "
+                "<i4, <u4; <i8, <u8 for neighbor ids)",
                 path.c_str(), quote_bytes(descr, 40).c_str());
   CAGRA_EXPECTS(order != '>' || t.file_size == 1,
                 "%s: big-endian dtype '%s' is not supported; "
