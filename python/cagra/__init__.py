@@ -13,6 +13,7 @@ Example::
     data = np.random.rand(10_000, 128).astype(np.float32)
     index = cagra.build(data, graph_degree=32)    # intermediate_graph_degree: automatic (64)
     neighbors, distances = index.search(data[:5], k=10, itopk_size=64)
+    evens, _ = index.search(data[:5], k=10, filter=np.arange(0, 10_000, 2))  # even rows only
     index.save("data.cagra")
     index = cagra.load("data.cagra")
     print(cagra.explain_build(data, graph_degree=32))  # what build chose: "backend=cpu knn=..."
@@ -58,6 +59,7 @@ except ImportError as exc:  # e.g. Python started inside python/, next to the so
     ) from exc
 
 __all__ = [
+    "INVALID_ID",
     "CagraError",
     "Index",
     "analyze",
@@ -84,6 +86,9 @@ CagraError.__doc__ = (
 __version__: str = _ext.version()
 #: Whether this build has the CUDA backend (CUDA arrays are accepted only then).
 built_with_cuda: bool = _ext.built_with_cuda
+#: The id of an empty result slot (``0xFFFFFFFF``, C++ ``cagra::kInvalidId``): where a search
+#: finds fewer than k neighbors (a filter allowing fewer than k rows), its distance is +inf.
+INVALID_ID: int = _ext.INVALID_ID
 
 #: Anything with ``__dlpack__`` (numpy, cupy, torch, jax ...) or a numpy array.
 ArrayLike = Any
@@ -129,6 +134,11 @@ _SEARCH_ALGOS = {
     "single_cta": _ext.SearchAlgo.single_cta,
     "multi_cta": _ext.SearchAlgo.multi_cta,
 }
+_FILTER_ALGOS = {
+    "auto": _ext.FilterAlgo.auto,
+    "graph": _ext.FilterAlgo.graph,
+    "exact": _ext.FilterAlgo.exact,
+}
 _DTYPES = {
     "f32": np.dtype(np.float32),
     "f16": np.dtype(np.float16),
@@ -149,6 +159,7 @@ _DEFAULT_KNN_ALGO = _name_of(_KNN_ALGOS, _IP.knn_algo)
 _DEFAULT_REORDER = _name_of(_REORDERS, _IP.reorder)
 _DEFAULT_STORAGE = _name_of(_STORAGES, _IP.storage)
 _DEFAULT_SEARCH_ALGO = _name_of(_SEARCH_ALGOS, _SP.algo)
+_DEFAULT_FILTER_ALGO = _name_of(_FILTER_ALGOS, _SP.filter)
 
 # ---- argument checks -------------------------------------------------------------------------
 
@@ -239,6 +250,85 @@ def _ids(x: ArrayLike, name: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
+def _host_array(x: Any) -> np.ndarray:
+    """A numpy array of ``x``: numpy arrays as they are, torch tensors and cupy arrays (host or
+    CUDA) copied to the host, anything else through ``numpy.asarray``."""
+    if isinstance(x, np.ndarray):
+        return x
+    framework = _framework(x)
+    if framework == "torch":
+        return x.detach().cpu().numpy()
+    if framework == "cupy":
+        return x.get()
+    return np.asarray(x)
+
+
+def _filter_words(filter: Any, rows: int, nq: int | None) -> tuple[np.ndarray | None, bool]:
+    """The bitset words of a search filter (cagra/filter.hpp) and whether they are per query.
+
+    ``filter`` is a boolean mask ``[rows]`` (shared) or ``[nq, rows]`` (one row per query), or
+    a 1-D sequence of allowed integer row ids (shared); ``None`` filters nothing. The words are
+    uint32, LSB first (row i is bit i % 32 of word i // 32), C-contiguous: ``[ceil(rows / 32)]``
+    or ``[nq, ceil(rows / 32)]``. ``nq`` (the batch) is checked against a 2-D mask when known.
+    Every malformed filter raises CagraError.
+    """
+    if filter is None:
+        return None, False
+    listed = not isinstance(filter, np.ndarray) and not hasattr(filter, "__dlpack__")
+    try:
+        a = _host_array(filter)
+    except (ValueError, TypeError) as exc:  # e.g. a ragged list
+        raise CagraError(
+            f"filter must be a boolean mask or a list of row ids; {type(filter).__name__} "
+            f"could not be read as an array ({exc})"
+        ) from None
+    if listed and a.ndim == 1 and a.size == 0:
+        a = np.zeros(0, np.int64)  # [] holds no ids (numpy reads it as float64)
+    if a.dtype == np.bool_:
+        if a.ndim not in (1, 2):
+            raise CagraError(
+                f"a boolean filter mask must be 1-D [{rows}] (one bitset for the batch) or 2-D "
+                f"[nq, {rows}] (one per query), got shape {a.shape}"
+            )
+        if a.shape[-1] != rows:
+            raise CagraError(
+                f"the filter mask has {a.shape[-1]} entries per bitset (shape {a.shape}) but the "
+                f"index has {rows} rows: a mask has one entry per index row"
+            )
+        if a.ndim == 2 and nq is not None and a.shape[0] != nq:
+            raise CagraError(
+                f"the 2-D filter mask has {a.shape[0]} rows (shape {a.shape}) but the batch has "
+                f"{nq} queries: a per-query mask is [nq, {rows}], one row per query (a mask "
+                f"shared by every query is 1-D [{rows}])"
+            )
+        packed = np.packbits(a, axis=-1, bitorder="little")
+        pad = -packed.shape[-1] % 4
+        if pad:
+            packed = np.pad(packed, [(0, 0)] * (a.ndim - 1) + [(0, pad)])
+        words = np.ascontiguousarray(packed).view("<u4").astype(np.uint32, copy=False)
+        return np.ascontiguousarray(words), a.ndim == 2
+    if a.dtype.kind in "iu":
+        if a.ndim != 1:
+            raise CagraError(
+                f"filter ids must be a 1-D list of allowed row ids (shared by the batch), got "
+                f"shape {a.shape}; a per-query filter is a boolean mask [nq, {rows}]"
+            )
+        bad = np.flatnonzero((a < 0) | (a >= rows))
+        if bad.size:
+            pos = int(bad[0])
+            raise CagraError(
+                f"filter id {int(a[pos])} at position {pos} is outside the index's rows "
+                f"[0, {rows}) ({bad.size} id{'s' if bad.size > 1 else ''} out of range)"
+            )
+        mask = np.zeros(rows, np.bool_)
+        mask[a] = True
+        return _filter_words(mask, rows, None)
+    raise CagraError(
+        f"filter has dtype {a.dtype}: pass a boolean mask (shape [{rows}], or [nq, {rows}] per "
+        f"query) or integer row ids (a 0/1 mask: mask.astype(bool))"
+    )
+
+
 def _index_params(
     metric: str,
     graph_degree: int,
@@ -277,6 +367,7 @@ def _search_params(
     num_random_samplings: int,
     seed: int,
     persistent: bool,
+    filter_algo: str,
 ) -> Any:
     p = _ext.SearchParams()
     p.itopk_size = _uint("itopk_size", itopk_size)
@@ -292,6 +383,11 @@ def _search_params(
     if not isinstance(persistent, bool):
         raise TypeError(f"persistent must be a bool, got {type(persistent).__name__}")
     p.persistent = persistent
+    try:
+        p.filter = _FILTER_ALGOS[filter_algo]
+    except (KeyError, TypeError):
+        options = ", ".join(repr(k) for k in _FILTER_ALGOS)
+        raise CagraError(f"filter_algo must be one of {options}; got {filter_algo!r}") from None
     return p
 
 
@@ -375,6 +471,8 @@ class Index:
         persistent: bool = _SP.persistent,
         backend: str = "auto",
         num_threads: int = 0,
+        filter: ArrayLike | None = None,
+        filter_algo: str = _DEFAULT_FILTER_ALGO,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` (one batch).
 
@@ -402,15 +500,36 @@ class Index:
                 without a query. Ignored elsewhere.
             backend: ``"auto"`` (CUDA when built and a GPU is visible, for what the GPU
                 kernels take; else the CPU), ``"cpu"`` or ``"cuda"``.
-            num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per hardware
-            thread are used (more are clamped); a count the system cannot start raises
-            CagraError (the default count shrinks to what it can start). At most 4 per
+            num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per
                 hardware thread are used (more are clamped); a count the system cannot start
                 raises CagraError (the default count shrinks to what it can start).
+            filter: the rows the search may return (filtered search; ``None``: every row).
+                One of: a numpy bool mask ``[size]`` shared by every query, or ``[nq, size]``
+                with one row per query (True = allowed); or a 1-D array or list of allowed
+                integer row ids (any integer dtype; duplicates are fine), shared by the batch.
+                A list of bools is a mask, a list of ints is ids; a 0/1 integer array is ids
+                (convert a 0/1 mask with ``mask.astype(bool)``). Torch and cupy arrays are
+                copied to the host. A disallowed row is never returned, but the search still
+                walks through it (the graph stays connected whatever the filter). Where fewer
+                than ``k`` rows are allowed, the allowed ones come first and the remaining
+                slots hold :data:`INVALID_ID` with distance +inf. A mask of the wrong shape, a
+                2-D mask whose first dimension is not ``nq``, an id outside ``[0, size)``, or
+                any other dtype or dimension raises CagraError.
+            filter_algo: how a filtered search finds the allowed rows: ``"auto"`` (default),
+                ``"graph"`` (walk the graph with a top-M list grown as the filter's
+                selectivity falls, ``itopk_size`` being its length at 100%) or ``"exact"``
+                (distances to every allowed row: exact results, cost in proportion to the
+                allowed rows). ``"auto"`` picks the path automatically: exact below a
+                crossover in selectivity (when the allowed rows are fewer than the distances
+                the graph walk would compute, about ``itopk x graph_degree``, or at most
+                ``k``), else the graph; :meth:`explain` with the same ``filter`` shows the
+                choice (``filter_path=``). Ignored without a filter; any other value raises
+                CagraError.
 
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
-            nearest first (id ``0xFFFFFFFF`` where fewer than k neighbors were found).
+            nearest first (id :data:`INVALID_ID`, ``0xFFFFFFFF``, and distance +inf where
+            fewer than k neighbors were found).
             Host queries give numpy arrays. CUDA queries (cupy, torch ``.cuda()``, any
             DLPack producer on a GPU) are searched in place on the GPU, with no host copy,
             and the results stay on that GPU: torch tensors for torch queries, cupy arrays
@@ -432,7 +551,11 @@ class Index:
             num_random_samplings,
             seed,
             persistent,
+            filter_algo,
         )
+        shape = getattr(queries, "shape", ())
+        nq = int(shape[0]) if len(shape) == 2 else None  # else the extension says what is wrong
+        words, per_query = _filter_words(filter, self.size, nq)
         return _ext.search(
             self._impl,
             _vectors(queries, "queries"),
@@ -441,6 +564,8 @@ class Index:
             _choice("backend", backend, _BACKENDS),
             _threads(num_threads),
             _framework(queries),
+            words,
+            per_query,
         )
 
     def explain(
@@ -461,15 +586,20 @@ class Index:
         persistent: bool = _SP.persistent,
         backend: str = "auto",
         num_threads: int = 0,
+        filter: ArrayLike | None = None,
+        filter_algo: str = _DEFAULT_FILTER_ALGO,
     ) -> str:
         """What :meth:`search` will do for ``batch`` host queries of ``k`` neighbors with
         these arguments (the same keywords and defaults as :meth:`search`): one line of
         ``name=value`` pairs with every automatic value resolved, e.g.
         ``"backend=cpu k=10 itopk=64 search_width=1 max_iterations=87 ..."``. On the GPU it
-        adds the kernel (``algo``), the batch's path (``io``) and the launch shape. The line
-        is the C++ ``cagra::to_string(cagra::plan_search(...))``, the one the CLI's
-        ``cagra search --explain`` prints; nothing is searched. Raises CagraError for
-        parameters :meth:`search` would refuse.
+        adds the kernel (``algo``), the batch's path (``io``) and the launch shape. With a
+        ``filter`` (as :meth:`search` takes it; a per-query mask needs ``batch`` rows) it
+        ends with ``filter=shared|per_query filter_path=graph|exact allowed_rows=N`` (the
+        fewest rows any query is allowed), and ``itopk`` is the list length the filter's
+        selectivity needs. The line is the C++ ``cagra::to_string(cagra::plan_search(...))``,
+        the one the CLI's ``cagra search --explain`` prints; nothing is searched. Raises
+        CagraError for parameters or filters :meth:`search` would refuse.
         """
         p = _search_params(
             itopk_size,
@@ -483,10 +613,12 @@ class Index:
             num_random_samplings,
             seed,
             persistent,
+            filter_algo,
         )
         batch = _uint("batch", batch, 63)
         if batch < 1:
             raise ValueError("batch must be >= 1")
+        words, per_query = _filter_words(filter, self.size, batch)
         return _ext.explain_search(
             self._impl,
             _uint("k", k),
@@ -494,6 +626,8 @@ class Index:
             p,
             _choice("backend", backend, _BACKENDS),
             _threads(num_threads),
+            words,
+            per_query,
         )
 
     def save(self, path: PathLike) -> None:

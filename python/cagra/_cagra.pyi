@@ -60,6 +60,15 @@ class SearchAlgo(enum.Enum):
 
     multi_cta = 2
 
+class FilterAlgo(enum.Enum):
+    auto = 0
+
+    graph = 1
+
+    exact = 2
+
+INVALID_ID: int = 4294967295
+
 class IndexParams:
     def __init__(self) -> None: ...
 
@@ -192,6 +201,12 @@ class SearchParams:
     @seed.setter
     def seed(self, arg: int, /) -> None: ...
 
+    @property
+    def filter(self) -> FilterAlgo: ...
+
+    @filter.setter
+    def filter(self, arg: FilterAlgo, /) -> None: ...
+
 class Index:
     @property
     def size(self) -> int: ...
@@ -216,11 +231,11 @@ class Index:
 
 def build(dataset: Annotated[NDArray, dict(writable=False)], params: IndexParams, backend: Backend, num_threads: int) -> Index: ...
 
-def search(index: Index, queries: Annotated[NDArray, dict(writable=False)], k: int, params: SearchParams, backend: Backend, num_threads: int, framework: str = '') -> tuple: ...
+def search(index: Index, queries: Annotated[NDArray, dict(writable=False)], k: int, params: SearchParams, backend: Backend, num_threads: int, framework: str = '', filter_words: Annotated[NDArray[numpy.uint32], dict(order='C', device='cpu', writable=False)] | None = None, filter_per_query: bool = False) -> tuple: ...
 
 def explain_build(rows: int, dtype: str, params: IndexParams, backend: Backend, num_threads: int) -> str: ...
 
-def explain_search(index: Index, k: int, batch: int, params: SearchParams, backend: Backend, num_threads: int) -> str: ...
+def explain_search(index: Index, k: int, batch: int, params: SearchParams, backend: Backend, num_threads: int, filter_words: Annotated[NDArray[numpy.uint32], dict(order='C', device='cpu', writable=False)] | None = None, filter_per_query: bool = False) -> str: ...
 
 def build_knn_graph(dataset: Annotated[NDArray, dict(writable=False)], params: IndexParams, backend: Backend, num_threads: int) -> tuple: ...
 

@@ -36,6 +36,9 @@ using ids_in = nb::ndarray<nb::ro, const uint32_t, nb::ndim<2>, nb::c_contig, nb
 using dist_in = nb::ndarray<nb::ro, const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 template <typename T>
 using numpy_out = nb::ndarray<nb::numpy, T, nb::ndim<2>>;
+/** Filter bitset words (cagra/filter.hpp): [words] shared or [nq, words] per query, built by
+ *  python/cagra/__init__.py (_filter_words) from a boolean mask or a list of row ids. */
+using filter_words_in = nb::ndarray<nb::ro, const uint32_t, nb::c_contig, nb::device::cpu>;
 
 std::string format_shape(const any_array& a) {
   std::string s = "(";
@@ -228,6 +231,23 @@ cagra::index build(any_array dataset, const cagra::index_params& params, cagra::
   return cagra::build(make_resources(target, num_threads), params, data.host());
 }
 
+/** The row_filter over `words` (none: no filter) for `idx`; the words stay owned by the caller's
+ *  array. The shape is checked here against the index; the batch is checked by the library. */
+cagra::row_filter to_row_filter(const std::optional<filter_words_in>& words, bool per_query,
+                                const cagra::index& idx) {
+  if (!words) return {};
+  const int64_t rows = idx.size();
+  const int64_t expected = cagra::row_filter::words_for(rows);
+  const size_t want_ndim = per_query ? 2 : 1;
+  if (words->ndim() != want_ndim || static_cast<int64_t>(words->shape(want_ndim - 1)) != expected)
+    throw cagra::error(std::string("the filter words must be a ") + (per_query ? "[nq, " : "[") +
+                       std::to_string(expected) + "] uint32 array for an index of " +
+                       std::to_string(rows) + " rows (one bit per row, 32 rows a word)");
+  if (per_query)
+    return cagra::row_filter::per_query(words->data(), static_cast<int64_t>(words->shape(0)), rows);
+  return cagra::row_filter::shared(words->data(), rows);
+}
+
 #ifdef CAGRA_PY_CUDA
 /** cudaMalloc'd memory on one device, freed unless released to a capsule. */
 struct device_memory {
@@ -283,7 +303,8 @@ nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device,
  *  the CUDA backend, which reads the queries in place; no host copy either way. */
 nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
                            const cagra::search_params& params, cagra::backend target,
-                           int num_threads, const std::string& framework) {
+                           int num_threads, const std::string& framework,
+                           const cagra::row_filter& filter) {
   if (target == cagra::backend::cpu)
     throw cagra::error(
         "queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
@@ -302,7 +323,7 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     res.device = device;
     const auto dev = cagra::memory_space::device;
     cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
-                  {static_cast<float*>(distances.p), nq, k, dev});
+                  {static_cast<float*>(distances.p), nq, k, dev}, filter);
   }
   nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
   nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
@@ -312,12 +333,16 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
 
 nb::tuple search(const cagra::index& idx, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
-                 const std::string& framework) {
+                 const std::string& framework, std::optional<filter_words_in> filter_words,
+                 bool filter_per_query) {
   vectors_in q(std::move(queries), "queries");
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
+  // `filter_words` (held by this frame) keeps the bitset alive while the GIL is released.
+  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
 #ifdef CAGRA_PY_CUDA
-  if (q.on_device()) return search_on_device(idx, q, k, params, target, num_threads, framework);
+  if (q.on_device())
+    return search_on_device(idx, q, k, params, target, num_threads, framework, filter);
 #else
   (void)framework;
 #endif
@@ -327,7 +352,7 @@ nb::tuple search(const cagra::index& idx, any_array queries, uint32_t k,
   {
     nb::gil_scoped_release nogil;
     cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
-                  {ids.data(), nq, k}, {distances.data(), nq, k});
+                  {ids.data(), nq, k}, {distances.data(), nq, k}, filter);
   }
   return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
 }
@@ -417,12 +442,15 @@ std::string explain_build(int64_t rows, const std::string& dtype, const cagra::i
   return cagra::to_string(cagra::plan_build(make_resources(target, num_threads), params, rows, t));
 }
 
-/** The search plan line (cagra::plan_search + to_string) of one call with `batch` host queries. */
+/** The search plan line (cagra::plan_search + to_string) of one call with `batch` host queries,
+ *  under the filter (if any) that search would get. */
 std::string explain_search(const cagra::index& idx, uint32_t k, int64_t batch,
                            const cagra::search_params& params, cagra::backend target,
-                           int num_threads) {
-  return cagra::to_string(
-      cagra::plan_search(make_resources(target, num_threads), params, idx, k, batch));
+                           int num_threads, std::optional<filter_words_in> filter_words,
+                           bool filter_per_query) {
+  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
+  return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k,
+                                             batch, cagra::memory_space::host, filter));
 }
 
 nb::tuple read_neighbors(const std::string& path) {
@@ -492,6 +520,11 @@ NB_MODULE(_cagra, m) {
       .value("auto", cagra::search_algo::automatic)
       .value("single_cta", cagra::search_algo::single_cta)
       .value("multi_cta", cagra::search_algo::multi_cta);
+  nb::enum_<cagra::filter_algo>(m, "FilterAlgo")
+      .value("auto", cagra::filter_algo::automatic)
+      .value("graph", cagra::filter_algo::graph)
+      .value("exact", cagra::filter_algo::exact);
+  m.attr("INVALID_ID") = cagra::kInvalidId;
 
   // The parameter structs, default-constructed: their fields are the C++ defaults that
   // python/cagra/__init__.py uses as its keyword defaults.
@@ -529,7 +562,8 @@ NB_MODULE(_cagra, m) {
       .def_rw("hash_reset_interval", &sp::hash_reset_interval)
       .def_rw("persistent", &sp::persistent)
       .def_rw("num_random_samplings", &sp::num_random_samplings)
-      .def_rw("seed", &sp::seed);
+      .def_rw("seed", &sp::seed)
+      .def_rw("filter", &sp::filter);
 
   nb::class_<cagra::index>(m, "Index")
       .def_prop_ro("size", &cagra::index::size)
@@ -554,11 +588,11 @@ NB_MODULE(_cagra, m) {
 
   m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
-        "framework"_a = "");
+        "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false);
   m.def("explain_build", &explain_build, "rows"_a, "dtype"_a, "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,
-        "num_threads"_a);
+        "num_threads"_a, "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false);
   m.def(
       "_raise_error",
       [](const nb::bytes& what) { throw cagra::error(std::string(what.c_str(), what.size())); },

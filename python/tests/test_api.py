@@ -39,6 +39,8 @@ SEARCH_DEFAULTS = {
     "persistent": False,
     "backend": "auto",
     "num_threads": 0,
+    "filter": None,
+    "filter_algo": "auto",
 }
 
 
