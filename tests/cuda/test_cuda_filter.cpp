@@ -86,8 +86,10 @@ TEST_F(CudaFilter, SingleCtaEqualsTheCpu) {
     p.algo = search_algo::single_cta;
     const result c = run_on(backend::cpu, *u8_, set_->queries, b.view(), p);
     const result g = run_on(backend::cuda, *u8_, set_->queries, b.view(), p);
+    resources gpu;
+    gpu.target = backend::cuda;
     std::printf("[ cuda     ] single-CTA filter %.2f: itopk %u\n", share,
-                gpu_plan(*u8_, p, kK, 100).itopk);
+                plan_search(gpu, p, *u8_, kK, 100, memory_space::host, b.view()).itopk);
     expect_allowed(g, b.view(), "single-CTA");
     EXPECT_EQ(g.ids, c.ids) << "share " << share;
     EXPECT_EQ(g.dist, c.dist) << "share " << share;
