@@ -9,6 +9,11 @@ re-running a benchmark replaces its curve instead of zig-zagging it with the old
   plot.py RESULTS.jsonl [...] --dataset NAME --batch B -o OUT.png [--title T] [--k K]
   plot.py RESULTS.jsonl [...] --build --dataset NAME -o OUT.png [--systems S1,S2]
   plot.py --qps-at 0.90,0.95,0.99 RESULTS.jsonl [...] [--dataset NAME] [--batch B]
+  plot.py RESULTS.jsonl [...] --selectivity --dataset NAME --batch B -o OUT.png [--recall 0.95]
+
+Filtered points (`cagra bench --filter-selectivity`, hnswlib_peer likewise) carry a
+"selectivity" field; --qps-at then gives one row per selectivity, and --selectivity plots QPS at
+a recall level and cagra's recall at its default parameters against selectivity.
 """
 import argparse
 import json
@@ -190,19 +195,72 @@ def plot_build(points, args):
     print(f"wrote {args.output} ({len(names)} bars)")
 
 
+def selectivity_of(p):
+    """The share of rows a filtered point's filter allowed; 1 for an unfiltered point."""
+    s = p.get("selectivity")
+    return 1.0 if s is None else float(s)
+
+
 def print_qps_at(points, targets):
+    filtered = any("selectivity" in p for p in points)
     groups = {}
     for p in points:
-        groups.setdefault((p["dataset"], p["_series"], int(p["batch"]), int(p["k"])), []).append(p)
-    head = ["dataset", "system", "batch", "k"] + [f"QPS@{t:g}" for t in targets]
+        key = (p["dataset"], p["_series"], int(p["batch"]), int(p["k"]))
+        if filtered:
+            key += (-selectivity_of(p),)  # descending selectivity
+        groups.setdefault(key, []).append(p)
+    head = ["dataset", "system", "batch", "k"] + (["selectivity"] if filtered else [])
+    head += [f"QPS@{t:g}" for t in targets]
     rows = []
     for key in sorted(groups):
         vals = [qps_at(groups[key], t) for t in targets]
-        rows.append([str(x) for x in key] + ["n/a" if v is None else f"{v:,.0f}" for v in vals])
+        cells = [str(x) for x in key[:4]] + ([f"{-key[4]:g}"] if filtered else [])
+        rows.append(cells + ["n/a" if v is None else f"{v:,.0f}" for v in vals])
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
+
+
+def plot_selectivity(points, args):
+    """QPS at args.recall against selectivity per system (left; a system's fastest point when it
+    is already above the level: a lower bound), and cagra's recall at its default parameters
+    (itopk 64, the plan growing it as selectivity falls) against selectivity (right)."""
+    plt = pyplot()
+    k = int(points[0]["k"])
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 5))
+    series = {}
+    for p in points:
+        series.setdefault(p["_series"], {}).setdefault(selectivity_of(p), []).append(p)
+    for name, by_sel in sorted(series.items()):
+        xs = sorted(by_sel)
+        ys = [qps_at(by_sel[x], args.recall) for x in xs]
+        kept = [(x, y) for x, y in zip(xs, ys) if y is not None]
+        if kept:
+            ax.plot([x for x, _ in kept], [y for _, y in kept], marker="o", label=name)
+        defaults = [(x, p["recall"]) for x in xs for p in by_sel[x]
+                    if p["params"].get("itopk") == 64]
+        if defaults:
+            ax2.plot([x for x, _ in defaults], [r for _, r in defaults], marker="o",
+                     label=f"{name}, itopk 64 (default)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("selectivity (share of rows allowed)")
+    ax.set_ylabel(f"QPS at recall@{k} {args.recall:g}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    ax2.set_xscale("log")
+    ax2.axhline(args.recall, color="grey", linestyle="--", linewidth=1)
+    ax2.set_xlabel("selectivity (share of rows allowed)")
+    ax2.set_ylabel(f"recall@{k}")
+    ax2.grid(True, which="both", alpha=0.3)
+    ax2.legend()
+    batch = int(points[0]["batch"])
+    fig.suptitle(args.title or f"{args.dataset}: filtered search, batch "
+                 f"{'all queries' if batch == 0 else batch}, k = {k}")
+    fig.tight_layout()
+    fig.savefig(args.output, dpi=120)
+    print(f"wrote {args.output}")
 
 
 def main():
@@ -219,6 +277,10 @@ def main():
                          "searched the GPU-built index)")
     ap.add_argument("--qps-at", metavar="R1,R2,...",
                     help="print QPS at these recall levels instead of plotting")
+    ap.add_argument("--selectivity", action="store_true",
+                    help="QPS at --recall and recall against the filter's selectivity")
+    ap.add_argument("--recall", type=float, default=0.95,
+                    help="recall level of the --selectivity plot (default 0.95)")
     ap.add_argument("--all-runs", action="store_true",
                     help="keep every run of a configuration, not only the last one appended")
     args = ap.parse_args()
@@ -257,6 +319,8 @@ def main():
         print_qps_at(points, targets)
     elif args.build:
         plot_build(points, args)
+    elif args.selectivity:
+        plot_selectivity(points, args)
     else:
         plot_curves(points, args)
 
