@@ -59,9 +59,14 @@ cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target cagra_cpu_tests cagra
 # rest does not (each builds several bigann10k indexes at -O1 with every access checked):
 # Search.InnerProductCosineAndFloatStorage, Search.HalfStorageAndInt8, NnDescent.RecallOnBigann10k,
 # CliPipeline.*, Optimize.InvariantsAndDeterminism.
+# Also left out: IoHdf5.ConcurrentReadsAgree, four threads each forking HDF5 reader processes.
+# GCC 12's ASan allocator is not fork-safe: a child forked while another thread holds the
+# allocator's lock waits on it forever (seen once in CI: the reader was stopped after 60 s
+# without progress). glibc's malloc, which production builds use, resets its locks in the
+# child; the test runs in the main job.
 slow="Search.InnerProductCosineAndFloatStorage:Search.HalfStorageAndInt8"
 slow+=":NnDescent.RecallOnBigann10k:CliPipeline.*:Optimize.InvariantsAndDeterminism"
-filter=${SANITIZE_FILTER:-"*:-Golden*:*Fashion*:$slow"}
+filter=${SANITIZE_FILTER:-"*:-Golden*:*Fashion*:$slow:IoHdf5.ConcurrentReadsAgree"}
 
 # Reports go to stderr and to files under $reports (one per process that had one).
 reports=$PWD/$BUILD_DIR/sanitizer-reports

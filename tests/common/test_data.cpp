@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +45,16 @@ real_set bigann10k() {
   s.queries = io::read_matrix(d + "/query.u8bin");
   s.truth = io::read_neighbors(d + "/groundtruth.ibin").ids;
   return s;
+}
+
+row_bitset random_subset(int64_t rows, double share, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  row_bitset b(rows);
+  for (int64_t i = 0; i < rows; ++i)
+    if (u(rng) < share) b.set(i);
+  if (share > 0 && b.count() == 0) b.set(static_cast<int64_t>(rng() % uint64_t(rows)));
+  return b;
 }
 
 host_matrix head(const host_matrix& m, int64_t rows) {

@@ -28,6 +28,10 @@ real_set bigann10k();
  *  (u8, 784-d); ground truth computed by brute force (L2). */
 real_set fashion(int64_t n_base, int64_t n_queries);
 
+/** A filter allowing each of `rows` rows with probability `share`, drawn from `seed` (at least
+ *  one row when share > 0): the filtered-search tests' random subsets. */
+row_bitset random_subset(int64_t rows, double share, uint64_t seed);
+
 /** The first `rows` rows of `m` (a copy). */
 host_matrix head(const host_matrix& m, int64_t rows);
 

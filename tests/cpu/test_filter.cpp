@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 
 #include <cagra/plan.hpp>
 
@@ -22,17 +21,6 @@ resources cpu() {
   resources r;
   r.target = backend::cpu;
   return r;
-}
-
-/** Rows allowed with probability `share` (at least one row when share > 0). */
-row_bitset random_subset(int64_t rows, double share, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  row_bitset b(rows);
-  for (int64_t i = 0; i < rows; ++i)
-    if (u(rng) < share) b.set(i);
-  if (share > 0 && b.count() == 0) b.set(static_cast<int64_t>(rng() % uint64_t(rows)));
-  return b;
 }
 
 /** The oracle: exact k nearest allowed rows (squared L2 on u8, ties by id), kInvalidId after. */

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include <gtest/gtest.h>
 
@@ -18,16 +17,6 @@ namespace cagra::test {
 namespace {
 
 constexpr uint32_t kK = 10;
-
-row_bitset random_subset(int64_t rows, double share, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  row_bitset b(rows);
-  for (int64_t i = 0; i < rows; ++i)
-    if (u(rng) < share) b.set(i);
-  if (share > 0 && b.count() == 0) b.set(static_cast<int64_t>(rng() % uint64_t(rows)));
-  return b;
-}
 
 result run_on(backend target, const cagra::index& idx, const host_matrix& q, const row_filter& f,
               const search_params& p, uint32_t k = kK) {

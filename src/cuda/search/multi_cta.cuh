@@ -138,7 +138,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // A filtered search (filter.cuh): warp 0 also keeps the 32 nearest allowed rows this CTA has
   // found, which it publishes instead of its list. (Compacting the list itself kept only the
   // allowed rows among its 32 nearest: at 10% selectivity about 3 per CTA, recall@10 0.906 at
-  // batch 1 on SIFT-wall-1M.)
+  // batch 1 on SIFT-wall-1M, H100.)
   const uint32_t* allowed = a.d_filter ? a.d_filter + qi * a.filter_stride : nullptr;
   float rd = far;
   uint32_t ri = kNoId;
