@@ -86,6 +86,36 @@ void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
             matrix_view<float> distances, const row_filter& filter = {});
 
+/** search() that writes labels: each result's user label (index::label_of), -1 where a slot
+ *  holds no neighbor. Host memory only. Same arguments otherwise. */
+void search(const resources& res, const search_params& params, const index& idx,
+            dataset_view queries, uint32_t k, matrix_view<int64_t> labels,
+            matrix_view<float> distances, const row_filter& filter = {});
+
+/** Inserts `vectors` into `idx` (docs/living_index.md): per chunk of new rows, candidates from
+ *  the index's own search and from the chunk itself, the build's rank-based pruning, and reverse
+ *  edges into existing rows that replace their weakest replaceable edge (the fixed degree is
+ *  kept). The new rows are rows size() .. size() + n - 1.
+ *  @param[in] labels  one label per new row, or null. An index with labels needs them; on an
+ *                     index without, they make the existing rows' labels their row numbers.
+ *  Throws cagra::error (bad dimension, dtype, non-finite values, empty batch, duplicate or
+ *  missing labels) and then leaves the index exactly as it was. */
+void extend(const resources& res, const extend_params& params, index& idx, dataset_view vectors,
+            const int64_t* labels = nullptr);
+
+/** Marks the rows with these labels (row numbers when the index has no labels) deleted: they
+ *  are never returned again, but stay walkable until compact(). Throws (and changes nothing)
+ *  for an unknown label, one deleted before, or one listed twice. With `compact_above` > 0,
+ *  compacts when more than that share of rows is deleted afterwards. Returns the rows removed. */
+int64_t remove(const resources& res, index& idx, const int64_t* labels, int64_t n,
+               double compact_above = 0.0);
+
+/** Drops the deleted rows: neighbour lists that pointed at them are repaired through the deleted
+ *  rows' own neighbours (rank rule: candidates reachable through a kept neighbour come last),
+ *  rows no longer pointed at get an in-edge, rows are renumbered in order. Labels are kept (an
+ *  index without labels gets its old row numbers as labels, so results keep their ids). */
+void compact(const resources& res, index& idx);
+
 /** Exact k-NN by brute force (the ground-truth oracle). Ids/distances are [nq, k].
  *  With `exclude_self`, queries must be the dataset itself and row i never lists i. */
 knn_graph brute_force_knn(const resources& res, cagra::metric m, dataset_view dataset,

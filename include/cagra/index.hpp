@@ -7,11 +7,19 @@
  * `size() x graph_degree()` row-major uint32 ids, every id < size(), no self loops, no duplicates
  * within a row. A backend may attach state of its own (e.g. a device copy) that lives as long as
  * the index.
+ *
+ * A living index (docs/living_index.md) also carries:
+ *  - optional user labels, one unique int64 per row (like hnswlib's labels or faiss's
+ *    IndexIDMap): search can return them instead of row numbers; without labels a row's label is
+ *    its row number;
+ *  - tombstones: rows removed by cagra::remove. They are never returned by a search but stay in
+ *    the graph (the walk goes through them) until cagra::compact drops them and renumbers rows.
  */
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <cagra/types.hpp>
@@ -20,7 +28,8 @@ namespace cagra {
 
 namespace detail {
 struct backend_state;  // opaque per-backend cache (defined by the backend that uses it)
-}
+struct index_editor;   // the library's write access for extend / remove / compact (src/core)
+}  // namespace detail
 
 class index {
  public:
@@ -50,14 +59,43 @@ class index {
     return {graph_.data(), size(), static_cast<int64_t>(graph_degree_)};
   }
 
+  /** Whether the rows carry user labels (set_labels, extend with labels, or a compaction). */
+  bool has_labels() const { return !labels_.empty(); }
+  /** The labels, `size()` values (empty when has_labels() is false). */
+  const std::vector<int64_t>& labels() const { return labels_; }
+  /** Label of `row`: the user label, or the row number when the index has none. */
+  int64_t label_of(int64_t row) const { return labels_.empty() ? row : labels_[size_t(row)]; }
+  /** Row holding `label`, or -1 when no row (deleted or not) has it. */
+  int64_t row_of(int64_t label) const;
+  /** Gives every row a label (`size()` values, all different; throws otherwise, and the index
+   *  keeps what it had). */
+  void set_labels(std::vector<int64_t> labels);
+
+  /** Rows removed by cagra::remove and not yet compacted away. */
+  int64_t deleted_count() const { return deleted_; }
+  /** Rows a search can return: size() - deleted_count(). */
+  int64_t live_size() const { return size() - deleted_; }
+  bool is_deleted(int64_t row) const {
+    return deleted_ > 0 && !((live_[size_t(row >> 5)] >> (row & 31)) & 1u);
+  }
+  /** The rows not deleted as a bitset (cagra/filter.hpp layout: set = live), or an empty vector
+   *  when nothing is deleted. Search honours it on top of any user filter. */
+  const std::vector<uint32_t>& live_rows() const { return live_; }
+
   /** Backend cache slot (used by backends; not for users). */
   std::shared_ptr<detail::backend_state>& backend_cache() const { return cache_; }
 
  private:
+  friend struct detail::index_editor;
   cagra::metric metric_ = cagra::metric::l2;
   uint32_t graph_degree_ = 0;
   host_matrix vectors_;
   std::vector<uint32_t> graph_;
+  std::vector<int64_t> labels_;  // empty: labels are row numbers
+  /** (label, row) sorted by label, for row_of; empty when labels_ is. */
+  std::vector<std::pair<int64_t, uint32_t>> label_rows_;
+  std::vector<uint32_t> live_;  // bitset of live rows; empty when deleted_ == 0
+  int64_t deleted_ = 0;
   mutable std::shared_ptr<detail::backend_state> cache_;
 };
 

@@ -131,4 +131,21 @@ struct search_params {
   void validate(uint32_t k, int64_t rows, uint32_t graph_degree) const;
 };
 
+/** Parameters of `extend` (docs/living_index.md). */
+struct extend_params {
+  /** New rows inserted together: each chunk searches the index as it stands (earlier chunks
+   *  included) and the rows of the chunk see each other. 0 = auto (10,000 on the GPU, 2,000 on
+   *  the CPU). */
+  uint32_t chunk_size = 0;
+  /** Candidate neighbours gathered per new row before the rank-based pruning (like the build's
+   *  intermediate degree); 0 = auto = 2 x graph degree. */
+  uint32_t candidates = 0;
+  /** Internal list length of the search that finds the candidates; 0 = auto =
+   *  max(64, 2 x candidates), rounded up to a multiple of 32. */
+  uint32_t itopk_size = 0;
+
+  /** Throws one cagra::error listing every violated constraint. */
+  void validate(uint32_t graph_degree) const;
+};
+
 }  // namespace cagra

@@ -153,6 +153,12 @@ class host_matrix {
   }
   /** Copies `v` (host memory) into a new owning matrix. */
   static host_matrix copy_of(const dataset_view& v);
+  /** Appends the rows of `more` (same dtype and number of columns). */
+  void append_rows(const host_matrix& more);
+  /** Keeps the first `rows` rows (rows <= rows()). */
+  void truncate_rows(int64_t rows);
+  /** Reserves room for `rows` rows, so that appends up to that size do not reallocate. */
+  void reserve_rows(int64_t rows);
 
  private:
   dtype type_ = dtype::f32;

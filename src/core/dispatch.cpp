@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/convert.hpp"
+#include "core/filter.hpp"
 #include "core/plan.hpp"
 
 namespace cagra {
@@ -150,14 +151,32 @@ void search(const resources& res, const search_params& params, const index& idx,
       "(queries: %s, neighbors: %s, distances: %s)",
       space_name(space), space_name(neighbors.space),
       distances.data == nullptr ? "none" : space_name(distances.space));
-  const search_plan plan = plan_search(res, params, idx, k, queries.rows, space, filter);
+  // Deleted rows (cagra::remove) are rows no query may see: folded into the filter once here.
+  if (!filter.empty()) core::check_filter(filter, idx.size(), queries.rows);
+  std::vector<uint32_t> storage;
+  const row_filter visible = core::visible_rows(idx, filter, queries.rows, storage);
+  const search_plan plan = core::plan_visible(res, params, idx, k, queries.rows, space, visible);
   const core::backend_ops& be = core::backend_for(plan.target);
   if (space == memory_space::device) {
-    be.search_device(idx, queries, plan, filter, neighbors.data, distances.data, res);
+    be.search_device(idx, queries, plan, visible, neighbors.data, distances.data, res);
     return;
   }
   const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(), threads(res));
-  be.search(idx, q, plan, filter, neighbors.data, distances.data, res, nullptr);
+  be.search(idx, q, plan, visible, neighbors.data, distances.data, res, nullptr);
+}
+
+void search(const resources& res, const search_params& params, const index& idx,
+            dataset_view queries, uint32_t k, matrix_view<int64_t> labels,
+            matrix_view<float> distances, const row_filter& filter) {
+  CAGRA_EXPECTS(labels.space == memory_space::host && queries.space == memory_space::host,
+                "search with labels takes host memory (search into row numbers for device memory)");
+  CAGRA_EXPECTS(labels.data != nullptr && labels.rows == queries.rows && labels.cols == k,
+                "labels must be a [%lld, %u] matrix (got [%lld, %lld])", (long long)queries.rows, k,
+                (long long)labels.rows, (long long)labels.cols);
+  std::vector<uint32_t> rows(static_cast<size_t>(labels.rows * labels.cols));
+  search(res, params, idx, queries, k, {rows.data(), labels.rows, labels.cols}, distances, filter);
+  for (size_t i = 0; i < rows.size(); ++i)
+    labels.data[i] = rows[i] == kInvalidId ? -1 : idx.label_of(rows[i]);
 }
 
 knn_graph brute_force_knn(const resources& res, metric m, dataset_view dataset,

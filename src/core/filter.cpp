@@ -136,6 +136,21 @@ std::vector<uint32_t> allowed_ids(const row_filter& f) {
   return ids;
 }
 
+row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
+                        std::vector<uint32_t>& storage) {
+  if (idx.deleted_count() == 0) return user;
+  const std::vector<uint32_t>& live = idx.live_rows();
+  if (user.empty()) return row_filter::shared(live.data(), idx.size());
+  const size_t words = live.size();
+  const int64_t sets = user.queries ? batch : 1;
+  storage.resize(size_t(sets) * words);
+  for (int64_t q = 0; q < sets; ++q)
+    for (size_t w = 0; w < words; ++w)
+      storage[size_t(q) * words + w] = user.words[size_t(q) * words + w] & live[w];
+  return user.queries ? row_filter::per_query(storage.data(), batch, idx.size())
+                      : row_filter::shared(storage.data(), idx.size());
+}
+
 int64_t fewest_allowed(const row_filter& f, int64_t batch) {
   if (!f.queries) return allowed_count(f, 0);
   int64_t fewest = f.rows;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <cagra/filter.hpp>
+#include <cagra/index.hpp>
 #include <cagra/plan.hpp>
 
 namespace cagra::core {
@@ -23,6 +24,13 @@ int64_t allowed_count(const row_filter& f, int64_t q);
 
 /** The rows a shared bitset allows, ascending. */
 std::vector<uint32_t> allowed_ids(const row_filter& f);
+
+/** The rows a search of `idx` under the (checked) filter `user` may return: `user` itself when
+ *  no row is deleted, the index's live rows when `user` is empty, otherwise their AND, written
+ *  into `storage` (one bitset, or one per query of `batch` for a per-query filter). Deleted rows
+ *  are the same thing to the search as rows a filter leaves out (DESIGN.md §8). */
+row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
+                        std::vector<uint32_t>& storage);
 
 /** The fewest rows any query of the batch is allowed (`batch` queries). */
 int64_t fewest_allowed(const row_filter& f, int64_t batch);

@@ -83,4 +83,18 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   v.raise("search parameters");
 }
 
+void extend_params::validate(uint32_t graph_degree) const {
+  violations v;
+  v.check(chunk_size <= (1u << 20), "chunk_size must be 0 (auto) or at most 1048576 (got %u)",
+          chunk_size);
+  v.check(candidates == 0 || candidates >= graph_degree,
+          "candidates (%u) must be 0 (auto) or at least the graph degree (%u)", candidates,
+          graph_degree);
+  v.check(candidates <= 1024, "candidates must be at most 1024 (got %u)", candidates);
+  v.check(itopk_size == 0 || itopk_size >= candidates,
+          "itopk_size (%u) must be 0 (auto) or at least candidates (%u)", itopk_size, candidates);
+  v.check(itopk_size <= 65536, "itopk_size must be at most 65536 (got %u)", itopk_size);
+  v.raise("extend parameters");
+}
+
 }  // namespace cagra

@@ -290,6 +290,17 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
 search_plan plan_search(const resources& res, const search_params& params, const index& idx,
                         uint32_t k, int64_t batch, memory_space space, const row_filter& filter) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
+  if (!filter.empty()) core::check_filter(filter, idx.size(), batch);
+  std::vector<uint32_t> storage;
+  return core::plan_visible(res, params, idx, k, batch, space,
+                            core::visible_rows(idx, filter, batch, storage));
+}
+
+namespace core {
+
+search_plan plan_visible(const resources& res, const search_params& params, const index& idx,
+                         uint32_t k, int64_t batch, memory_space space, const row_filter& filter) {
+  CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   params.validate(k, idx.size(), idx.graph_degree());
   const core::index_shape shape = core::shape_of(idx);
   const filter_kind fk = core::kind_of(filter);
@@ -332,6 +343,8 @@ search_plan plan_search(const resources& res, const search_params& params, const
   const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device) : 0;
   return core::make_search_plan(target, params, shape, k, batch, space, sms, fk, allowed);
 }
+
+}  // namespace core
 
 const char* to_string(filter_kind f) {
   switch (f) {

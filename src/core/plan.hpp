@@ -52,6 +52,11 @@ index_shape shape_of(const index& idx);
 /** Whether the GPU search kernels take a search of `shape` with internal list `itopk`. */
 bool gpu_takes(const index_shape& shape, uint32_t itopk);
 
+/** plan_search for a filter that already holds the index's tombstones (core::visible_rows):
+ *  what search() calls, so that the tombstones are folded in once. */
+search_plan plan_visible(const resources& res, const search_params& params, const index& idx,
+                         uint32_t k, int64_t batch, memory_space space, const row_filter& visible);
+
 /** The plan for backend `target` (resolved): `sm_count` is the GPU's (ignored on the CPU).
  *  `params` are validated. Throws for a kernel asked for that cannot take the search. */
 search_plan make_search_plan(backend target, const search_params& params, const index_shape& shape,

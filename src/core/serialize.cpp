@@ -23,6 +23,8 @@
 #include <cagra/cagra.hpp>
 
 #include "core/io/common.hpp"
+#include "core/update/editor.hpp"
+#include "core/xxh64.hpp"
 
 // The payloads are written straight from (and read straight into) memory; that is only the
 // documented little-endian layout on a little-endian host.
@@ -33,90 +35,20 @@
 namespace cagra {
 namespace {
 
+using core::checksum;
+
 constexpr char kMagic[8] = {'C', 'A', 'G', 'R', 'A', 'I', 'D', 'X'};
-constexpr uint32_t kFormatVersion = 1;
+// Version 2 adds the optional label and tombstone payloads (flags below); save writes version 1
+// for an index that has neither, so that older readers still read it.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kFlagLabels = 1u;      // rows x int64 labels follow the graph
+constexpr uint32_t kFlagTombstones = 2u;  // ceil(rows / 32) uint32 words, bit set = deleted, follow
 constexpr uint32_t kEndianTag = 0x01020304u;
 constexpr uint32_t kHeaderSize = 64;
 constexpr uint64_t kChecksumSize = 8;
 constexpr uint32_t kMaxDim = 65536;
 // Large chunks keep syscall overhead negligible for multi-GB files without a big extra buffer.
 constexpr size_t kChunk = size_t{16} << 20;
-
-// Streaming XXH64 (seed 0), the standard 64-bit xxHash: four independent multiply-rotate lanes
-// over 32-byte stripes, >10 GB/s, so hashing is a small part of a load. Being the standard
-// function, a user's own reader can check files with any xxHash library (docs/index_format.md).
-class checksum {
- public:
-  void update(const void* data, size_t n) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    total_ += n;
-    if (buf_n_ > 0) {  // complete the stripe left over from the previous call
-      size_t take = std::min(n, 32 - buf_n_);
-      std::memcpy(buf_ + buf_n_, p, take);
-      buf_n_ += take;
-      p += take;
-      n -= take;
-      if (buf_n_ < 32) return;
-      stripe(buf_);
-      buf_n_ = 0;
-    }
-    uint64_t v0 = v_[0], v1 = v_[1], v2 = v_[2], v3 = v_[3];
-    for (; n >= 32; p += 32, n -= 32) {
-      v0 = round(v0, word(p));
-      v1 = round(v1, word(p + 8));
-      v2 = round(v2, word(p + 16));
-      v3 = round(v3, word(p + 24));
-    }
-    v_[0] = v0, v_[1] = v1, v_[2] = v2, v_[3] = v3;
-    std::memcpy(buf_, p, n);
-    buf_n_ = n;
-  }
-  uint64_t finish() const {
-    uint64_t h;
-    if (total_ >= 32) {
-      h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
-      for (uint64_t v : v_) h = (h ^ round(0, v)) * kP1 + kP4;
-    } else {
-      h = kP5;  // seed 0
-    }
-    h += total_;
-    const uint8_t* p = buf_;
-    size_t n = buf_n_;
-    for (; n >= 8; p += 8, n -= 8) h = rotl(h ^ round(0, word(p)), 27) * kP1 + kP4;
-    if (n >= 4) {
-      uint32_t w;
-      std::memcpy(&w, p, 4);
-      h = rotl(h ^ (uint64_t(w) * kP1), 23) * kP2 + kP3;
-      p += 4;
-      n -= 4;
-    }
-    for (; n > 0; ++p, --n) h = rotl(h ^ (*p * kP5), 11) * kP1;
-    h ^= h >> 33;
-    h *= kP2;
-    h ^= h >> 29;
-    h *= kP3;
-    return h ^ (h >> 32);
-  }
-
- private:
-  static constexpr uint64_t kP1 = 0x9E3779B185EBCA87ull, kP2 = 0xC2B2AE3D27D4EB4Full,
-                            kP3 = 0x165667B19E3779F9ull, kP4 = 0x85EBCA77C2B2AE63ull,
-                            kP5 = 0x27D4EB2F165667C5ull;
-  static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-  static uint64_t round(uint64_t acc, uint64_t in) { return rotl(acc + in * kP2, 31) * kP1; }
-  static uint64_t word(const uint8_t* p) {  // little-endian host (checked above)
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    return w;
-  }
-  void stripe(const uint8_t* p) {
-    for (int i = 0; i < 4; ++i) v_[i] = round(v_[i], word(p + 8 * i));
-  }
-  uint64_t v_[4] = {kP1 + kP2, kP2, 0, 0 - kP1};
-  uint64_t total_ = 0;
-  uint8_t buf_[32] = {};
-  size_t buf_n_ = 0;
-};
 
 void put_u32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
@@ -300,6 +232,8 @@ void save(const index& idx, const std::string& path) {
   h.dim = idx.dim();
   h.vector_bytes = idx.vectors().size_bytes();
   h.graph_bytes = h.rows * h.degree * sizeof(uint32_t);
+  h.flags = (idx.has_labels() ? kFlagLabels : 0u) | (idx.deleted_count() ? kFlagTombstones : 0u);
+  h.version = h.flags ? 2u : 1u;
   uint8_t head[kHeaderSize];
   h.encode(head);
 
@@ -326,6 +260,14 @@ void save(const index& idx, const std::string& path) {
   write_all(tmp.fd, head, kHeaderSize, &sum, path);
   write_all(tmp.fd, idx.vectors().data(), h.vector_bytes, &sum, path);
   write_all(tmp.fd, idx.graph().data, h.graph_bytes, &sum, path);
+  if (h.flags & kFlagLabels)
+    write_all(tmp.fd, idx.labels().data(), idx.labels().size() * sizeof(int64_t), &sum, path);
+  if (h.flags & kFlagTombstones) {
+    std::vector<uint32_t> deleted(idx.live_rows());
+    for (uint32_t& w : deleted) w = ~w;
+    if (h.rows & 31) deleted.back() &= (1u << (h.rows & 31)) - 1u;
+    write_all(tmp.fd, deleted.data(), deleted.size() * sizeof(uint32_t), &sum, path);
+  }
   uint8_t tail[kChecksumSize];
   put_u64(tail, sum.finish());
   write_all(tmp.fd, tail, kChecksumSize, nullptr, path);
@@ -382,8 +324,7 @@ index load(const std::string& path) {
                 "cagra::load: '%s' was written by a newer version of the library (format "
                 "version %u; this library reads version %u)",
                 f, h.version, kFormatVersion);
-  CAGRA_EXPECTS(h.version == kFormatVersion, "cagra::load: '%s': invalid format version %u", f,
-                h.version);
+  CAGRA_EXPECTS(h.version >= 1, "cagra::load: '%s': invalid format version %u", f, h.version);
   CAGRA_EXPECTS(head_n == kHeaderSize, "cagra::load: '%s': truncated header (%llu of %u bytes)", f,
                 (unsigned long long)file_size, kHeaderSize);
   CAGRA_EXPECTS(h.endian == kEndianTag,
@@ -408,12 +349,21 @@ index load(const std::string& path) {
   CAGRA_EXPECTS(h.degree >= 1 && uint64_t(h.degree) < h.rows,
                 "cagra::load: '%s': graph_degree field %u outside [1, rows - 1 = %llu]", f,
                 h.degree, (unsigned long long)(h.rows - 1));
-  CAGRA_EXPECTS(h.flags == 0, "cagra::load: '%s': reserved flags field is 0x%08x, expected 0", f,
+  CAGRA_EXPECTS(h.version >= 2 || h.flags == 0,
+                "cagra::load: '%s': flags field is 0x%08x, expected 0 in a version-1 file", f,
                 h.flags);
+  CAGRA_EXPECTS((h.flags & ~(kFlagLabels | kFlagTombstones)) == 0,
+                "cagra::load: '%s': flags field 0x%08x has unknown bits (1 = labels, 2 = "
+                "tombstones)",
+                f, h.flags);
 
   // rows < 2^31, dim <= 2^16, element <= 4 bytes and degree < rows: neither product overflows.
   const uint64_t want_vec = h.rows * h.dim * dtype_size(dtype(h.type));
   const uint64_t want_graph = h.rows * h.degree * sizeof(uint32_t);
+  const uint64_t want_labels = (h.flags & kFlagLabels) ? h.rows * sizeof(int64_t) : 0;
+  const uint64_t tomb_words = (h.rows + 31) / 32;
+  const uint64_t want_tomb = (h.flags & kFlagTombstones) ? tomb_words * sizeof(uint32_t) : 0;
+  const uint64_t want_extra = want_labels + want_tomb;  // < 2^35
   CAGRA_EXPECTS(h.vector_bytes == want_vec,
                 "cagra::load: '%s': vector_bytes field %llu, expected rows x dim x %zu = %llu", f,
                 (unsigned long long)h.vector_bytes, dtype_size(dtype(h.type)),
@@ -424,14 +374,15 @@ index load(const std::string& path) {
   // want_vec < 2^49 and want_graph < 2^64 - 2^63: compare piecewise so the sum cannot overflow.
   const uint64_t body = file_size - kHeaderSize;  // >= 0: the full header was read
   const bool fits = want_graph <= body && want_vec <= body - want_graph &&
-                    kChecksumSize <= body - want_graph - want_vec;
+                    want_extra <= body - want_graph - want_vec &&
+                    kChecksumSize <= body - want_graph - want_vec - want_extra;
   CAGRA_EXPECTS(fits,
                 "cagra::load: '%s': truncated payload (file has %llu bytes; the header "
-                "describes %llu + %llu + %llu + %llu)",
+                "describes %llu + %llu + %llu + %llu + %llu)",
                 f, (unsigned long long)file_size, (unsigned long long)kHeaderSize,
                 (unsigned long long)want_vec, (unsigned long long)want_graph,
-                (unsigned long long)kChecksumSize);
-  const uint64_t extra = body - want_graph - want_vec - kChecksumSize;
+                (unsigned long long)want_extra, (unsigned long long)kChecksumSize);
+  const uint64_t extra = body - want_graph - want_vec - want_extra - kChecksumSize;
   CAGRA_EXPECTS(extra == 0, "cagra::load: '%s': %llu unexpected trailing bytes after the checksum",
                 f, (unsigned long long)extra);
 
@@ -459,6 +410,10 @@ index load(const std::string& path) {
   }
   std::vector<uint32_t> graph(size_t(h.rows) * h.degree);
   read_all(fd, graph.data(), want_graph, &sum, path);
+  std::vector<int64_t> labels(static_cast<size_t>(want_labels / sizeof(int64_t)));
+  if (want_labels) read_all(fd, labels.data(), want_labels, &sum, path);
+  std::vector<uint32_t> deleted(static_cast<size_t>(want_tomb / sizeof(uint32_t)));
+  if (want_tomb) read_all(fd, deleted.data(), want_tomb, &sum, path);
   uint8_t tail[kChecksumSize];
   read_all(fd, tail, kChecksumSize, nullptr, path);
   const uint64_t stored = get_u64(tail), computed = sum.finish();
@@ -483,7 +438,28 @@ index load(const std::string& path) {
     CAGRA_FAIL("cagra::load: '%s': graph row %zu, slot %zu holds id %u, not below rows = %u", f,
                pos / h.degree, pos % h.degree, *bad, n);
   }
-  return index(metric(h.metric), std::move(vectors), std::move(graph), h.degree);
+  index idx(metric(h.metric), std::move(vectors), std::move(graph), h.degree);
+  if (want_labels) {
+    try {
+      idx.set_labels(std::move(labels));
+    } catch (const error& e) {
+      CAGRA_FAIL("cagra::load: '%s': %s", f, e.what());
+    }
+  }
+  if (want_tomb) {
+    CAGRA_EXPECTS((h.rows & 31) == 0 || (deleted.back() >> (h.rows & 31)) == 0,
+                  "cagra::load: '%s': the tombstone bitset has bits past the last row", f);
+    detail::index_editor::start_tombstones(idx);
+    std::vector<uint32_t>& live = detail::index_editor::live(idx);
+    int64_t count = 0;
+    for (size_t w = 0; w < deleted.size(); ++w) {
+      live[w] &= ~deleted[w];
+      count += __builtin_popcount(deleted[w]);
+    }
+    detail::index_editor::deleted(idx) = count;
+    if (count == 0) live.clear();
+  }
+  return idx;
 }
 
 }  // namespace cagra

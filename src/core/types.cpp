@@ -91,6 +91,27 @@ host_matrix host_matrix::copy_of(const dataset_view& v) {
   return m;
 }
 
+void host_matrix::append_rows(const host_matrix& more) {
+  CAGRA_EXPECTS(more.type_ == type_ && more.cols_ == cols_,
+                "cannot append a %lld x %lld %s matrix to a %lld x %lld %s one",
+                (long long)more.rows_, (long long)more.cols_, to_string(more.type_),
+                (long long)rows_, (long long)cols_, to_string(type_));
+  bytes_.insert(bytes_.end(), more.bytes_.begin(), more.bytes_.end());
+  rows_ += more.rows_;
+}
+
+void host_matrix::truncate_rows(int64_t rows) {
+  CAGRA_EXPECTS(rows >= 0 && rows <= rows_, "cannot keep %lld of %lld rows", (long long)rows,
+                (long long)rows_);
+  rows_ = rows;
+  bytes_.resize(static_cast<size_t>(rows) * static_cast<size_t>(cols_) * dtype_size(type_));
+}
+
+void host_matrix::reserve_rows(int64_t rows) {
+  if (rows > rows_)
+    bytes_.reserve(static_cast<size_t>(rows) * static_cast<size_t>(cols_) * dtype_size(type_));
+}
+
 index::index(cagra::metric m, host_matrix vectors, std::vector<uint32_t> graph, uint32_t degree)
     : metric_(m), graph_degree_(degree), vectors_(std::move(vectors)), graph_(std::move(graph)) {
   const int64_t n = vectors_.rows();

@@ -8,7 +8,7 @@
 // 2. Reverse graph: for each kept X->Y, Y gets X; lists ordered by the rank of X->Y in the pruned
 //    graph (then by X), at most d per node.
 // 3. Merge: interleave the pruned list and the reverse list (d/2 from the reverse list at most),
-//    no duplicates, filling from the pruned list.
+//    no duplicates, filling from the pruned list (core::merge_row, shared with extend).
 // Every step has a fixed order, so the output is identical for any thread count (and the CUDA
 // version must reproduce it bit for bit).
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include <omp.h>
 
+#include "core/update/graph_edit.hpp"
 #include "cpu/backend.hpp"
 
 namespace cagra::cpu {
@@ -104,30 +105,6 @@ void reverse_graph(const std::vector<uint32_t>& pruned, int64_t n, uint32_t degr
     }
 }
 
-/** Step 3: interleave pruned and reverse lists of one node into `out` (degree entries). */
-void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
-               uint32_t* out) {
-  const uint32_t rev_quota = degree / 2;
-  uint32_t n_out = 0, ip = 0, ir = 0, taken_rev = 0;
-  auto contains = [&](uint32_t id) { return std::find(out, out + n_out, id) != out + n_out; };
-  bool rev_turn = false;
-  while (n_out < degree) {
-    bool use_rev = (rev_turn && taken_rev < rev_quota && ir < n_rev) || ip >= degree;
-    if (use_rev) {
-      if (ir >= n_rev) break;  // both exhausted (cannot happen: p holds degree distinct ids)
-      uint32_t id = r[ir++];
-      if (!contains(id)) {
-        out[n_out++] = id;
-        ++taken_rev;
-      }
-    } else {
-      uint32_t id = p[ip++];
-      if (!contains(id)) out[n_out++] = id;
-    }
-    rev_turn = !rev_turn;
-  }
-}
-
 }  // namespace
 
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
@@ -155,8 +132,8 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   std::vector<uint32_t> graph(static_cast<size_t>(n) * degree);
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (int64_t x = 0; x < n; ++x)
-    merge_row(pruned.data() + x * degree, rev.data() + x * degree,
-              rev_count[static_cast<size_t>(x)], degree, graph.data() + x * degree);
+    core::merge_row(pruned.data() + x * degree, rev.data() + x * degree,
+                    rev_count[static_cast<size_t>(x)], degree, graph.data() + x * degree);
   if (progress) progress("optimize", 1.0);
   return graph;
 }

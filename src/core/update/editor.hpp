@@ -1,0 +1,27 @@
+// Write access to an index's parts for the operations that change an index in place (extend,
+// remove, compact) and for load. The public index class only reads; this friend is the one door
+// to its members, kept out of the public headers.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <cagra/index.hpp>
+
+namespace cagra::detail {
+
+struct index_editor {
+  static host_matrix& vectors(index& i) { return i.vectors_; }
+  static std::vector<uint32_t>& graph(index& i) { return i.graph_; }
+  static std::vector<int64_t>& labels(index& i) { return i.labels_; }
+  static std::vector<uint32_t>& live(index& i) { return i.live_; }
+  static int64_t& deleted(index& i) { return i.deleted_; }
+  /** Rebuilds the label -> row lookup from labels_; throws (naming the label) on a duplicate. */
+  static void index_labels(index& i);
+  /** Forgets every backend's copy of the index (the next search uploads the new one). */
+  static void drop_backend_state(index& i) { i.cache_.reset(); }
+  /** Marks every row live (an all-set bitset over size() rows), the start of a first deletion. */
+  static void start_tombstones(index& i);
+};
+
+}  // namespace cagra::detail

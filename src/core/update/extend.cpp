@@ -1,0 +1,272 @@
+// cagra::extend: inserting new rows into a built index (docs/living_index.md).
+//
+// The new rows go in chunks. For each chunk:
+//  1. candidates: the index's own search finds each new row's nearest existing (live) rows, and
+//     an exact kNN among the chunk's rows lets the chunk see itself; the two lists are merged by
+//     distance and cut to `candidates` (the build's intermediate degree);
+//  2. forward edges: the build's rank-based pruning (core::prune_by_rank) on that list, where an
+//     existing candidate's own list is its graph row and a new one's is its candidate list;
+//  3. the new rows' graph rows: the pruned list merged with the chunk's own reverse edges, as the
+//     build's last step merges (core::merge_row);
+//  4. reverse edges into existing rows: each new row asks the first half of its pruned list to
+//     point back at it; a row takes at most degree / 4 such edges per chunk, each replacing its
+//     weakest replaceable edge (core::insert_in_edge keeps every node's in-degree >= 1), asks
+//     handled in (row, rank, new row) order so the result does not depend on threads;
+//  5. a new row nobody points at yet gets one in-edge from the first of its neighbours that can
+//     take one.
+// Steps 2-5 are the same code for both backends; step 1 runs on the backend `res` names. An
+// error anywhere leaves the index as it was (the graph is restored from a copy, appended rows are
+// cut off).
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include <omp.h>
+
+#include <cagra/cagra.hpp>
+
+#include "core/backend.hpp"
+#include "core/convert.hpp"
+#include "core/update/editor.hpp"
+#include "core/update/graph_edit.hpp"
+
+namespace cagra {
+namespace {
+
+using detail::index_editor;
+
+struct extend_plan {
+  uint32_t chunk = 0, candidates = 0, itopk = 0;
+};
+
+extend_plan plan_extend(const resources& res, const extend_params& p, const index& idx) {
+  const uint32_t d = idx.graph_degree();
+  extend_plan e;
+  e.chunk =
+      p.chunk_size ? p.chunk_size : (core::resolve_backend(res) == backend::cuda ? 10000u : 2000u);
+  e.candidates = p.candidates ? p.candidates : 2 * d;
+  e.itopk = p.itopk_size ? p.itopk_size : ((std::max(64u, 2 * e.candidates) + 31) / 32) * 32;
+  return e;
+}
+
+/** The new vectors in the index's storage type (the conversion a build of them would make). */
+host_matrix new_rows(const index& idx, dataset_view v, int nt) {
+  const dtype t = idx.storage_dtype();
+  const storage_type s = t == dtype::f32   ? storage_type::f32
+                         : t == dtype::f16 ? storage_type::f16
+                                           : storage_type::same_as_input;
+  const dtype would = core::storage_dtype_for(v.type, idx.metric(), s);
+  CAGRA_EXPECTS(would == t, "the index stores %s vectors; %s vectors would become %s (pass %s)",
+                to_string(t), to_string(v.type), to_string(would), to_string(t));
+  return core::to_storage(v, idx.metric(), s, nt);
+}
+
+/** Checks the new labels against each other and the index; returns them (or row numbers). */
+void check_new_labels(const index& idx, const int64_t* labels, int64_t n) {
+  std::vector<std::pair<int64_t, int64_t>> sorted(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) sorted[size_t(i)] = {labels[i], i};
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); ++i)
+    CAGRA_EXPECTS(sorted[i].first != sorted[i - 1].first,
+                  "label %lld is given to two new rows (%lld and %lld): labels must be unique",
+                  (long long)sorted[i].first, (long long)sorted[i - 1].second,
+                  (long long)sorted[i].second);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = idx.row_of(labels[i]);
+    CAGRA_EXPECTS(row < 0, "label %lld (new row %lld) is already in the index (row %lld%s)",
+                  (long long)labels[i], (long long)i, (long long)row,
+                  idx.is_deleted(row) ? ", deleted: compact the index before reusing it" : "");
+  }
+}
+
+/** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
+void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
+                  std::vector<uint32_t>& in_degree) {
+  const int64_t n = idx.size();
+  const int64_t b = chunk.rows();
+  const uint32_t d = idx.graph_degree();
+  const int nt = core::host_threads(res.num_threads);
+
+  // 1. Candidates: from the index (live rows only: search skips deleted ones) ...
+  const uint32_t ks = static_cast<uint32_t>(std::min<int64_t>(e.candidates, idx.live_size()));
+  std::vector<uint32_t> ann_ids(static_cast<size_t>(b) * ks);
+  std::vector<float> ann_dist(static_cast<size_t>(b) * ks);
+  search_params sp;
+  sp.itopk_size = std::max(e.itopk, ks);
+  search(res, sp, idx, chunk, ks, {ann_ids.data(), b, ks}, {ann_dist.data(), b, ks});
+  // ... and from the chunk itself.
+  const uint32_t kb = static_cast<uint32_t>(std::min<int64_t>(e.candidates, b - 1));
+  knn_graph own;
+  if (kb > 0) own = brute_force_knn(res, idx.metric(), chunk, chunk, kb, true);
+
+  const uint32_t kc = e.candidates;
+  std::vector<uint32_t> cand(static_cast<size_t>(b) * kc, kInvalidId);
+  std::vector<uint32_t> cand_n(static_cast<size_t>(b), 0);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t j = 0; j < b; ++j) {
+    const uint32_t* ai = ann_ids.data() + j * ks;
+    const float* ad = ann_dist.data() + j * ks;
+    const uint32_t* oi = kb ? own.ids.data() + j * kb : nullptr;
+    const float* od = kb ? own.distances.data() + j * kb : nullptr;
+    uint32_t* out = cand.data() + j * kc;
+    uint32_t ia = 0, io = 0, m = 0;
+    while (m < kc) {
+      const bool a_ok = ia < ks && ai[ia] != kInvalidId;
+      const bool o_ok = io < kb;
+      if (!a_ok && !o_ok) break;
+      // Ties: the existing row first (its id is the smaller).
+      if (a_ok && (!o_ok || ad[ia] <= od[io]))
+        out[m++] = ai[ia++];
+      else
+        out[m++] = static_cast<uint32_t>(n + oi[io++]);
+    }
+    cand_n[size_t(j)] = m;
+  }
+
+  // 2. Forward edges by the rank rule.
+  const std::vector<uint32_t>& graph = index_editor::graph(idx);
+  auto neighbors_of = [&](uint32_t z) {
+    if (z < n) return core::id_list{graph.data() + size_t(z) * d, d};
+    const size_t j = z - size_t(n);
+    return core::id_list{cand.data() + j * kc, cand_n[j]};
+  };
+  std::vector<uint32_t> fwd(static_cast<size_t>(b) * d, kInvalidId);
+  std::vector<uint32_t> fwd_n(static_cast<size_t>(b), 0);
+#pragma omp parallel num_threads(nt)
+  {
+    core::prune_scratch scratch;
+#pragma omp for schedule(dynamic, 64)
+    for (int64_t j = 0; j < b; ++j)
+      fwd_n[size_t(j)] = core::prune_by_rank(cand.data() + j * kc, cand_n[size_t(j)], neighbors_of,
+                                             d, fwd.data() + j * d, scratch);
+  }
+  for (int64_t j = 0; j < b; ++j)
+    CAGRA_EXPECTS(fwd_n[size_t(j)] == d,
+                  "new row %lld found %u neighbour candidates, fewer than the graph degree %u "
+                  "(the index has %lld live rows)",
+                  (long long)(n + j), fwd_n[size_t(j)], d, (long long)idx.live_size());
+
+  // 3. The new rows' graph rows: forward edges merged with the chunk's reverse edges.
+  std::vector<uint32_t> rev(static_cast<size_t>(b) * d), rev_n(static_cast<size_t>(b), 0);
+  for (uint32_t r = 0; r < d; ++r)
+    for (int64_t j = 0; j < b; ++j) {
+      const uint32_t y = fwd[size_t(j) * d + r];
+      if (y < n) continue;
+      uint32_t& c = rev_n[y - size_t(n)];
+      if (c < d) rev[(y - size_t(n)) * d + c++] = static_cast<uint32_t>(n + j);
+    }
+  std::vector<uint32_t> rows(static_cast<size_t>(b) * d);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t j = 0; j < b; ++j)
+    core::merge_row(fwd.data() + j * d, rev.data() + j * d, rev_n[size_t(j)], d,
+                    rows.data() + j * d);
+
+  // Append (the graph grows; `graph` may move).
+  index_editor::vectors(idx).append_rows(chunk);
+  std::vector<uint32_t>& g = index_editor::graph(idx);
+  g.insert(g.end(), rows.begin(), rows.end());
+  for (uint32_t id : rows) ++in_degree[id];
+  std::vector<uint32_t>& live = index_editor::live(idx);
+  if (!live.empty()) {
+    live.resize(size_t((n + b + 31) / 32), 0u);
+    for (int64_t r = n; r < n + b; ++r) live[size_t(r >> 5)] |= 1u << (r & 31);
+  }
+
+  // 4. Reverse edges into existing rows, in (row, rank, new row) order.
+  struct ask {
+    uint32_t row, rank, from;
+  };
+  std::vector<ask> asks;
+  asks.reserve(size_t(b) * (d / 2 + 1));
+  const uint32_t half = std::max(1u, d / 2);
+  for (int64_t j = 0; j < b; ++j)
+    for (uint32_t r = 0; r < half; ++r) {
+      const uint32_t y = fwd[size_t(j) * d + r];
+      if (y < n) asks.push_back({y, r, static_cast<uint32_t>(n + j)});
+    }
+  std::sort(asks.begin(), asks.end(), [](const ask& a, const ask& c) {
+    return a.row != c.row ? a.row < c.row : a.rank != c.rank ? a.rank < c.rank : a.from < c.from;
+  });
+  auto is_deleted = [&](uint32_t id) { return idx.is_deleted(id); };
+  const uint32_t quota = std::max(1u, d / 4);
+  for (size_t i = 0; i < asks.size();) {
+    size_t end = i;
+    while (end < asks.size() && asks[end].row == asks[i].row) ++end;
+    uint32_t taken = 0;
+    uint32_t* row = g.data() + size_t(asks[i].row) * d;
+    for (; i < end && taken < quota; ++i)
+      taken += core::insert_in_edge(row, d, asks[i].from, in_degree, is_deleted);
+    i = end;
+  }
+
+  // 5. Every new row gets an in-edge.
+  for (int64_t j = 0; j < b; ++j) {
+    const uint32_t x = static_cast<uint32_t>(n + j);
+    for (uint32_t r = 0; r < d && in_degree[x] == 0; ++r)
+      core::insert_in_edge(g.data() + size_t(fwd[size_t(j) * d + r]) * d, d, x, in_degree,
+                           is_deleted);
+  }
+  index_editor::drop_backend_state(idx);
+}
+
+}  // namespace
+
+void extend(const resources& res, const extend_params& params, index& idx, dataset_view vectors,
+            const int64_t* labels) {
+  CAGRA_EXPECTS(idx.size() > 0, "extend: the index is empty (build one first)");
+  CAGRA_EXPECTS(vectors.rows > 0 && vectors.data != nullptr,
+                "extend: no vectors given (an empty batch)");
+  CAGRA_EXPECTS(vectors.cols == idx.dim(),
+                "extend: vectors have dimension %lld but the index has %u", (long long)vectors.cols,
+                idx.dim());
+  CAGRA_EXPECTS(vectors.space == memory_space::host, "extend: vectors must be in host memory");
+  CAGRA_EXPECTS(idx.size() + vectors.rows <= kMaxRows,
+                "extend: %lld + %lld rows exceed the 2^31-1 rows an index holds",
+                (long long)idx.size(), (long long)vectors.rows);
+  CAGRA_EXPECTS(labels != nullptr || !idx.has_labels(),
+                "extend: the index has labels; give one label per new vector");
+  params.validate(idx.graph_degree());
+  const extend_plan e = plan_extend(res, params, idx);
+  const int nt = core::host_threads(res.num_threads);
+  host_matrix add = new_rows(idx, vectors, nt);
+  if (labels) check_new_labels(idx, labels, vectors.rows);
+
+  const int64_t n0 = idx.size(), total = n0 + vectors.rows;
+  host_matrix& vec = index_editor::vectors(idx);
+  std::vector<uint32_t>& g = index_editor::graph(idx);
+  std::vector<int64_t>& lab = index_editor::labels(idx);
+  std::vector<uint32_t>& live = index_editor::live(idx);
+  const std::vector<uint32_t> graph_before = g;
+  const std::vector<uint32_t> live_before = live;
+  const size_t labels_before = lab.size();
+  try {
+    vec.reserve_rows(total);
+    g.reserve(size_t(total) * idx.graph_degree());
+    std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total);
+    for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
+      const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
+      host_matrix chunk(add.type(), rows, add.cols());
+      std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
+      extend_chunk(res, e, idx, chunk, in_degree);
+      if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
+    }
+    if (labels || !lab.empty()) {
+      if (lab.empty()) {  // the existing rows' labels become their row numbers
+        lab.resize(size_t(n0));
+        std::iota(lab.begin(), lab.end(), int64_t{0});
+      }
+      lab.insert(lab.end(), labels, labels + vectors.rows);
+      index_editor::index_labels(idx);
+    }
+  } catch (...) {
+    vec.truncate_rows(n0);
+    g = graph_before;
+    live = live_before;
+    lab.resize(labels_before);
+    index_editor::index_labels(idx);
+    index_editor::drop_backend_state(idx);
+    throw;
+  }
+}
+
+}  // namespace cagra

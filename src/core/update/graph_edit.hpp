@@ -1,0 +1,106 @@
+// Graph edits shared by build, extend and compact. None needs vectors or distances: like the
+// build's optimization (paper §III-B) they work on ranks, so they are deterministic and run on
+// the host for both backends.
+//  - merge_row: the build's last step, a node's pruned and reverse lists interleaved;
+//  - prune_by_rank: the build's rank-based detour count applied to one candidate list, whose
+//    candidates' own neighbour lists come from a callback (graph rows or other candidate lists);
+//  - insert_in_edge: puts an edge into a full row by replacing its weakest replaceable edge, the
+//    one move that adds in-edges to a fixed out-degree graph without stranding a node.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include <cagra/types.hpp>
+
+namespace cagra::core {
+
+/** Interleaves a node's pruned list `p` (degree ids) and reverse list `r` (n_rev ids, at most
+ *  degree / 2 taken) into `out` (degree ids), no duplicates, filling from `p`. */
+void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
+               uint32_t* out);
+
+/** Scratch space of prune_by_rank, reused across calls by one thread. */
+struct prune_scratch {
+  std::vector<uint32_t> keys, ranks, count, order;
+};
+
+/** A neighbour list: `n` ids, the i-th at rank i. */
+struct id_list {
+  const uint32_t* ids = nullptr;
+  uint32_t n = 0;
+};
+
+/** Rank-based pruning of one candidate list (the build's rule, paper §III-B): `cands` holds `kc`
+ *  distinct ids, nearest first (rank = position). For candidate Y at rank r, every Z at rank
+ *  s < r whose own list (neighbors_of(Z)) holds Y at a position t with max(s, t) < r is a
+ *  detour. Candidates are ordered by (detours, rank) and the first min(kc, degree) written to
+ *  `out`; returns how many. */
+template <typename NeighborsOf>
+uint32_t prune_by_rank(const uint32_t* cands, uint32_t kc, NeighborsOf&& neighbors_of,
+                       uint32_t degree, uint32_t* out, prune_scratch& s) {
+  // Open addressing over 4 kc slots: id -> rank.
+  uint32_t cap = 8;
+  while (cap < 4 * kc) cap <<= 1;
+  s.keys.assign(cap, kInvalidId);
+  s.ranks.resize(cap);
+  auto slot_of = [&](uint32_t id) {
+    uint32_t h = (id * 2654435761u) & (cap - 1);
+    while (s.keys[h] != kInvalidId && s.keys[h] != id) h = (h + 1) & (cap - 1);
+    return h;
+  };
+  for (uint32_t r = 0; r < kc; ++r) {
+    const uint32_t h = slot_of(cands[r]);
+    s.keys[h] = cands[r];
+    s.ranks[h] = r;
+  }
+  s.count.assign(kc, 0u);
+  for (uint32_t j = 0; j + 1 < kc; ++j) {
+    const id_list z = neighbors_of(cands[j]);
+    const uint32_t tn = std::min(z.n, kc);  // a position >= kc is never below a rank < kc
+    for (uint32_t t = 0; t < tn; ++t) {
+      const uint32_t h = slot_of(z.ids[t]);
+      if (s.keys[h] == kInvalidId) continue;
+      const uint32_t r = s.ranks[h];
+      if (std::max(j, t) < r) ++s.count[r];
+    }
+  }
+  s.order.resize(kc);
+  for (uint32_t r = 0; r < kc; ++r) s.order[r] = r;
+  std::stable_sort(s.order.begin(), s.order.end(),
+                   [&](uint32_t a, uint32_t b) { return s.count[a] < s.count[b]; });
+  const uint32_t n_out = std::min(kc, degree);
+  for (uint32_t i = 0; i < n_out; ++i) out[i] = cands[s.order[i]];
+  return n_out;
+}
+
+/** Puts `x` into `row` (degree ids) in place of its weakest replaceable edge: scanning from the
+ *  last slot down to slot degree / 2 (the head half, the row's strongest edges, is never
+ *  touched), the first edge to a deleted row, else the first edge whose target keeps another
+ *  in-edge (in_degree > 1). The slots between degree / 2 and it move down one and `x` takes
+ *  slot degree / 2. Updates in_degree; returns false (row unchanged) when `x` is already in the
+ *  row or no slot qualifies. */
+template <typename IsDeleted>
+bool insert_in_edge(uint32_t* row, uint32_t degree, uint32_t x, std::vector<uint32_t>& in_degree,
+                    IsDeleted&& is_deleted) {
+  if (std::find(row, row + degree, x) != row + degree) return false;
+  const uint32_t head = degree / 2;
+  int64_t slot = -1;
+  for (int64_t s = degree - 1; s >= int64_t{head} && slot < 0; --s)
+    if (is_deleted(row[s])) slot = s;
+  for (int64_t s = degree - 1; s >= int64_t{head} && slot < 0; --s)
+    if (in_degree[row[s]] > 1) slot = s;
+  if (slot < 0) return false;
+  --in_degree[row[slot]];
+  for (int64_t s = slot; s > int64_t{head}; --s) row[s] = row[s - 1];
+  row[head] = x;
+  ++in_degree[x];
+  return true;
+}
+
+/** In-degree of every node of a [rows, degree] graph. */
+std::vector<uint32_t> in_degrees(const std::vector<uint32_t>& graph, int64_t rows,
+                                 int64_t capacity);
+
+}  // namespace cagra::core

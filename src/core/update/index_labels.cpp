@@ -1,0 +1,54 @@
+// The index's user labels and tombstones (cagra/index.hpp): the label -> row lookup, set_labels,
+// and the bitset of live rows that remove() starts.
+#include <algorithm>
+
+#include <cagra/index.hpp>
+
+#include "core/update/editor.hpp"
+
+namespace cagra {
+
+int64_t index::row_of(int64_t label) const {
+  if (labels_.empty()) return label >= 0 && label < size() ? label : -1;
+  auto it = std::lower_bound(label_rows_.begin(), label_rows_.end(),
+                             std::pair<int64_t, uint32_t>{label, 0u});
+  return it != label_rows_.end() && it->first == label ? int64_t{it->second} : -1;
+}
+
+void index::set_labels(std::vector<int64_t> labels) {
+  CAGRA_EXPECTS(int64_t(labels.size()) == size(), "%zu labels given for an index of %lld rows",
+                labels.size(), (long long)size());
+  std::vector<int64_t> old = std::move(labels_);
+  labels_ = std::move(labels);
+  try {
+    detail::index_editor::index_labels(*this);
+  } catch (...) {
+    labels_ = std::move(old);
+    detail::index_editor::index_labels(*this);
+    throw;
+  }
+}
+
+namespace detail {
+
+void index_editor::index_labels(index& i) {
+  std::vector<std::pair<int64_t, uint32_t>> rows;
+  rows.reserve(i.labels_.size());
+  for (size_t r = 0; r < i.labels_.size(); ++r) rows.emplace_back(i.labels_[r], uint32_t(r));
+  std::sort(rows.begin(), rows.end());
+  for (size_t r = 1; r < rows.size(); ++r)
+    CAGRA_EXPECTS(rows[r].first != rows[r - 1].first,
+                  "label %lld is given to two rows (%u and %u): labels must be unique",
+                  (long long)rows[r].first, rows[r - 1].second, rows[r].second);
+  i.label_rows_ = std::move(rows);
+}
+
+void index_editor::start_tombstones(index& i) {
+  const int64_t n = i.size();
+  i.live_.assign(size_t((n + 31) / 32), ~0u);
+  if (n & 31) i.live_.back() = (1u << (n & 31)) - 1u;
+  i.deleted_ = 0;
+}
+
+}  // namespace detail
+}  // namespace cagra
