@@ -130,5 +130,214 @@ TEST(LivingIndex, ExtendHalfToFullMatchesFullBuild) {
   }
 }
 
+/** Every row's label, in row order (row numbers when the index has none). */
+std::vector<int64_t> all_labels(const index& idx) {
+  std::vector<int64_t> l(size_t(idx.size()));
+  for (int64_t r = 0; r < idx.size(); ++r) l[size_t(r)] = idx.label_of(r);
+  return l;
+}
+
+/** A random `share` of the index's live labels (seeded). */
+std::vector<int64_t> random_labels(const index& idx, double share, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> live;
+  for (int64_t r = 0; r < idx.size(); ++r)
+    if (!idx.is_deleted(r)) live.push_back(idx.label_of(r));
+  std::shuffle(live.begin(), live.end(), rng);
+  live.resize(size_t(double(live.size()) * share));
+  return live;
+}
+
+TEST(LivingIndex, RemovedRowsAreNeverReturnedAndRecallHolds) {
+  const real_set s = bigann10k();
+  const int64_t n = s.base.rows();
+  for (double share : {0.1, 0.5}) {
+    index idx = build(cpu(), params32(), s.base);
+    const std::vector<int64_t> gone = random_labels(idx, share, 7);
+    EXPECT_EQ(remove(cpu(), idx, gone.data(), int64_t(gone.size())), int64_t(gone.size()));
+    EXPECT_EQ(idx.deleted_count(), int64_t(gone.size()));
+    const std::set<int64_t> gone_set(gone.begin(), gone.end());
+    std::vector<int64_t> kept_rows;
+    for (int64_t r = 0; r < n; ++r)
+      if (!gone_set.count(r)) kept_rows.push_back(r);
+    std::vector<int64_t> ident(static_cast<size_t>(n));
+    std::iota(ident.begin(), ident.end(), int64_t{0});
+    const std::vector<int64_t> truth = exact_labels(s.base, s.queries, kept_rows, ident);
+
+    // A fresh build of the rows that remain (its rows -> the original row numbers).
+    host_matrix rest(s.base.type(), int64_t(kept_rows.size()), s.base.cols());
+    for (size_t i = 0; i < kept_rows.size(); ++i)
+      std::memcpy(static_cast<uint8_t*>(rest.data()) + i * size_t(rest.cols()),
+                  s.base.row_bytes(kept_rows[i]), size_t(rest.cols()));
+    index fresh = build(cpu(), params32(), rest);
+    fresh.set_labels(kept_rows);
+
+    for (uint32_t itopk : {32u, 64u}) {
+      const std::vector<int64_t> before = search_labels(idx, s.queries, itopk);
+      for (int64_t l : before) ASSERT_FALSE(gone_set.count(l)) << "removed label " << l;
+      const double r_fresh = recall_of(search_labels(fresh, s.queries, itopk), truth);
+      const double r_before = recall_of(before, truth);
+      std::printf("remove %.0f%% itopk %u: fresh %.4f, tombstoned %.4f\n", share * 100, itopk,
+                  r_fresh, r_before);
+      EXPECT_GE(r_before, r_fresh - 0.03);
+    }
+    compact(cpu(), idx);
+    EXPECT_EQ(idx.size(), int64_t(kept_rows.size()));
+    EXPECT_EQ(idx.deleted_count(), 0);
+    ASSERT_TRUE(idx.has_labels());  // the old row numbers, so results keep their ids
+    EXPECT_EQ(idx.labels(), kept_rows);
+    check_invariants(idx, true);
+    for (uint32_t itopk : {32u, 64u}) {
+      const double r_fresh = recall_of(search_labels(fresh, s.queries, itopk), truth);
+      const double r_after = recall_of(search_labels(idx, s.queries, itopk), truth);
+      std::printf("remove %.0f%% itopk %u: fresh %.4f, compacted %.4f\n", share * 100, itopk,
+                  r_fresh, r_after);
+      EXPECT_GE(r_after, r_fresh - 0.01);
+    }
+  }
+}
+
+TEST(LivingIndex, LabelsSurviveExtendRemoveCompactSaveLoad) {
+  const real_set s = bigann10k();
+  index idx = build(cpu(), params32(), slice(s.base, 0, 3000));
+  std::vector<int64_t> labels(3000);
+  for (int64_t i = 0; i < 3000; ++i) labels[size_t(i)] = 1000000007LL * (i + 1);
+  idx.set_labels(labels);
+  std::vector<int64_t> more(2000);
+  for (int64_t i = 0; i < 2000; ++i) more[size_t(i)] = -(i + 1);
+  extend(cpu(), {}, idx, slice(s.base, 3000, 2000), more.data());
+  EXPECT_EQ(idx.row_of(-1), 3000);
+  EXPECT_EQ(idx.label_of(4999), -2000);
+  // A query equal to a stored row finds that row's label first.
+  const std::vector<int64_t> hit = search_labels(idx, slice(s.base, 4000, 1), 64);
+  EXPECT_EQ(hit[0], -1001);
+  const int64_t gone[] = {labels[5], -7};
+  remove(cpu(), idx, gone, 2);
+  const std::string path = temp_path("labels.cagra");
+  save(idx, path);
+  index back = load(path);
+  EXPECT_EQ(back.labels(), idx.labels());
+  EXPECT_EQ(back.deleted_count(), 2);
+  EXPECT_TRUE(back.is_deleted(5));
+  EXPECT_TRUE(back.is_deleted(3006));
+  compact(cpu(), back);
+  EXPECT_EQ(back.size(), 4998);
+  EXPECT_EQ(back.row_of(labels[5]), -1);
+  EXPECT_EQ(back.row_of(-7), -1);
+  EXPECT_EQ(back.label_of(back.row_of(-8)), -8);
+  save(back, path);
+  index again = load(path);
+  EXPECT_EQ(again.labels(), back.labels());
+  EXPECT_EQ(again.deleted_count(), 0);
+  // An index with neither labels nor tombstones is still written as format version 1.
+  index plain = build(cpu(), params32(), slice(s.base, 0, 500));
+  save(plain, path);
+  const std::vector<uint8_t> bytes = read_bytes(path);
+  EXPECT_EQ(bytes[8], 1);
+  EXPECT_EQ(bytes[44], 0);
+}
+
+/** The index's bytes: vectors, graph, labels, live rows (what "unchanged" means). */
+std::vector<uint8_t> fingerprint(const index& idx) {
+  std::vector<uint8_t> b(
+      static_cast<const uint8_t*>(idx.vectors().data()),
+      static_cast<const uint8_t*>(idx.vectors().data()) + idx.vectors().size_bytes());
+  auto add = [&](const void* p, size_t n) {
+    b.insert(b.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  };
+  add(idx.graph().data, size_t(idx.graph().size()) * 4);
+  add(idx.labels().data(), idx.labels().size() * 8);
+  add(idx.live_rows().data(), idx.live_rows().size() * 4);
+  return b;
+}
+
+TEST(LivingIndex, BadInputIsRefusedAndChangesNothing) {
+  const real_set s = bigann10k();
+  index idx = build(cpu(), params32(), slice(s.base, 0, 1000));
+  const int64_t one = 3;
+  remove(cpu(), idx, &one, 1);
+  const std::vector<uint8_t> before = fingerprint(idx);
+  auto refused = [&](auto&& call, const char* needle) {
+    try {
+      call();
+      ADD_FAILURE() << "no error for: " << needle;
+    } catch (const error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(fingerprint(idx), before) << needle;
+  };
+  host_matrix wrong_dim(dtype::u8, 10, 64);
+  refused([&] { extend(cpu(), {}, idx, wrong_dim); }, "dimension 64");
+  host_matrix f32(dtype::f32, 10, 128);
+  refused([&] { extend(cpu(), {}, idx, f32); }, "stores u8");
+  refused([&] { extend(cpu(), {}, idx, dataset_view{nullptr, dtype::u8, 0, 128}); }, "empty batch");
+  const int64_t dup[] = {5000, 5000};
+  refused([&] { extend(cpu(), {}, idx, slice(s.base, 1000, 2), dup); }, "two new rows");
+  const int64_t taken[] = {17, 5001};
+  refused([&] { extend(cpu(), {}, idx, slice(s.base, 1000, 2), taken); }, "already in the index");
+  const int64_t unknown[] = {7, 1000};
+  refused([&] { remove(cpu(), idx, unknown, 2); }, "not in the index");
+  refused([&] { remove(cpu(), idx, &one, 1); }, "removed before");
+  const int64_t twice[] = {8, 8};
+  refused([&] { remove(cpu(), idx, twice, 2); }, "listed twice");
+  extend_params bad;
+  bad.candidates = 8;  // below the degree
+  refused([&] { extend(cpu(), bad, idx, slice(s.base, 1000, 2)); }, "candidates");
+
+  // A NaN in an f32 index.
+  host_matrix fl(dtype::f32, 600, 8);
+  std::mt19937 rng(1);
+  for (int64_t i = 0; i < 600 * 8; ++i) static_cast<float*>(fl.data())[i] = float(rng() % 1000);
+  index fidx = build(cpu(), params32(), fl);
+  host_matrix nan(dtype::f32, 2, 8);
+  std::fill_n(static_cast<float*>(nan.data()), 16, 1.0f);
+  static_cast<float*>(nan.data())[9] = std::nanf("");
+  EXPECT_THROW(extend(cpu(), {}, fidx, nan), error);
+  EXPECT_EQ(fidx.size(), 600);
+  // An index with labels needs labels for new rows.
+  fidx.set_labels(std::vector<int64_t>(all_labels(fidx)));
+  EXPECT_THROW(extend(cpu(), {}, fidx, slice(fl, 0, 2)), error);
+  EXPECT_THROW(fidx.set_labels(std::vector<int64_t>(600, 1)), error);
+  EXPECT_TRUE(fidx.has_labels());
+  EXPECT_EQ(fidx.label_of(599), 599);
+}
+
+TEST(LivingIndex, TwentyRoundsOfExtendRemoveCompactSaveLoad) {
+  const real_set s = bigann10k();
+  index_params p;
+  p.graph_degree = 16;
+  index idx = build(cpu(), p, slice(s.base, 0, 1000));
+  std::vector<int64_t> first(1000);
+  std::iota(first.begin(), first.end(), int64_t{0});
+  idx.set_labels(first);
+  int64_t next_row = 1000, next_label = 1000;
+  std::set<int64_t> alive(first.begin(), first.end());
+  const std::string path = temp_path("soak.cagra");
+  for (int round = 0; round < 20; ++round) {
+    const int64_t add = 150 + 10 * round;
+    std::vector<int64_t> labels(static_cast<size_t>(add));
+    std::iota(labels.begin(), labels.end(), next_label);
+    extend_params ep;
+    ep.chunk_size = 64;
+    extend(cpu(), ep, idx, slice(s.base, next_row % (s.base.rows() - add), add), labels.data());
+    next_row += add;
+    next_label += add;
+    alive.insert(labels.begin(), labels.end());
+    const std::vector<int64_t> gone = random_labels(idx, 0.12, uint64_t(round));
+    remove(cpu(), idx, gone.data(), int64_t(gone.size()), round % 3 == 0 ? 0.0 : 0.2);
+    for (int64_t l : gone) alive.erase(l);
+    check_invariants(idx, false);
+    if (round % 4 == 3) compact(cpu(), idx);
+    save(idx, path);
+    idx = load(path);
+    check_invariants(idx, idx.deleted_count() == 0);
+    ASSERT_EQ(idx.live_size(), int64_t(alive.size())) << "round " << round;
+    for (int64_t r = 0; r < idx.size(); ++r)
+      if (!idx.is_deleted(r)) ASSERT_TRUE(alive.count(idx.label_of(r))) << "round " << round;
+    const std::vector<int64_t> found = search_labels(idx, s.queries, 32);
+    for (int64_t l : found) ASSERT_TRUE(l < 0 || alive.count(l)) << "round " << round;
+  }
+}
+
 }  // namespace
 }  // namespace cagra::test
