@@ -7,9 +7,10 @@
 // read) runs in a child process (isolate.hpp): a crash, a hang or a runaway allocation there
 // becomes a cagra::error here. Once the dataset is validated this process allocates the matrix
 // from its shape, and the child passes the data through a small shared ring, a few MiB at a
-// time, copied once into the matrix. CAGRA_HDF5_IN_PROCESS=1 reads in this process instead
-// (debugging, or where fork() is not wanted; the data then goes straight into the matrix);
-// CAGRA_HDF5_TIMEOUT sets how long the child may go without progress (default 60 s).
+// time, copied once into the matrix. hdf5_options::in_process reads in this process instead
+// (tests, debugging; the data then goes straight into the matrix); hdf5_options::timeout_seconds
+// is how long the child may go without progress (default 60 s). Both are internal parameters
+// (common.hpp), not environment variables: the public read functions use the defaults.
 //
 // Before any data is read the dataset must pass every check we can make from its metadata: a
 // hard or soft link, a supported standard element type, rank 1 or 2 with nonzero dimensions,
@@ -25,9 +26,6 @@
 #include <hdf5.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <initializer_list>
 #include <mutex>
 #include <optional>
@@ -40,7 +38,8 @@ namespace cagra::io::detail {
 
 #ifndef CAGRA_HAVE_HDF5
 
-host_matrix read_hdf5(const std::string& file, const std::string&, bool, bool) {
+host_matrix read_hdf5(const std::string& file, const std::string&, bool, bool,
+                      const hdf5_options&) {
   CAGRA_FAIL(
       "%s: cannot read HDF5 files: cagra was built without HDF5 support (install "
       "libhdf5-dev and reconfigure with -DCAGRA_WITH_HDF5=ON)",
@@ -597,30 +596,24 @@ void setup_child_hdf5() {
 // In-process reads share the library with the caller's other threads.
 std::mutex g_in_process;
 
-isolate_limits limits_from_env() {
+isolate_limits limits_from(const hdf5_options& options) {
+  CAGRA_EXPECTS(options.timeout_seconds > 0 && options.timeout_seconds <= 1e6,
+                "HDF5 reader timeout of %g s is not a number of seconds in (0, 1e6]",
+                options.timeout_seconds);
   isolate_limits lim;
 #ifdef __linux__
-  const char* in_process = std::getenv("CAGRA_HDF5_IN_PROCESS");
-  lim.in_process = in_process != nullptr && *in_process != '\0' && std::strcmp(in_process, "0");
+  lim.in_process = options.in_process;
 #else
   lim.in_process = true;  // no fork-based reader on this platform (isolate.hpp)
 #endif
-  if (const char* t = std::getenv("CAGRA_HDF5_TIMEOUT"); t != nullptr && *t != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    const double s = std::strtod(t, &end);
-    CAGRA_EXPECTS(errno == 0 && end != t && *end == '\0' && s > 0 && s <= 1e6,
-                  "CAGRA_HDF5_TIMEOUT='%s' is not a number of seconds in (0, 1e6]",
-                  shown(t, 40).c_str());
-    lim.stall_seconds = s;
-  }
+  lim.stall_seconds = options.timeout_seconds;
   return lim;
 }
 
 }  // namespace
 
 host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool as_ids,
-                      bool optional) {
+                      bool optional, const hdf5_options& options) {
   request q;
   {
     input_file check(file);  // the same missing / directory / empty messages as other formats
@@ -630,7 +623,7 @@ host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool 
   q.dataset = dataset;
   q.as_ids = as_ids;
   q.optional = optional;
-  const isolate_limits lim = limits_from_env();
+  const isolate_limits lim = limits_from(options);
   host_matrix m;
   // In the caller's process, once the reader has validated the dataset: the matrix it fills.
   const auto sink = [&](const uint64_t* meta, uint64_t bytes) -> void* {
