@@ -28,6 +28,7 @@
 
 #include <cagra/io.hpp>
 
+#include "core/io/common.hpp"
 #include "core/io/isolate.hpp"
 #include "test_data.hpp"
 
@@ -76,27 +77,6 @@ uint64_t peak_rss() {
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<uint64_t>(ru.ru_maxrss) * 1024;
 }
-
-// Sets an environment variable for one scope.
-class scoped_env {
- public:
-  scoped_env(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    ::setenv(name, value, 1);
-  }
-  ~scoped_env() {
-    if (had_) {
-      ::setenv(name_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 }  // namespace
 
@@ -586,7 +566,7 @@ TEST(IoHdf5, FiltersMissingChunksAndUnwrittenDataAreRefused) {
 }
 
 // Good files read bit-exactly through every storage variant, in the reader process and in this
-// process (CAGRA_HDF5_IN_PROCESS=1).
+// process (hdf5_options::in_process).
 TEST(IoHdf5, GoodFilesReadIdenticallyInEveryLayout) {
   const int64_t rows = 1000;
   const int64_t cols = 37;
@@ -627,18 +607,20 @@ TEST(IoHdf5, GoodFilesReadIdenticallyInEveryLayout) {
 
   const std::vector<uint32_t> ids32(ids.begin(), ids.end());
   const std::vector<int8_t> i8_head(i8.begin(), i8.begin() + 20 * cols);
-  for (const char* mode : {"0", "1"}) {
-    SCOPED_TRACE(std::string("CAGRA_HDF5_IN_PROCESS=") + mode);
-    scoped_env env("CAGRA_HDF5_IN_PROCESS", mode);
-    expect_matrix(io::read_matrix(path), dtype::f32, rows, cols, f32);
-    expect_matrix(io::read_matrix(path + ":gzip"), dtype::f32, rows, cols, f32);
-    expect_matrix(io::read_matrix(path + ":gzip_u8"), dtype::u8, rows, cols, u8);
-    expect_matrix(io::read_matrix(path + ":fletcher"), dtype::f32, rows, cols, f32);
-    expect_matrix(io::read_matrix(path + ":shuffled"), dtype::u32, rows, cols, u32);
-    expect_matrix(io::read_matrix(path + ":compact"), dtype::i8, 20, cols, i8_head);
-    expect_matrix(io::read_matrix(path + ":f64be"), dtype::f32, rows, cols, f32);
-    expect_matrix(io::read_matrix(path + ":row"), dtype::i32, 1, 4, one_row);
-    io::neighbors_file gt = io::read_neighbors(path);
+  for (const bool in_process : {false, true}) {
+    SCOPED_TRACE(std::string("in_process=") + (in_process ? "true" : "false"));
+    io::detail::hdf5_options opt;
+    opt.in_process = in_process;
+    const auto read = [&](const std::string& p) { return io::detail::read_matrix(p, opt); };
+    expect_matrix(read(path), dtype::f32, rows, cols, f32);
+    expect_matrix(read(path + ":gzip"), dtype::f32, rows, cols, f32);
+    expect_matrix(read(path + ":gzip_u8"), dtype::u8, rows, cols, u8);
+    expect_matrix(read(path + ":fletcher"), dtype::f32, rows, cols, f32);
+    expect_matrix(read(path + ":shuffled"), dtype::u32, rows, cols, u32);
+    expect_matrix(read(path + ":compact"), dtype::i8, 20, cols, i8_head);
+    expect_matrix(read(path + ":f64be"), dtype::f32, rows, cols, f32);
+    expect_matrix(read(path + ":row"), dtype::i32, 1, 4, one_row);
+    io::neighbors_file gt = io::detail::read_neighbors(path, opt);
     expect_matrix(gt.ids, dtype::u32, 100, 10, ids32);
     expect_matrix(gt.distances, dtype::f32, 100, 10, dist);
   }
@@ -695,11 +677,13 @@ TEST(IoHdf5, TimeoutSettingIsChecked) {
   hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   h5_put(f, "train", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, v.data(), 1, 2);
   H5Fclose(f);
-  {
-    scoped_env env("CAGRA_HDF5_TIMEOUT", "soon");
-    expect_error([&] { io::read_matrix(path); }, {"CAGRA_HDF5_TIMEOUT='soon'"});
+  io::detail::hdf5_options opt;
+  for (const double bad : {0.0, -1.0, 2e6, std::nan("")}) {
+    opt.timeout_seconds = bad;
+    expect_error([&] { io::detail::read_matrix(path, opt); },
+                 {"HDF5 reader timeout", "is not a number of seconds in (0, 1e6]"});
   }
-  scoped_env env("CAGRA_HDF5_TIMEOUT", "2.5");
-  EXPECT_EQ(io::read_matrix(path).cols(), 2);
+  opt.timeout_seconds = 2.5;
+  EXPECT_EQ(io::detail::read_matrix(path, opt).cols(), 2);
 }
 #endif  // CAGRA_HAVE_HDF5

@@ -144,9 +144,26 @@ void write_npy(const std::string& path, const dataset_view& m);
 /** IDX / IDX.gz (MNIST family): u8, i8 or f32 rows = dim0, cols = product of the other dims. */
 host_matrix read_idx(const std::string& path);
 
+/** How the HDF5 reader runs (hdf5.cpp). Internal on purpose: the public read functions, the CLI
+ *  and Python always use the defaults; the tests choose other values through the read_matrix
+ *  and read_neighbors overloads below. */
+struct hdf5_options {
+  /** The reader process is stopped when it makes no progress for this long; in (0, 1e6],
+   *  anything else is an error. */
+  double timeout_seconds = 60;
+  /** Read in the calling process instead of a forked reader process: the same checks, but a
+   *  crash inside libhdf5 then ends the caller. Always the case off Linux (isolate.hpp). */
+  bool in_process = false;
+};
+
 /** One dataset of an HDF5 file. `as_ids`: integer datasets returned as range-checked u32.
  *  When `optional` and the dataset is missing an empty matrix is returned. */
 host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool as_ids,
-                      bool optional);
+                      bool optional, const hdf5_options& options);
+
+/** io::read_matrix and io::read_neighbors (io.cpp) with the HDF5 reader's options; the public
+ *  functions call these with hdf5_options{}. Other formats ignore `hdf5`. */
+host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5);
+neighbors_file read_neighbors(const std::string& path, const hdf5_options& hdf5);
 
 }  // namespace cagra::io::detail

@@ -55,7 +55,9 @@ const char* stored_type(format f) {
 
 }  // namespace
 
-host_matrix read_matrix(const std::string& path) {
+namespace detail {
+
+host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5) {
   const detail::path_spec s = detail::parse_path(path);
   switch (s.fmt) {
     case format::fvecs: return detail::read_vecs(s.file, dtype::f32);
@@ -68,12 +70,12 @@ host_matrix read_matrix(const std::string& path) {
     case format::npy: return detail::read_npy(s.file, false);
     case format::idx: return detail::read_idx(s.file);
     case format::hdf5:
-      return detail::read_hdf5(s.file, s.dataset.empty() ? "train" : s.dataset, false, false);
+      return detail::read_hdf5(s.file, s.dataset.empty() ? "train" : s.dataset, false, false, hdf5);
   }
   CAGRA_FAIL("%s: unknown format", path.c_str());
 }
 
-neighbors_file read_neighbors(const std::string& path) {
+neighbors_file read_neighbors(const std::string& path, const hdf5_options& hdf5) {
   const detail::path_spec s = detail::parse_path(path);
   neighbors_file out;
   switch (s.fmt) {
@@ -88,11 +90,11 @@ neighbors_file read_neighbors(const std::string& path) {
     case format::npy: out.ids = detail::read_npy(s.file, true); return out;
     case format::hdf5:
       if (!s.dataset.empty()) {  // an explicit dataset: ids only
-        out.ids = detail::read_hdf5(s.file, s.dataset, true, false);
+        out.ids = detail::read_hdf5(s.file, s.dataset, true, false, hdf5);
         return out;
       }
-      out.ids = detail::read_hdf5(s.file, "neighbors", true, false);
-      out.distances = detail::read_hdf5(s.file, "distances", false, true);
+      out.ids = detail::read_hdf5(s.file, "neighbors", true, false, hdf5);
+      out.distances = detail::read_hdf5(s.file, "distances", false, true, hdf5);
       CAGRA_EXPECTS(out.distances.empty() || (out.distances.type() == dtype::f32 &&
                                               out.distances.rows() == out.ids.rows() &&
                                               out.distances.cols() == out.ids.cols()),
@@ -107,6 +109,16 @@ neighbors_file read_neighbors(const std::string& path) {
           ".npy and .hdf5/.h5",
           path.c_str(), detail::format_name(s.fmt));
   }
+}
+
+}  // namespace detail
+
+host_matrix read_matrix(const std::string& path) {
+  return detail::read_matrix(path, detail::hdf5_options{});
+}
+
+neighbors_file read_neighbors(const std::string& path) {
+  return detail::read_neighbors(path, detail::hdf5_options{});
 }
 
 void write_matrix(const std::string& path, dataset_view m) {
