@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The living index (extend / remove / compact, issue 14) on the GPU machine, in one call or in
+# steps: build with the CUDA backend (sm_90), every `cuda` test, compute-sanitizer memcheck over
+# the living-index cases, then bench/living_index on a staged 1M set (scripts/dev/stage.sh;
+# default SIFT-wall-1M): half built + half extended in chunks of 10K against a full build, and
+# 10% / 50% removed before and after compaction against a fresh build. Logs and the JSON lines
+# ($OUT/living-NAME-DEVICE-COMMIT.jsonl) go to $OUT; a summary is printed last.
+#
+# Carry data/shared (bigann10k, for the tests). Environment: OUT (/tmp/out), BUILD_DIR
+# (build-device), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), STEPS (build,tests,memcheck,
+# bench), DEGREE (32), CHUNK (10000), CAGRA_COMMIT (pass it from the repository).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+OUT=${OUT:-/tmp/out}
+BUILD_DIR=${BUILD_DIR:-build-device}
+NAME=${NAME:-sift-wall-1m}
+DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
+STEPS=,${STEPS:-build,tests,memcheck,bench},
+export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+DEVICE_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')
+mkdir -p "$OUT"
+SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+summary=()
+step() {  # step NAME LOG COMMAND...
+  local name=$1 log=$2 t0=$SECONDS rc
+  shift 2
+  "$@" >>"$OUT/$log" 2>&1
+  rc=$?
+  summary+=("$(printf '%-10s %-14s %4ds  (%s)' "$name" "$([ $rc -eq 0 ] && echo ok || echo "FAILED rc=$rc")" $((SECONDS - t0)) "$log")")
+  return $rc
+}
+has() { [[ $STEPS == *",$1,"* ]]; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$OUT/device.txt" 2>&1
+
+if has build; then
+  step configure build.log cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+  step build build.log cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cuda_tests \
+    living_index cagra_cli
+fi
+if has tests; then
+  step ctest-cuda cuda-tests.log ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure
+fi
+if has memcheck; then
+  step memcheck memcheck.log "$SANITIZER" --tool memcheck --error-exitcode 3 \
+    "$BUILD_DIR/tests/cagra_cuda_tests" --gtest_filter='CudaLiving.*'
+fi
+if has bench; then
+  if [[ -s $DATA/base.u8bin ]]; then
+    step bench "living-$NAME.log" "$BUILD_DIR/living_index" "$DATA/base.u8bin" \
+      "$DATA/query.u8bin" "$DATA/gt.ibin" --backend cuda --degree "${DEGREE:-32}" \
+      --chunk "${CHUNK:-10000}" --dataset "$NAME" \
+      --json "$OUT/living-$NAME-${DEVICE_TAG:-gpu}-$CAGRA_COMMIT.jsonl"
+  else
+    summary+=("bench      skipped: no staged data in $DATA")
+  fi
+fi
+for f in cuda-tests.log memcheck.log "living-$NAME.log"; do
+  [ -f "$OUT/$f" ] && { echo "== $f (tail)"; tail -12 "$OUT/$f"; }
+done
+printf '%s\n' "${summary[@]}"
