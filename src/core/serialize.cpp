@@ -333,7 +333,7 @@ index load(const std::string& path) {
                 f, h.endian, kEndianTag);
   CAGRA_EXPECTS(h.header_size == kHeaderSize,
                 "cagra::load: '%s': header_size field is %u, expected %u for format version %u", f,
-                h.header_size, kHeaderSize, kFormatVersion);
+                h.header_size, kHeaderSize, h.version);
   CAGRA_EXPECTS(is_storage_dtype(h.type),
                 "cagra::load: '%s': dtype field %u is not a storage type (0=f32, 1=f16, 2=u8, "
                 "3=i8)",

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "core/xxh64.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -128,6 +129,12 @@ TEST(LivingIndex, ExtendHalfToFullMatchesFullBuild) {
     std::printf("itopk %u: full build %.4f, half + extend %.4f\n", itopk, rf, rg);
     EXPECT_GE(rg, rf - 0.01) << "itopk " << itopk;
   }
+}
+
+std::vector<int64_t> range_labels(int64_t n) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), int64_t{100});
+  return v;
 }
 
 /** Every row's label, in row order (row numbers when the index has none). */
@@ -337,6 +344,57 @@ TEST(LivingIndex, TwentyRoundsOfExtendRemoveCompactSaveLoad) {
     const std::vector<int64_t> found = search_labels(idx, s.queries, 32);
     for (int64_t l : found) ASSERT_TRUE(l < 0 || alive.count(l)) << "round " << round;
   }
+}
+
+/** Rewrites the checksum of an index file's bytes (so that a change reaches the later checks). */
+void reseal(std::vector<uint8_t>& f) {
+  core::checksum sum;
+  sum.update(f.data(), f.size() - 8);
+  const uint64_t h = sum.finish();
+  for (int i = 0; i < 8; ++i) f[f.size() - 8 + size_t(i)] = uint8_t(h >> (8 * i));
+}
+
+TEST(LivingIndex, DamagedVersion2FilesAreRefused) {
+  const real_set s = bigann10k();
+  index idx = build(cpu(), params32(), slice(s.base, 0, 100));
+  idx.set_labels(range_labels(100));
+  const int64_t gone = 107;  // row 7
+  remove(cpu(), idx, &gone, 1);
+  const std::string path = temp_path("v2.cagra");
+  save(idx, path);
+  const std::vector<uint8_t> good = read_bytes(path);
+  ASSERT_EQ(good[8], 2);
+  ASSERT_EQ(good[44], 3);
+  const size_t labels_at = 64 + 100 * 128 + 100 * 32 * 4, tomb_at = labels_at + 800;
+  ASSERT_EQ(good.size(), tomb_at + 4 * 4 + 8);
+  auto refused = [&](std::vector<uint8_t> f, const char* needle) {
+    write_bytes(path, f);
+    try {
+      load(path);
+      ADD_FAILURE() << "loaded: " << needle;
+    } catch (const error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  std::vector<uint8_t> f = good;
+  f[44] = 7;
+  reseal(f);
+  refused(f, "unknown bits");
+  f = good;
+  f[8] = 1;  // a version-1 file with flags
+  reseal(f);
+  refused(f, "expected 0 in a version-1 file");
+  f = good;
+  std::memcpy(f.data() + labels_at + 8, f.data() + labels_at, 8);  // row 1 gets row 0's label
+  reseal(f);
+  refused(f, "given to two rows");
+  f = good;
+  f[tomb_at + 15] = 0x80;  // row 127 of 100
+  reseal(f);
+  refused(f, "past the last row");
+  f = good;
+  f.erase(f.begin() + int64_t(tomb_at), f.begin() + int64_t(tomb_at) + 4);
+  refused(f, "truncated payload");
 }
 
 }  // namespace
