@@ -107,19 +107,19 @@ struct recorder {
                 experiment.c_str(), what.c_str(), share, itopk, p.recall, p.qps, (long long)n,
                 violations > 0 ? "  REMOVED LABELS RETURNED" : "");
     if (!f) return;
-    std::fprintf(
-        f,
-        "{\"run_id\":%s,\"system\":%s,\"device\":%s,\"commit\":%s,\"dataset\":%s,"
-        "\"experiment\":%s,\"index\":%s,\"share\":%s,\"n\":%lld,\"k\":%u,\"itopk\":%u,"
-        "\"graph_degree\":%u,\"chunk\":%u,\"recall\":%s,\"qps\":%s,\"seconds\":%s,"
-        "\"rows_per_s\":%s,\"removed_returned\":%lld}\n",
-        cli::json_quote(run_id).c_str(),
-        cli::json_quote(o.target == backend::cuda ? "cagra-cuda" : "cagra-cpu").c_str(),
-        cli::json_quote(device).c_str(), cli::json_quote(cli::commit_id()).c_str(),
-        cli::json_quote(o.dataset).c_str(), cli::json_quote(experiment).c_str(),
-        cli::json_quote(what).c_str(), cli::json_number(share).c_str(), (long long)n, o.k, itopk,
-        o.degree, o.chunk, cli::json_number(p.recall).c_str(), cli::json_number(p.qps).c_str(),
-        cli::json_number(seconds).c_str(), cli::json_number(rate).c_str(), (long long)violations);
+    std::fprintf(f,
+                 "{\"run_id\":%s,\"system\":%s,\"device\":%s,\"commit\":%s,\"dataset\":%s,"
+                 "\"experiment\":%s,\"index\":%s,\"share\":%s,\"n\":%lld,\"k\":%u,\"itopk\":%u,"
+                 "\"graph_degree\":%u,\"chunk\":%u,\"recall\":%s,\"qps\":%s,\"seconds\":%s,"
+                 "\"rows_per_s\":%s,\"removed_returned\":%lld}\n",
+                 cli::json_quote(run_id).c_str(),
+                 cli::json_quote(o.target == backend::cuda ? "cagra-cuda" : "cagra-cpu").c_str(),
+                 cli::json_quote(device).c_str(), cli::json_quote(cli::commit_id()).c_str(),
+                 cli::json_quote(o.dataset).c_str(), cli::json_quote(experiment).c_str(),
+                 cli::json_quote(what).c_str(), cli::json_number(share).c_str(), (long long)n, o.k,
+                 itopk, o.degree, o.chunk, cli::json_number(p.recall).c_str(),
+                 cli::json_number(p.qps).c_str(), cli::json_number(seconds).c_str(),
+                 cli::json_number(rate).c_str(), (long long)violations);
     std::fflush(f);
   }
 };
@@ -155,15 +155,16 @@ int run(const options& o) {
   t = clk::now();
   extend(res, ep, grown, rest);
   const double ext_s = since(t);
-  std::printf("build %lld rows %.2f s; build %lld rows %.2f s + extend %lld rows %.2f s = %.0f "
-              "rows/s\n",
-              (long long)n, full_s, (long long)half, half_s, (long long)(n - half), ext_s,
-              double(n - half) / ext_s);
+  std::printf(
+      "build %lld rows %.2f s; build %lld rows %.2f s + extend %lld rows %.2f s = %.0f "
+      "rows/s\n",
+      (long long)n, full_s, (long long)half, half_s, (long long)(n - half), ext_s,
+      double(n - half) / ext_s);
   for (uint32_t itopk : o.itopk) {
-    rec.put("extend", "full-build", 1.0, itopk, measure(res, full, q, o.k, itopk, truth), n,
-            full_s, double(n) / full_s, 0);
-    rec.put("extend", "half-build+extend", 0.5, itopk, measure(res, grown, q, o.k, itopk, truth),
-            n, ext_s, double(n - half) / ext_s, 0);
+    rec.put("extend", "full-build", 1.0, itopk, measure(res, full, q, o.k, itopk, truth), n, full_s,
+            double(n) / full_s, 0);
+    rec.put("extend", "half-build+extend", 0.5, itopk, measure(res, grown, q, o.k, itopk, truth), n,
+            ext_s, double(n - half) / ext_s, 0);
   }
 
   // Remove: a random share of the full build's rows.
@@ -227,16 +228,23 @@ int main(int argc, char** argv) {
         CAGRA_EXPECTS(i + 1 < argc, "%s needs a value", a.c_str());
         return argv[++i];
       };
-      if (a == "--backend") o.target = parse_backend(val());
-      else if (a == "--degree") o.degree = uint32_t(std::stoul(val()));
-      else if (a == "--chunk") o.chunk = uint32_t(std::stoul(val()));
-      else if (a == "--dataset") o.dataset = val();
-      else if (a == "--json") o.json = val();
+      if (a == "--backend")
+        o.target = parse_backend(val());
+      else if (a == "--degree")
+        o.degree = uint32_t(std::stoul(val()));
+      else if (a == "--chunk")
+        o.chunk = uint32_t(std::stoul(val()));
+      else if (a == "--dataset")
+        o.dataset = val();
+      else if (a == "--json")
+        o.json = val();
       else if (a == "--itopk") {
         o.itopk.clear();
         for (double v : parse_list(val())) o.itopk.push_back(uint32_t(v));
-      } else if (a == "--remove") o.remove = parse_list(val());
-      else pos.push_back(a);
+      } else if (a == "--remove")
+        o.remove = parse_list(val());
+      else
+        pos.push_back(a);
     }
     CAGRA_EXPECTS(pos.size() == 3, "usage: living_index BASE QUERIES GT [options]");
     o.base = pos[0], o.queries = pos[1], o.gt = pos[2];

@@ -102,7 +102,7 @@ TEST_F(CudaLiving, SearchesSeeTheIndexAfterExtendAndCompact) {
   cagra::index idx = build(on(backend::cuda), params32(), slice(base, 0, 6000));
   search_params persistent;
   persistent.persistent = true;
-  const host_matrix one = slice(base, 8000, 1);  // a stored row of the second part
+  const host_matrix one = slice(base, 8000, 1);     // a stored row of the second part
   rows_found(backend::cuda, idx, one, persistent);  // the resident kernel runs on the old copy
   extend(on(backend::cuda), {}, idx, slice(base, 6000, 3900));
   EXPECT_EQ(rows_found(backend::cuda, idx, one, persistent)[0], 8000u);
