@@ -1,86 +1,25 @@
-// Tests of the `cagra` command-line tool, run as a separate process (CAGRA_CLI_PATH) exactly as a
-// user or script runs it. The error cases check the tool's contract: a non-zero status (2 for
-// usage mistakes), exactly one "error: " line on stderr, and input files left byte for byte as
-// they were. The pipeline test runs build -> search -> eval -> info -> bench -> gt on the real
-// bigann10k set, so it also checks that the pieces agree on file formats.
-#include <sys/wait.h>
-
+// Tests of the `cagra` command-line tool, run as a separate process (CAGRA_CLI_PATH, cli_run.hpp)
+// exactly as a user or script runs it. The error cases check the tool's contract: a non-zero
+// status (2 for usage mistakes), exactly one "error: " line on stderr, and input files left byte
+// for byte as they were. The pipeline test runs build -> search -> eval -> info -> bench -> gt on
+// the real bigann10k set, so it also checks that the pieces agree on file formats. The living
+// index's commands (extend, remove, compact) are tested in test_cli_living.cpp.
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include <cagra/plan.hpp>
 
+#include "cli_run.hpp"
 #include "test_data.hpp"
 
 namespace fs = std::filesystem;
 
 namespace cagra::test {
 namespace {
-
-struct cli_result {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-cli_result run_cli(const std::vector<std::string>& args) {
-  if (std::string(CAGRA_CLI_PATH).empty()) {
-    ADD_FAILURE() << "the cagra tool was not built (CAGRA_BUILD_CLI=OFF)";
-    return {};
-  }
-  static int counter = 0;
-  const std::string tag = std::to_string(counter++);
-  const std::string out = temp_path("cli_out_" + tag), err = temp_path("cli_err_" + tag);
-  std::string cmd = shell_quote(CAGRA_CLI_PATH);
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " >" + shell_quote(out) + " 2>" + shell_quote(err) + " </dev/null";
-  cli_result r;
-  int rc = std::system(cmd.c_str());
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128 + (WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::string cmd_text(const std::vector<std::string>& args) {
-  std::string s = "cagra";
-  for (const auto& a : args) s += " " + a;
-  return s;
-}
-
-// The failure contract: non-zero status (or exactly `status`), one "error: " line on stderr.
-void expect_error(const std::vector<std::string>& args, int status = 0) {
-  SCOPED_TRACE(cmd_text(args));
-  cli_result r = run_cli(args);
-  if (status != 0) {
-    EXPECT_EQ(r.status, status) << r.err;
-  } else {
-    EXPECT_NE(r.status, 0);
-    EXPECT_LT(r.status, 128) << "killed by a signal: " << r.err;
-  }
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  ASSERT_FALSE(r.err.empty());
-  EXPECT_EQ(r.err.back(), '\n');
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-}
 
 std::string copy_to_temp(const std::string& src, const std::string& name) {
   std::string dst = temp_path(name);
@@ -113,8 +52,6 @@ std::string small_queries(int64_t dim, const std::string& name) {
   io::write_matrix(path, q.view());
   return path;
 }
-
-std::string bigann(const std::string& file) { return shared_data_dir() + "/bigann10k/" + file; }
 
 TEST(CliUsage, HelpAndVersion) {
   cli_result r = run_cli({"--help"});
@@ -298,14 +235,6 @@ TEST(CliRules, BuildAndSearchFollowTheLibraryDefaults) {
 }
 
 // ---- the happy path on real data -------------------------------------------------------------
-
-double parse_recall(const std::string& out, uint32_t k) {
-  const std::string prefix = "recall@" + std::to_string(k) + "=";
-  EXPECT_EQ(out.rfind(prefix, 0), 0u) << out;
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
-  EXPECT_EQ(out.size(), prefix.size() + 7) << "4 decimals expected: " << out;
-  return std::atof(out.c_str() + prefix.size());
-}
 
 TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   const std::string base = bigann("base.u8bin"), query = bigann("query.u8bin");

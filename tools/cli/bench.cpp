@@ -127,6 +127,16 @@ int run_bench(const args& a) {
     throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +
                        std::to_string(idx.size()) + " vectors)");
   }
+  // An index with labels is measured by its labels (GROUNDTRUTH lists labels, as search writes
+  // them); ground truth holds uint32 ids, so every label must fit there.
+  if (idx.has_labels()) {
+    for (int64_t label : idx.labels()) {
+      if (label < 0 || label >= int64_t{kInvalidId}) {
+        throw cagra::error("index '" + index_path + "' holds label " + std::to_string(label) +
+                           ", which no ground-truth id (uint32) can match");
+      }
+    }
+  }
   // A sweep choice, not a library rule: itopk < k would run as itopk = k (the library raises it),
   // so those points are skipped rather than measured twice under another name.
   std::vector<uint32_t> sweep_itopk;
@@ -182,7 +192,7 @@ int run_bench(const args& a) {
   std::printf("\n");
   std::fflush(stdout);
 
-  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k), found;
   std::vector<float> dist(static_cast<size_t>(nq) * k);
   // Filtered points: per selectivity a random allowed subset and its exact filtered ground truth
   // (the exact path of the same backend: cuBLAS on the GPU). 1.0 is the unfiltered search.
@@ -242,7 +252,14 @@ int run_bench(const args& a) {
           rec.itopk = itopk;
           rec.search_width = width;
           rec.team_size = team;
-          rec.recall = recall({ids.data(), nq, k}, truth_ids, k);
+          // The file's ground truth lists labels; the filtered one (an exact search) rows.
+          const bool by_label = idx.has_labels() && fview.empty();
+          if (by_label) {
+            found = ids;
+            for (uint32_t& id : found)
+              if (id != kInvalidId) id = static_cast<uint32_t>(idx.label_of(id));
+          }
+          rec.recall = recall({(by_label ? found : ids).data(), nq, k}, truth_ids, k);
           if (share >= 0) {  // every returned id of every query checked against the filter
             rec.filter_violations = 0;
             for (uint32_t id : ids)

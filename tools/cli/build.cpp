@@ -2,8 +2,6 @@
 // optimization of paper §III) and saves it. Every option is checked and the output path is
 // validated before the dataset is read, so a typo fails in milliseconds instead of after a long
 // build; the build shows its progress on stderr because it can take minutes on large sets.
-#include <filesystem>
-
 #include <cagra/plan.hpp>
 
 #include "cli.hpp"
@@ -56,7 +54,7 @@ int run_build(const args& a) {
   check_input(dataset_path);
   check_output(out, {dataset_path}, a.has("--force"));
 
-  double t0 = now_seconds();
+  const double t0 = now_seconds();
   host_matrix data = io::read_matrix(dataset_path);
   dataset_view view = data.view();
   if (limit > 0 && limit < view.rows) view.rows = limit;
@@ -86,12 +84,7 @@ int run_build(const args& a) {
               report.optimize_seconds, report.total_seconds);
   std::fflush(stdout);
 
-  t0 = now_seconds();
-  save(idx, out);
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(out, ec);
-  std::printf("saved     %s (%s, %.2f s)\n", out.c_str(),
-              ec ? "size unknown" : human_bytes(size).c_str(), now_seconds() - t0);
+  save_index(idx, out);
   return 0;
 }
 

@@ -81,6 +81,9 @@ const command_spec& eval_command();
 const command_spec& bench_command();
 const command_spec& info_command();
 const command_spec& gt_command();
+const command_spec& extend_command();
+const command_spec& remove_command();
+const command_spec& compact_command();
 
 // ---- helpers (util.cpp) ---------------------------------------------------------------------
 /** Refuses an output path that names one of the inputs, that exists without `force`, or whose
@@ -117,6 +120,19 @@ class progress_display {
   struct state;
   std::shared_ptr<state> state_;
 };
+
+/** One line describing a loaded index: "index     PATH: 9900 x 128 u8, degree 32, metric l2",
+ *  then ", labels" when it has labels and ", N deleted" when rows are deleted. */
+void print_index_line(const index& idx, const std::string& path);
+/** Saves `idx` to `path` (cagra::save: temporary file, then rename) and prints "saved ...". */
+void save_index(const index& idx, const std::string& path);
+
+/** Labels from a file (`extend --labels`, `remove IDS`; labels.cpp): .npy of any integer dtype
+ *  (int8 .. int64, uint8 .. uint64 below 2^63) or .ibin (int32), any shape, in C order. Throws
+ *  cagra::error naming the file for anything else, an empty file included. */
+std::vector<int64_t> read_labels(const std::string& path);
+/** Writes `rows x cols` labels as .npy of int64 (<i8), through a temporary file and rename. */
+void write_labels_npy(const std::string& path, const int64_t* labels, int64_t rows, int64_t cols);
 
 /** Seconds on a monotonic clock. */
 double now_seconds();

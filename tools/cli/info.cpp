@@ -1,7 +1,8 @@
-// `cagra info`: what an index file holds (size, dim, dtype, metric, degree) and how good its graph
-// is by the reachability measures of paper §III-A (average 2-hop node count, strongly and weakly
-// connected components), plus the invariant checks (invalid ids, self loops, duplicates). The
-// 2-hop count is sampled on large graphs because its exact cost grows with n * d^2.
+// `cagra info`: what an index file holds (size, dim, dtype, metric, degree, labels, deleted rows)
+// and how good its graph is by the reachability measures of paper §III-A (average 2-hop node
+// count, strongly and weakly connected components), plus the invariant checks (invalid ids, self
+// loops, duplicates). The 2-hop count is sampled on large graphs because its exact cost grows
+// with n * d^2.
 #include <algorithm>
 #include <filesystem>
 
@@ -29,6 +30,10 @@ int run_info(const args& a) {
   std::printf("dtype              %s\n", to_string(idx.storage_dtype()));
   std::printf("metric             %s\n", to_string(idx.metric()));
   std::printf("graph degree       %u\n", idx.graph_degree());
+  std::printf("labels             %s\n",
+              idx.has_labels() ? "yes (searches return them)" : "no (row numbers)");
+  std::printf("deleted rows       %lld (%lld live)\n", static_cast<long long>(idx.deleted_count()),
+              static_cast<long long>(idx.live_size()));
   std::fflush(stdout);
 
   // Sampling all nodes is exact; above 100K nodes an even sample is accurate to well under 1%.
@@ -60,7 +65,8 @@ const command_spec& info_command() {
       "info",
       "describe an index file and measure its graph",
       "INDEX [options]",
-      "Prints the header fields of INDEX (rows, dim, dtype, metric, degree, file size) and graph\n"
+      "Prints the header fields of INDEX (rows, dim, dtype, metric, degree, file size, whether it\n"
+      "has labels, the rows deleted by 'cagra remove' and not yet compacted) and graph\n"
       "metrics: average 2-hop node count (sampled over 100,000 nodes on larger graphs), strongly\n"
       "and weakly connected components, and invalid / self / duplicate edges (all 0 when sound).",
       {

@@ -14,13 +14,12 @@ namespace {
 using cagra::cli::command_spec;
 
 const command_spec* const* commands() {
-  static const command_spec* const table[] = {&cagra::cli::build_command(),
-                                              &cagra::cli::search_command(),
-                                              &cagra::cli::eval_command(),
-                                              &cagra::cli::bench_command(),
-                                              &cagra::cli::info_command(),
-                                              &cagra::cli::gt_command(),
-                                              nullptr};
+  static const command_spec* const table[] = {
+      &cagra::cli::build_command(),  &cagra::cli::extend_command(),
+      &cagra::cli::remove_command(), &cagra::cli::compact_command(),
+      &cagra::cli::search_command(), &cagra::cli::eval_command(),
+      &cagra::cli::bench_command(),  &cagra::cli::info_command(),
+      &cagra::cli::gt_command(),     nullptr};
   return table;
 }
 
@@ -72,8 +71,9 @@ int dispatch(int argc, char** argv) {
   }
   const command_spec* c = find_command(first);
   if (c == nullptr) {
-    throw cagra::cli::usage_error("unknown command '" + first +
-                                  "' (commands: build, search, eval, bench, info, gt)");
+    throw cagra::cli::usage_error(
+        "unknown command '" + first +
+        "' (commands: build, extend, remove, compact, search, eval, bench, info, gt)");
   }
   cagra::cli::args a(*c, argc, argv, 2);
   if (a.help()) {

@@ -1,7 +1,8 @@
 // `cagra search`: loads an index, answers every query of a file in one batch and writes the
 // neighbors (ids, then distances) as .ibin, the big-ann-benchmarks format that `cagra eval` and
-// other tools read. Inputs and the output path are checked before the index is loaded, and the
-// search is timed on its own (no file I/O) so the printed QPS means what it says.
+// other tools read, or as .npy of int64 ids; an index with labels returns its labels. Inputs and
+// the output path are checked before the index is loaded, and the search is timed on its own (no
+// file I/O) so the printed QPS means what it says.
 #include <cagra/plan.hpp>
 
 #include "cli.hpp"
@@ -28,8 +29,10 @@ int run_search(const args& a) {
   check_input(index_path);
   check_input(queries_path);
   if (!filter_path.empty()) check_input(filter_path);
-  if (!has_extension(out, ".ibin")) {
-    throw usage_error("output '" + out + "' must end in .ibin (ids, then distances)");
+  const bool to_npy = has_extension(out, ".npy");
+  if (!has_extension(out, ".ibin") && !to_npy) {
+    throw usage_error("output '" + out +
+                      "' must end in .ibin (ids, then distances) or .npy (int64 labels)");
   }
   check_output(out, {index_path, queries_path}, a.has("--force"));
 
@@ -41,6 +44,17 @@ int run_search(const args& a) {
                        std::to_string(idx.size()) + " vectors)");
   }
 
+  // An index with labels returns labels: the .ibin format stores ids as int32 (-1 = no
+  // neighbour), so every label must fit there; checked before the search, not after it.
+  if (idx.has_labels() && !to_npy) {
+    for (int64_t label : idx.labels()) {
+      if (label < 0 || label > INT32_MAX) {
+        throw cagra::error("index '" + index_path + "' holds label " + std::to_string(label) +
+                           ", which .ibin (int32 ids, -1 = no neighbour) cannot store: write "
+                           "the neighbors as .npy (int64 labels)");
+      }
+    }
+  }
   const int64_t nq = queries.rows();
   filter_file filter;
   if (!filter_path.empty()) filter = read_filter(filter_path, idx.size(), nq);
@@ -48,10 +62,19 @@ int run_search(const args& a) {
   const search_plan plan = plan_search(res, sp, idx, k, nq, memory_space::host, filter.view);
   if (a.has("--explain")) std::printf("plan: %s\n", to_string(plan).c_str());
   std::fflush(stdout);
-  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  // Labels (row numbers for an index without labels, -1 for an empty slot) for .npy and for an
+  // index with labels; ids for the rest, as before labels existed.
+  const bool want_labels = to_npy || idx.has_labels();
+  std::vector<uint32_t> ids(want_labels ? 0 : static_cast<size_t>(nq) * k);
+  std::vector<int64_t> labels(want_labels ? static_cast<size_t>(nq) * k : 0);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
   const double t0 = now_seconds();
-  search(res, sp, idx, queries.view(), k, {ids.data(), nq, k}, {dist.data(), nq, k}, filter.view);
+  if (want_labels) {
+    search(res, sp, idx, queries.view(), k, matrix_view<int64_t>{labels.data(), nq, k},
+           {dist.data(), nq, k}, filter.view);
+  } else {
+    search(res, sp, idx, queries.view(), k, {ids.data(), nq, k}, {dist.data(), nq, k}, filter.view);
+  }
   const double seconds = now_seconds() - t0;
 
   std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), idx.dim(),
@@ -67,9 +90,20 @@ int run_search(const args& a) {
   std::printf("time      %.4f s, %.0f QPS\n", seconds, seconds > 0 ? nq / seconds : 0.0);
   std::fflush(stdout);
 
+  if (to_npy) {
+    write_labels_npy(out, labels.data(), nq, k);
+    std::printf("saved     %s (int64 %s, no distances)\n", out.c_str(),
+                idx.has_labels() ? "labels" : "row numbers");
+    return 0;
+  }
+  if (want_labels) {  // labels checked above: each in [0, 2^31) or -1 (stored as kInvalidId)
+    ids.resize(labels.size());
+    for (size_t i = 0; i < labels.size(); ++i)
+      ids[i] = labels[i] < 0 ? kInvalidId : static_cast<uint32_t>(labels[i]);
+  }
   io::write_neighbors(out, matrix_view<const uint32_t>{ids.data(), nq, k},
                       matrix_view<const float>{dist.data(), nq, k});
-  std::printf("saved     %s\n", out.c_str());
+  std::printf("saved     %s%s\n", out.c_str(), idx.has_labels() ? " (labels)" : "");
   return 0;
 }
 
@@ -86,12 +120,15 @@ const command_spec& search_command() {
       "INDEX QUERIES -k K -o NEIGHBORS [options]",
       "Searches INDEX (written by 'cagra build') for the K approximate nearest neighbors of every\n"
       "row of QUERIES, all queries in one batch, and writes NEIGHBORS as .ibin: uint32 rows,\n"
-      "uint32 K, the ids, then the distances. Prints the query count, wall time and QPS.\n"
-      "With --filter, only allowed rows are returned; slots beyond them hold id 4294967295\n"
-      "and distance inf.",
+      "uint32 K, the ids, then the distances; or as .npy: int64 ids, no distances. Prints the\n"
+      "query count, wall time and QPS. The ids are the index's labels when it has labels\n"
+      "(.ibin: every label must be in [0, 2^31)), else row numbers. Deleted rows are never\n"
+      "returned. With --filter (over row numbers, not labels), only allowed rows are returned;\n"
+      "slots beyond them hold id 4294967295 in .ibin, -1 in .npy, and distance inf.",
       {
           {"-k", nullptr, "K", "neighbors per query (required)", true},
-          {"--output", "-o", "NEIGHBORS", "where to write the neighbors, .ibin (required)", true},
+          {"--output", "-o", "NEIGHBORS",
+           "where to write the neighbors: .ibin, or .npy of int64 ids (required)", true},
           {"--itopk", nullptr, "M", itopk_help.c_str()},
           {"--search-width", nullptr, "P", "parents expanded per iteration (default 1)"},
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},

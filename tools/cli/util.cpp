@@ -128,6 +128,26 @@ const char* backend_name(const resources& res) {
   return search_backend(res) == backend::cuda ? "cuda" : "cpu";
 }
 
+void print_index_line(const index& idx, const std::string& path) {
+  std::printf("index     %s: %lld x %u %s, degree %u, metric %s", path.c_str(),
+              static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
+              idx.graph_degree(), to_string(idx.metric()));
+  if (idx.has_labels()) std::printf(", labels");
+  if (idx.deleted_count() > 0)
+    std::printf(", %lld deleted", static_cast<long long>(idx.deleted_count()));
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void save_index(const index& idx, const std::string& path) {
+  const double t0 = now_seconds();
+  save(idx, path);
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  std::printf("saved     %s (%s, %.2f s)\n", path.c_str(),
+              ec ? "size unknown" : human_bytes(size).c_str(), now_seconds() - t0);
+}
+
 void check_queries(const index& idx, const host_matrix& queries, const std::string& path) {
   if (queries.cols() != static_cast<int64_t>(idx.dim())) {
     throw cagra::error("queries '" + path + "' have dim " + std::to_string(queries.cols()) +
