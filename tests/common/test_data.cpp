@@ -64,6 +64,12 @@ host_matrix head(const host_matrix& m, int64_t rows) {
   return out;
 }
 
+host_matrix slice(const host_matrix& m, int64_t first, int64_t rows) {
+  host_matrix out(m.type(), rows, m.cols());
+  std::memcpy(out.data(), m.row_bytes(first), out.size_bytes());
+  return out;
+}
+
 real_set fashion(int64_t n_base, int64_t n_queries) {
   std::string d = fashion_dir();
   real_set s;

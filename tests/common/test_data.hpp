@@ -34,6 +34,8 @@ row_bitset random_subset(int64_t rows, double share, uint64_t seed);
 
 /** The first `rows` rows of `m` (a copy). */
 host_matrix head(const host_matrix& m, int64_t rows);
+/** Rows [first, first + rows) of `m` (a copy). */
+host_matrix slice(const host_matrix& m, int64_t first, int64_t rows);
 
 /** A fresh path in a per-test temporary folder (removed at process exit). */
 std::string temp_path(const std::string& name);

@@ -32,13 +32,6 @@ index_params params32() {
   return p;
 }
 
-/** Rows [first, first + rows) of `m`. */
-host_matrix slice(const host_matrix& m, int64_t first, int64_t rows) {
-  host_matrix out(m.type(), rows, m.cols());
-  std::memcpy(out.data(), m.row_bytes(first), out.size_bytes());
-  return out;
-}
-
 /** Labels of the k nearest results of every query. */
 std::vector<int64_t> search_labels(const index& idx, const host_matrix& q, uint32_t itopk,
                                    uint32_t k = kK) {

@@ -32,12 +32,6 @@ index_params params32() {
   return p;
 }
 
-host_matrix slice(const host_matrix& m, int64_t first, int64_t rows) {
-  host_matrix out(m.type(), rows, m.cols());
-  std::memcpy(out.data(), m.row_bytes(first), out.size_bytes());
-  return out;
-}
-
 std::vector<uint32_t> rows_found(backend b, const cagra::index& idx, const host_matrix& q,
                                  search_params p) {
   std::vector<uint32_t> ids(size_t(q.rows()) * kK);
