@@ -393,12 +393,18 @@ def _search_params(
 
 # ---- the index -------------------------------------------------------------------------------
 
+# Labels, extend, remove, compact (python/cagra/_living.py): imported here, after the argument
+# checks above that it uses.
+from ._living import LivingIndex, labels_array  # noqa: E402
 
-class Index:
+
+class Index(LivingIndex):
     """A CAGRA index: the stored vectors and a fixed out-degree proximity graph.
 
-    Made by :func:`build` or :func:`load`, never directly. Indexes are immutable; one index
-    may be searched from several threads at once.
+    Made by :func:`build` or :func:`load`, never directly. One index may be searched from
+    several threads at once. It can grow and shrink in place (:meth:`extend`, :meth:`remove`,
+    :meth:`compact`) and carry labels that searches return instead of row numbers
+    (:attr:`labels`): see :class:`cagra._living.LivingIndex`.
     """
 
     __slots__ = ("_impl",)
@@ -410,7 +416,8 @@ class Index:
 
     @property
     def size(self) -> int:
-        """Number of vectors (graph nodes)."""
+        """Number of vectors (graph nodes), deleted rows included (:attr:`live_size`
+        excludes them)."""
         return self._impl.size
 
     def __len__(self) -> int:
@@ -514,7 +521,8 @@ class Index:
                 than ``k`` rows are allowed, the allowed ones come first and the remaining
                 slots hold :data:`INVALID_ID` with distance +inf. A mask of the wrong shape, a
                 2-D mask whose first dimension is not ``nq``, an id outside ``[0, size)``, or
-                any other dtype or dimension raises CagraError.
+                any other dtype or dimension raises CagraError. The filter is over row numbers
+                (``size`` of them), also on an index with labels.
             filter_algo: how a filtered search finds the allowed rows: ``"auto"`` (default),
                 ``"graph"`` (walk the graph with a top-M list grown as the filter's
                 selectivity falls, ``itopk_size`` being its length at 100%) or ``"exact"``
@@ -529,7 +537,9 @@ class Index:
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
             nearest first (id :data:`INVALID_ID`, ``0xFFFFFFFF``, and distance +inf where
-            fewer than k neighbors were found).
+            fewer than k neighbors were found). On an index with labels (:attr:`labels`) the
+            neighbors are int64 labels instead, -1 where fewer than k were found. Deleted rows
+            (:meth:`remove`) are never returned.
             Host queries give numpy arrays. CUDA queries (cupy, torch ``.cuda()``, any
             DLPack producer on a GPU) are searched in place on the GPU, with no host copy,
             and the results stay on that GPU: torch tensors for torch queries, cupy arrays
@@ -654,6 +664,7 @@ def build(
     seed: int = _IP.seed,
     backend: str = "auto",
     num_threads: int = 0,
+    labels: ArrayLike | None = None,
 ) -> Index:
     """Builds a CAGRA index: a kNN graph, then rank-based pruning and reverse edges.
 
@@ -679,6 +690,9 @@ def build(
         num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per hardware
             thread are used (more are clamped); a count the system cannot start raises
             CagraError (the default count shrinks to what it can start).
+        labels: one int64 label per row (any 1-D integer array), all different: searches
+            then return labels instead of row numbers (see :attr:`Index.labels`). ``None``:
+            each row's label is its row number.
     """
     p = _index_params(
         metric,
@@ -697,6 +711,7 @@ def build(
         p,
         _choice("backend", backend, _BACKENDS),
         _threads(num_threads),
+        None if labels is None else labels_array(labels),
     )
     return Index(impl)
 

@@ -2,11 +2,17 @@
 // and converts arrays (any DLPack producer: numpy, cupy, torch; CUDA arrays go to the CUDA
 // search in place, results come back as CUDA arrays) and parameters, releases the GIL
 // around every call that does real work, and turns cagra::error into cagra.CagraError (a
-// ValueError). Defaults, string options and docstrings live in python/cagra/__init__.py.
+// ValueError). Defaults, string options and docstrings live in python/cagra/__init__.py (and
+// python/cagra/_living.py for extend / remove / compact). An Index may change (extend, remove,
+// compact) while other Python threads search it: see py_index.
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +21,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
@@ -39,6 +46,47 @@ using numpy_out = nb::ndarray<nb::numpy, T, nb::ndim<2>>;
 /** Filter bitset words (cagra/filter.hpp): [words] shared or [nq, words] per query, built by
  *  python/cagra/__init__.py (_filter_words) from a boolean mask or a list of row ids. */
 using filter_words_in = nb::ndarray<nb::ro, const uint32_t, nb::c_contig, nb::device::cpu>;
+/** Labels: int64 [n], made by python/cagra/_living.py (labels_array) from any integer array. */
+using labels_in = nb::ndarray<nb::ro, const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+/** The extension's Index. Searches, saves and property reads may run in several Python threads
+ *  at once with the GIL released, and extend / remove / compact change the index in place, so
+ *  every use holds `mu`: shared to read, exclusive to change (always taken with the GIL released,
+ *  so a thread that waits for it never holds up the others, and no lock holder needs the GIL).
+ *  `views` counts the numpy arrays alive that alias the index's memory (the graph and vectors
+ *  properties): a change that reallocates that memory (extend, compact) raises BufferError while
+ *  one is, as Python's bytearray refuses to resize while its buffer is exported. */
+struct py_index {
+  cagra::index idx;
+  mutable std::shared_mutex mu;
+  mutable std::atomic<int64_t> views{0};
+  explicit py_index(cagra::index i) : idx(std::move(i)) {}
+};
+
+/** f(idx) with the GIL released and the index held for reading. */
+template <typename F>
+auto read_locked(const py_index& p, F&& f) {
+  nb::gil_scoped_release nogil;
+  std::shared_lock<std::shared_mutex> lock(p.mu);
+  return f(p.idx);
+}
+
+/** f(idx) with the GIL released and the index held for writing; when `reallocates(idx)` says the
+ *  change would move the index's memory, raises BufferError while an array aliases it. */
+template <typename R, typename F>
+auto write_locked(py_index& p, const char* what, R&& reallocates, F&& f) {
+  nb::gil_scoped_release nogil;
+  std::unique_lock<std::shared_mutex> lock(p.mu);
+  const int64_t views = p.views.load();
+  if (views > 0 && reallocates(static_cast<const cagra::index&>(p.idx))) {
+    const std::string msg =
+        std::string(what) + " would move the index's memory, but " + std::to_string(views) +
+        " array(s) from Index.graph / Index.vectors still view it: delete them (or keep copies: "
+        "numpy.array(index.graph)) first";
+    throw nb::buffer_error(msg.c_str());
+  }
+  return f(p.idx);
+}
 
 std::string format_shape(const any_array& a) {
   std::string s = "(";
@@ -224,11 +272,63 @@ cagra::knn_graph to_knn_graph(const ids_in& ids, const dist_in* distances) {
 
 // ---- the functions the module exports ------------------------------------------------------
 
-cagra::index build(any_array dataset, const cagra::index_params& params, cagra::backend target,
-                   int num_threads) {
+/** Checks `labels` for `rows` rows before any work: the count, and no label twice (the library's
+ *  own check, made before a build rather than after it). */
+void check_labels(const labels_in& labels, int64_t rows, const char* rows_what) {
+  const auto n = static_cast<int64_t>(labels.shape(0));
+  if (n != rows)
+    throw cagra::error("labels has " + std::to_string(n) + " entries but " + rows_what + " has " +
+                       std::to_string(rows) + " rows: give one label per row");
+  std::vector<std::pair<int64_t, int64_t>> sorted(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) sorted[size_t(i)] = {labels.data()[i], i};
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (sorted[i].first == sorted[i - 1].first)
+      throw cagra::error("label " + std::to_string(sorted[i].first) + " is given to two rows (" +
+                         std::to_string(sorted[i - 1].second) + " and " +
+                         std::to_string(sorted[i].second) + "): labels must be unique");
+}
+
+std::unique_ptr<py_index> build(any_array dataset, const cagra::index_params& params,
+                                cagra::backend target, int num_threads,
+                                std::optional<labels_in> labels) {
   vectors_in data(std::move(dataset), "dataset");
+  if (labels) check_labels(*labels, data.rows(), "the dataset");
   nb::gil_scoped_release nogil;
-  return cagra::build(make_resources(target, num_threads), params, data.host());
+  cagra::index idx = cagra::build(make_resources(target, num_threads), params, data.host());
+  if (labels) idx.set_labels({labels->data(), labels->data() + labels->shape(0)});
+  return std::make_unique<py_index>(std::move(idx));
+}
+
+void extend(py_index& p, any_array vectors, std::optional<labels_in> labels,
+            const cagra::extend_params& params, cagra::backend target, int num_threads) {
+  vectors_in data(std::move(vectors), "vectors");
+  if (labels) check_labels(*labels, data.rows(), "vectors");
+  write_locked(
+      p, "extend", [](const cagra::index&) { return true; },
+      [&](cagra::index& idx) {
+        cagra::extend(make_resources(target, num_threads), params, idx, data.host(),
+                      labels ? labels->data() : nullptr);
+      });
+}
+
+int64_t remove_rows(py_index& p, const labels_in& labels, double compact_above,
+                    cagra::backend target, int num_threads) {
+  const auto n = static_cast<int64_t>(labels.shape(0));
+  // Only a removal that compacts moves memory (cagra::remove's rule for compact_above).
+  auto compacts = [&](const cagra::index& idx) {
+    return compact_above > 0 &&
+           double(idx.deleted_count() + n) > compact_above * double(idx.size());
+  };
+  return write_locked(p, "remove (compacting)", compacts, [&](cagra::index& idx) {
+    return cagra::remove(make_resources(target, num_threads), idx, labels.data(), n, compact_above);
+  });
+}
+
+void compact(py_index& p, cagra::backend target, int num_threads) {
+  write_locked(
+      p, "compact", [](const cagra::index& idx) { return idx.deleted_count() > 0; },
+      [&](cagra::index& idx) { cagra::compact(make_resources(target, num_threads), idx); });
 }
 
 /** The row_filter over `words` (none: no filter) for `idx`; the words stay owned by the caller's
@@ -299,8 +399,19 @@ nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device,
       data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
 }
 
+/** cudaMemcpy (either direction) that throws cagra::error naming `what`. */
+void copy_cuda(void* dst, const void* src, size_t bytes, const char* what) {
+  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw cagra::error(std::string("copying ") + what + " failed: " + cudaGetErrorString(e));
+  }
+}
+
 /** Search of CUDA queries: the results are allocated on the queries' device and written there by
- *  the CUDA backend, which reads the queries in place; no host copy either way. */
+ *  the CUDA backend, which reads the queries in place; no host copy of the queries either way
+ *  (an index with labels copies the result ids over and back: see below). */
+
 nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, const std::string& framework,
@@ -325,17 +436,41 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
                   {static_cast<float*>(distances.p), nq, k, dev}, filter);
   }
+  if (idx.has_labels()) {
+    // The library maps rows to labels in host memory only: the ids come over, become labels (-1
+    // for an empty slot) and go back to the queries' device.
+    device_memory labels(n * sizeof(int64_t), device);
+    {
+      nb::gil_scoped_release nogil;
+      std::vector<uint32_t> host_ids(n);
+      copy_cuda(host_ids.data(), ids.p, n * sizeof(uint32_t), "the result ids from the GPU");
+      std::vector<int64_t> host_labels(n);
+      for (size_t i = 0; i < n; ++i)
+        host_labels[i] = host_ids[i] == cagra::kInvalidId ? -1 : idx.label_of(host_ids[i]);
+      copy_cuda(labels.p, host_labels.data(), n * sizeof(int64_t), "the result labels to the GPU");
+    }
+    nb::object l = cuda_out<int64_t>(labels, size_t(nq), k, device, framework);
+    nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
+    return nb::make_tuple(l, d);
+  }
   nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
   nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
   return nb::make_tuple(i, d);
 }
 #endif
 
-nb::tuple search(const cagra::index& idx, any_array queries, uint32_t k,
+nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
                  bool filter_per_query) {
   vectors_in q(std::move(queries), "queries");
+  // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
+  std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
+  {
+    nb::gil_scoped_release nogil;
+    lock.lock();
+  }
+  const cagra::index& idx = p.idx;
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
   // `filter_words` (held by this frame) keeps the bitset alive while the GIL is released.
@@ -347,8 +482,19 @@ nb::tuple search(const cagra::index& idx, any_array queries, uint32_t k,
   (void)framework;
 #endif
   const int64_t nq = q.rows();
-  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
-  std::vector<float> distances(ids.size());
+  std::vector<float> distances(static_cast<size_t>(nq) * k);
+  if (idx.has_labels()) {  // labels instead of row numbers, -1 for an empty slot
+    std::vector<int64_t> labels(distances.size());
+    {
+      nb::gil_scoped_release nogil;
+      cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
+                    cagra::matrix_view<int64_t>{labels.data(), nq, k}, {distances.data(), nq, k},
+                    filter);
+    }
+    return nb::make_tuple(to_numpy(std::move(labels), nq, k),
+                          to_numpy(std::move(distances), nq, k));
+  }
+  std::vector<uint32_t> ids(distances.size());
   {
     nb::gil_scoped_release nogil;
     cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
@@ -444,13 +590,43 @@ std::string explain_build(int64_t rows, const std::string& dtype, const cagra::i
 
 /** The search plan line (cagra::plan_search + to_string) of one call with `batch` host queries,
  *  under the filter (if any) that search would get. */
-std::string explain_search(const cagra::index& idx, uint32_t k, int64_t batch,
+std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, std::optional<filter_words_in> filter_words,
                            bool filter_per_query) {
-  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
-  return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k,
-                                             batch, cagra::memory_space::host, filter));
+  return read_locked(p, [&](const cagra::index& idx) {
+    const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
+    return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k,
+                                               batch, cagra::memory_space::host, filter));
+  });
+}
+
+/** The owner of a numpy view of the index's memory (graph or vectors): keeps the Index alive,
+ *  and takes back the count in p.views (which the caller took under the lock) when it dies. */
+nb::capsule view_owner(nb::handle self) {
+  struct owner {
+    nb::object self;
+    py_index* p;
+  };
+  auto& p = nb::cast<py_index&>(self);
+  auto* o = new (std::nothrow) owner{nb::borrow(self), &p};
+  if (o == nullptr) {
+    --p.views;
+    throw std::bad_alloc();
+  }
+  nb::capsule keep;
+  try {
+    keep = nb::capsule(o, [](void* v) noexcept {
+      auto* w = static_cast<owner*>(v);
+      --w->p->views;
+      delete w;  // drops the reference to the Index (the capsule dies with the GIL held)
+    });
+  } catch (...) {
+    --p.views;
+    delete o;
+    throw;
+  }
+  return keep;
 }
 
 nb::tuple read_neighbors(const std::string& path) {
@@ -565,28 +741,84 @@ NB_MODULE(_cagra, m) {
       .def_rw("seed", &sp::seed)
       .def_rw("filter", &sp::filter);
 
-  nb::class_<cagra::index>(m, "Index")
-      .def_prop_ro("size", &cagra::index::size)
-      .def_prop_ro("dim", &cagra::index::dim)
-      .def_prop_ro("graph_degree", &cagra::index::graph_degree)
-      .def_prop_ro("metric", &cagra::index::metric)
-      .def_prop_ro("dtype",
-                   [](const cagra::index& i) { return std::string(to_string(i.storage_dtype())); })
-      // Read-only views into the index; they keep the Index object alive.
-      .def_prop_ro("graph",
-                   [](nb::handle self) {
-                     const auto& i = nb::cast<const cagra::index&>(self);
-                     return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>(
-                         i.graph().data, {size_t(i.size()), size_t(i.graph_degree())}, self);
-                   })
-      .def_prop_ro("vectors", [](nb::handle self) {
-        const auto& i = nb::cast<const cagra::index&>(self);
-        return nb::ndarray<nb::numpy, nb::ro, nb::ndim<2>>(i.vectors().data(),
-                                                           {size_t(i.size()), size_t(i.dim())},
-                                                           self, {}, to_dlpack(i.storage_dtype()));
-      });
+  using ep = cagra::extend_params;
+  nb::class_<ep>(m, "ExtendParams")
+      .def(nb::init<>())
+      .def_rw("chunk_size", &ep::chunk_size)
+      .def_rw("candidates", &ep::candidates)
+      .def_rw("itopk_size", &ep::itopk_size);
 
-  m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a);
+  // Every property reads under the index's lock (py_index).
+  const auto prop = [](auto get) {
+    return [get](const py_index& p) { return read_locked(p, get); };
+  };
+  nb::class_<py_index>(m, "Index")
+      .def_prop_ro("size", prop([](const cagra::index& i) { return i.size(); }))
+      .def_prop_ro("dim", prop([](const cagra::index& i) { return i.dim(); }))
+      .def_prop_ro("graph_degree", prop([](const cagra::index& i) { return i.graph_degree(); }))
+      .def_prop_ro("metric", prop([](const cagra::index& i) { return i.metric(); }))
+      .def_prop_ro("dtype", prop([](const cagra::index& i) {
+                     return std::string(to_string(i.storage_dtype()));
+                   }))
+      .def_prop_ro("deleted_count", prop([](const cagra::index& i) { return i.deleted_count(); }))
+      .def_prop_ro("live_size", prop([](const cagra::index& i) { return i.live_size(); }))
+      // A copy (None without labels): labels change with extend and compact.
+      .def_prop_ro(
+          "labels",
+          [](const py_index& p) -> std::optional<nb::ndarray<nb::numpy, int64_t>> {
+            std::vector<int64_t> labels =
+                read_locked(p, [](const cagra::index& i) { return i.labels(); });
+            if (labels.empty()) return std::nullopt;
+            auto* owner = new std::vector<int64_t>(std::move(labels));
+            nb::capsule deleter(
+                owner, [](void* v) noexcept { delete static_cast<std::vector<int64_t>*>(v); });
+            return nb::ndarray<nb::numpy, int64_t>(owner->data(), {owner->size()}, deleter);
+          },
+          nb::rv_policy::reference)  // the arrays own their memory (capsules)
+      // Read-only views into the index, no copies; they keep the Index alive, and extend and
+      // compact raise BufferError while one does (py_index::views).
+      .def_prop_ro(
+          "graph",
+          [](nb::handle self) {
+            const auto& p = nb::cast<const py_index&>(self);
+            struct shape {
+              const void* data;
+              size_t rows, cols;
+            };
+            const shape s = read_locked(p, [&](const cagra::index& i) {
+              ++p.views;
+              return shape{i.graph().data, size_t(i.size()), size_t(i.graph_degree())};
+            });
+            return nb::ndarray<nb::numpy, const uint32_t, nb::ndim<2>>(s.data, {s.rows, s.cols},
+                                                                       view_owner(self));
+          },
+          nb::rv_policy::reference)
+      .def_prop_ro(
+          "vectors",
+          [](nb::handle self) {
+            const auto& p = nb::cast<const py_index&>(self);
+            struct shape {
+              const void* data;
+              size_t rows, cols;
+              cagra::dtype type;
+            };
+            const shape s = read_locked(p, [&](const cagra::index& i) {
+              ++p.views;
+              return shape{i.vectors().data(), size_t(i.size()), size_t(i.dim()),
+                           i.storage_dtype()};
+            });
+            return nb::ndarray<nb::numpy, nb::ro, nb::ndim<2>>(
+                s.data, {s.rows, s.cols}, view_owner(self), {}, to_dlpack(s.type));
+          },
+          nb::rv_policy::reference);
+
+  m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a,
+        "labels"_a.none() = nb::none());
+  m.def("extend", &extend, "index"_a, "vectors"_a, "labels"_a.none(), "params"_a, "backend"_a,
+        "num_threads"_a);
+  m.def("remove", &remove_rows, "index"_a, "labels"_a, "compact_above"_a, "backend"_a,
+        "num_threads"_a);
+  m.def("compact", &compact, "index"_a, "backend"_a, "num_threads"_a);
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
         "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false);
   m.def("explain_build", &explain_build, "rows"_a, "dtype"_a, "params"_a, "backend"_a,
@@ -611,16 +843,15 @@ NB_MODULE(_cagra, m) {
         "backend"_a, "num_threads"_a);
   m.def(
       "save",
-      [](const cagra::index& idx, const std::string& path) {
-        nb::gil_scoped_release nogil;
-        cagra::save(idx, path);
+      [](const py_index& p, const std::string& path) {
+        read_locked(p, [&](const cagra::index& idx) { cagra::save(idx, path); });
       },
       "index"_a, "path"_a);
   m.def(
       "load",
       [](const std::string& path) {
         nb::gil_scoped_release nogil;
-        return cagra::load(path);
+        return std::make_unique<py_index>(cagra::load(path));
       },
       "path"_a);
   m.def(

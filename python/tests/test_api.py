@@ -60,7 +60,9 @@ def test_build_defaults():
     assert d["knn_sample_rate"] == 0.5
     assert defaults(cagra.build_knn_graph)["k"] is None  # build's automatic degree
     assert defaults(cagra.optimize)["graph_degree"] == 64
-    # explain_build takes build's keywords with build's defaults.
+    assert d["labels"] is None
+    # explain_build takes build's keywords with build's defaults (labels do not change a plan).
+    del d["labels"]
     assert defaults(cagra.explain_build) == {**d, "dtype": None}
 
 
