@@ -127,7 +127,8 @@ struct recorder {
 int run(const options& o) {
   resources res;
   res.target = o.target;
-  recorder rec{o};
+  recorder rec;
+  rec.o = o;
   rec.device = o.target == backend::cuda ? cuda_device_name(0) : cli::cpu_model();
   if (!o.json.empty()) rec.f = std::fopen(o.json.c_str(), "a");
   const host_matrix base = io::read_matrix(o.base);

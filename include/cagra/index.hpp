@@ -67,8 +67,8 @@ class index {
   int64_t label_of(int64_t row) const { return labels_.empty() ? row : labels_[size_t(row)]; }
   /** Row holding `label`, or -1 when no row (deleted or not) has it. */
   int64_t row_of(int64_t label) const;
-  /** Gives every row a label (`size()` values, all different; throws otherwise, and the index
-   *  keeps what it had). */
+  /** Gives every row a label (`size()` values, all different and >= 0: -1 marks an empty result
+   *  slot; throws otherwise, and the index keeps what it had). */
   void set_labels(std::vector<int64_t> labels);
 
   /** Rows removed by cagra::remove and not yet compacted away. */

@@ -204,14 +204,14 @@ TEST(LivingIndex, LabelsSurviveExtendRemoveCompactSaveLoad) {
   for (int64_t i = 0; i < 3000; ++i) labels[size_t(i)] = 1000000007LL * (i + 1);
   idx.set_labels(labels);
   std::vector<int64_t> more(2000);
-  for (int64_t i = 0; i < 2000; ++i) more[size_t(i)] = -(i + 1);
+  for (int64_t i = 0; i < 2000; ++i) more[size_t(i)] = i + 1;  // row 3000 + i
   extend(cpu(), {}, idx, slice(s.base, 3000, 2000), more.data());
-  EXPECT_EQ(idx.row_of(-1), 3000);
-  EXPECT_EQ(idx.label_of(4999), -2000);
+  EXPECT_EQ(idx.row_of(1), 3000);
+  EXPECT_EQ(idx.label_of(4999), 2000);
   // A query equal to a stored row finds that row's label first.
   const std::vector<int64_t> hit = search_labels(idx, slice(s.base, 4000, 1), 64);
-  EXPECT_EQ(hit[0], -1001);
-  const int64_t gone[] = {labels[5], -7};
+  EXPECT_EQ(hit[0], 1001);
+  const int64_t gone[] = {labels[5], 7};
   remove(cpu(), idx, gone, 2);
   const std::string path = temp_path("labels.cagra");
   save(idx, path);
@@ -223,8 +223,8 @@ TEST(LivingIndex, LabelsSurviveExtendRemoveCompactSaveLoad) {
   compact(cpu(), back);
   EXPECT_EQ(back.size(), 4998);
   EXPECT_EQ(back.row_of(labels[5]), -1);
-  EXPECT_EQ(back.row_of(-7), -1);
-  EXPECT_EQ(back.label_of(back.row_of(-8)), -8);
+  EXPECT_EQ(back.row_of(7), -1);
+  EXPECT_EQ(back.label_of(back.row_of(8)), 8);
   save(back, path);
   index again = load(path);
   EXPECT_EQ(again.labels(), back.labels());
@@ -298,6 +298,9 @@ TEST(LivingIndex, BadInputIsRefusedAndChangesNothing) {
   fidx.set_labels(std::vector<int64_t>(all_labels(fidx)));
   EXPECT_THROW(extend(cpu(), {}, fidx, slice(fl, 0, 2)), error);
   EXPECT_THROW(fidx.set_labels(std::vector<int64_t>(600, 1)), error);
+  std::vector<int64_t> negative = all_labels(fidx);
+  negative[3] = -1;  // -1 marks an empty result slot: labels are >= 0
+  EXPECT_THROW(fidx.set_labels(negative), error);
   EXPECT_TRUE(fidx.has_labels());
   EXPECT_EQ(fidx.label_of(599), 599);
 }
@@ -332,8 +335,11 @@ TEST(LivingIndex, TwentyRoundsOfExtendRemoveCompactSaveLoad) {
     idx = load(path);
     check_invariants(idx, idx.deleted_count() == 0);
     ASSERT_EQ(idx.live_size(), int64_t(alive.size())) << "round " << round;
-    for (int64_t r = 0; r < idx.size(); ++r)
-      if (!idx.is_deleted(r)) ASSERT_TRUE(alive.count(idx.label_of(r))) << "round " << round;
+    for (int64_t r = 0; r < idx.size(); ++r) {
+      if (!idx.is_deleted(r)) {
+        ASSERT_TRUE(alive.count(idx.label_of(r))) << "round " << round;
+      }
+    }
     const std::vector<int64_t> found = search_labels(idx, s.queries, 32);
     for (int64_t l : found) ASSERT_TRUE(l < 0 || alive.count(l)) << "round " << round;
   }

@@ -66,6 +66,10 @@ void check_new_labels(const index& idx, const int64_t* labels, int64_t n) {
   std::vector<std::pair<int64_t, int64_t>> sorted(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) sorted[size_t(i)] = {labels[i], i};
   std::sort(sorted.begin(), sorted.end());
+  CAGRA_EXPECTS(sorted.front().first >= 0,
+                "label %lld (new row %lld) is negative: labels are >= 0 (-1 marks an empty result "
+                "slot)",
+                (long long)sorted.front().first, (long long)sorted.front().second);
   for (size_t i = 1; i < sorted.size(); ++i)
     CAGRA_EXPECTS(sorted[i].first != sorted[i - 1].first,
                   "label %lld is given to two new rows (%lld and %lld): labels must be unique",

@@ -36,6 +36,10 @@ void index_editor::index_labels(index& i) {
   rows.reserve(i.labels_.size());
   for (size_t r = 0; r < i.labels_.size(); ++r) rows.emplace_back(i.labels_[r], uint32_t(r));
   std::sort(rows.begin(), rows.end());
+  CAGRA_EXPECTS(rows.empty() || rows.front().first >= 0,
+                "label %lld (row %u) is negative: labels are >= 0 (-1 marks an empty result slot)",
+                (long long)(rows.empty() ? 0 : rows.front().first),
+                rows.empty() ? 0u : rows.front().second);
   for (size_t r = 1; r < rows.size(); ++r)
     CAGRA_EXPECTS(rows[r].first != rows[r - 1].first,
                   "label %lld is given to two rows (%u and %u): labels must be unique",
