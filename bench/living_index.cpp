@@ -8,7 +8,8 @@
 // One JSON line per measured point.
 //
 //   living_index BASE QUERIES GT [--backend cuda] [--degree 32] [--chunk 10000]
-//                [--itopk 32,64,128] [--remove 0.1,0.5] [--dataset NAME] [--json FILE]
+//                [--itopk 32,64,128] [--remove 0.1,0.5] [--no-extend] [--dataset NAME]
+//                [--json FILE]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +37,7 @@ struct options {
   uint32_t degree = 32, chunk = 10000, k = 10;
   std::vector<uint32_t> itopk = {32, 64, 128};
   std::vector<double> remove = {0.1, 0.5};
+  bool extend = true;
 };
 
 std::vector<double> parse_list(const std::string& s) {
@@ -144,28 +146,36 @@ int run(const options& o) {
 
   // Extend: half built, half inserted, against a full build.
   auto t = clk::now();
-  cagra::index full = build(res, ip, base);
-  const double full_s = since(t);
-  const int64_t half = n / 2;
-  t = clk::now();
-  cagra::index grown = build(res, ip, rows_of(base, range(0, half)));
-  const double half_s = since(t);
-  extend_params ep;
-  ep.chunk_size = o.chunk;
-  const host_matrix rest = rows_of(base, range(half, n - half));
-  t = clk::now();
-  extend(res, ep, grown, rest);
-  const double ext_s = since(t);
-  std::printf(
-      "build %lld rows %.2f s; build %lld rows %.2f s + extend %lld rows %.2f s = %.0f "
-      "rows/s\n",
-      (long long)n, full_s, (long long)half, half_s, (long long)(n - half), ext_s,
-      double(n - half) / ext_s);
-  for (uint32_t itopk : o.itopk) {
-    rec.put("extend", "full-build", 1.0, itopk, measure(res, full, q, o.k, itopk, truth), n, full_s,
-            double(n) / full_s, 0);
-    rec.put("extend", "half-build+extend", 0.5, itopk, measure(res, grown, q, o.k, itopk, truth), n,
-            ext_s, double(n - half) / ext_s, 0);
+  if (o.extend) {
+    cagra::index full = build(res, ip, base);
+    const double full_s = since(t);
+    const int64_t half = n / 2;
+    t = clk::now();
+    cagra::index grown = build(res, ip, rows_of(base, range(0, half)));
+    const double half_s = since(t);
+    extend_params ep;
+    ep.chunk_size = o.chunk;
+    const host_matrix rest = rows_of(base, range(half, n - half));
+    t = clk::now();
+    extend_report er;
+    extend(res, ep, grown, rest, nullptr, &er);
+    const double ext_s = since(t);
+    std::printf(
+        "extend: %u chunks, search %.2f s, chunk kNN %.2f s, graph %.2f s, device copy "
+        "%.2f s, total %.2f s\n",
+        er.chunks, er.search_seconds, er.chunk_knn_seconds, er.graph_seconds, er.device_seconds,
+        er.total_seconds);
+    std::printf(
+        "build %lld rows %.2f s; build %lld rows %.2f s + extend %lld rows %.2f s = %.0f "
+        "rows/s\n",
+        (long long)n, full_s, (long long)half, half_s, (long long)(n - half), ext_s,
+        double(n - half) / ext_s);
+    for (uint32_t itopk : o.itopk) {
+      rec.put("extend", "full-build", 1.0, itopk, measure(res, full, q, o.k, itopk, truth), n,
+              full_s, double(n) / full_s, 0);
+      rec.put("extend", "half-build+extend", 0.5, itopk, measure(res, grown, q, o.k, itopk, truth),
+              n, ext_s, double(n - half) / ext_s, 0);
+    }
   }
 
   // Remove: a random share of the full build's rows.
@@ -244,6 +254,8 @@ int main(int argc, char** argv) {
         for (double v : parse_list(val())) o.itopk.push_back(uint32_t(v));
       } else if (a == "--remove")
         o.remove = parse_list(val());
+      else if (a == "--no-extend")
+        o.extend = false;
       else
         pos.push_back(a);
     }

@@ -92,16 +92,29 @@ void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<int64_t> labels,
             matrix_view<float> distances, const row_filter& filter = {});
 
+/** What an extend did and where its time went (wall-clock seconds, summed over the chunks). */
+struct extend_report {
+  int64_t rows_added = 0;
+  uint32_t chunks = 0;
+  backend backend_used = backend::cpu;  ///< where the candidates were searched
+  double search_seconds = 0;            ///< candidates from the index's own search
+  double chunk_knn_seconds = 0;         ///< exact kNN inside each chunk
+  double graph_seconds = 0;             ///< pruning, the new rows, reverse edges (host)
+  double device_seconds = 0;            ///< bringing a backend's copy of the index up to date
+  double total_seconds = 0;             ///< everything, validation and conversion included
+};
+
 /** Inserts `vectors` into `idx` (docs/living_index.md): per chunk of new rows, candidates from
  *  the index's own search and from the chunk itself, the build's rank-based pruning, and reverse
  *  edges into existing rows that replace their weakest replaceable edge (the fixed degree is
  *  kept). The new rows are rows size() .. size() + n - 1.
  *  @param[in] labels  one label per new row, or null. An index with labels needs them; on an
  *                     index without, they make the existing rows' labels their row numbers.
+ *  @param[out] report optional: chunks and the time of each step
  *  Throws cagra::error (bad dimension, dtype, non-finite values, empty batch, duplicate or
  *  missing labels) and then leaves the index exactly as it was. */
 void extend(const resources& res, const extend_params& params, index& idx, dataset_view vectors,
-            const int64_t* labels = nullptr);
+            const int64_t* labels = nullptr, extend_report* report = nullptr);
 
 /** Marks the rows with these labels (row numbers when the index has no labels) deleted: they
  *  are never returned again, but stay walkable until compact(). Throws (and changes nothing)
@@ -110,9 +123,10 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
 int64_t remove(const resources& res, index& idx, const int64_t* labels, int64_t n,
                double compact_above = 0.0);
 
-/** Drops the deleted rows: neighbour lists that pointed at them are repaired through the deleted
- *  rows' own neighbours (rank rule: candidates reachable through a kept neighbour come last),
- *  rows no longer pointed at get an in-edge, rows are renumbered in order. Labels are kept (an
+/** Drops the deleted rows: neighbour lists that pointed at them keep their live edges and refill
+ *  from the deleted rows' neighbours and 2-hop rows, nearest first (rank rule: candidates a kept
+ *  neighbour links to come last), refills get reverse edges, rows no longer pointed at get an
+ *  in-edge, rows are renumbered in order. Labels are kept (an
  *  index without labels gets its old row numbers as labels, so results keep their ids). */
 void compact(const resources& res, index& idx);
 

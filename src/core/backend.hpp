@@ -70,6 +70,11 @@ class backend_ops {
   virtual void search(const index& idx, const host_matrix& queries, const search_plan& plan,
                       const row_filter& filter, uint32_t* ids, float* distances,
                       const resources& res, search_stats* stats) const = 0;
+  /** `idx` changed in place (extend): rows [old_rows, idx.size()) are new and the graph rows in
+   *  `changed` (all < old_rows, ascending) were rewritten. A backend holding a copy of the index
+   *  brings it up to date or drops it; the CPU holds none. */
+  virtual void index_changed(const index& idx, int64_t old_rows,
+                             const std::vector<uint32_t>& changed) const = 0;
   /** Search with queries and results in device memory (the CUDA backend only). */
   virtual void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                              const row_filter& filter, uint32_t* ids, float* distances,
@@ -95,5 +100,11 @@ int host_threads(int requested);
  *  distance kernels: distance-based reordering of a kNN graph that came without distances.
  *  Throws for an id >= data.rows(). Defined by the CPU backend (src/cpu/backend.cpp). */
 void fill_knn_distances(const host_matrix& data, metric m, knn_graph& knn);
+
+/** Distances (the metric's ordering distance, cagra::metric) from row `x` of `data` (a storage
+ *  matrix) to rows `ids[0 .. n)`, into `out`. Defined by the CPU backend: compaction ranks its
+ *  refill candidates with it on the host, whichever backend searches. */
+void row_distances(const host_matrix& data, metric m, uint32_t x, const uint32_t* ids, size_t n,
+                   float* out);
 
 }  // namespace cagra::core

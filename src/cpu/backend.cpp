@@ -2,6 +2,9 @@
 // stage in this folder with the thread count and progress callback of `resources`.
 #include "cpu/backend.hpp"
 
+#include <type_traits>
+#include <vector>
+
 #include "cpu/distance.hpp"
 
 namespace cagra::cpu {
@@ -41,6 +44,7 @@ class cpu_ops final : public core::backend_ops {
                      float*, const resources&) const override {
     CAGRA_FAIL("the CPU backend does not search device memory");
   }
+  void index_changed(const index&, int64_t, const std::vector<uint32_t>&) const override {}
 };
 
 }  // namespace
@@ -64,6 +68,24 @@ void fill_knn_distances(const host_matrix& data, metric m, knn_graph& knn) {
                     (long long)data.rows());
       knn.distances[i * knn.k + j] = dist(x + i * data.cols(), x + int64_t{id} * data.cols());
     }
+}
+
+void row_distances(const host_matrix& data, metric m, uint32_t x, const uint32_t* ids, size_t n,
+                   float* out) {
+  cpu::dispatch_storage(data.type(), [&](auto tag) {
+    using T = decltype(tag);
+    const size_t dim = static_cast<size_t>(data.cols());
+    const T* rows = static_cast<const T*>(data.data());
+    const cpu::distance<T> dist{m, dim};
+    std::vector<cpu::query_t<T>> q(dim);  // the row as a query (f16 rows are compared in f32)
+    for (size_t j = 0; j < dim; ++j) {
+      if constexpr (std::is_same_v<T, half>)
+        q[j] = cpu::half_to_float(rows[size_t(x) * dim + j]);
+      else
+        q[j] = rows[size_t(x) * dim + j];
+    }
+    for (size_t i = 0; i < n; ++i) out[i] = dist(q.data(), rows + size_t(ids[i]) * dim);
+  });
 }
 
 }  // namespace cagra::core

@@ -34,6 +34,12 @@ device_info cuda_info(int device = 0);
 /** One line: "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs, 81559 MiB, driver 13000, runtime 13000)". */
 std::string describe(const device_info& d);
 
+/** Brings the cached device copy of `idx` (if any) up to date after an extend: rows
+ *  [old_rows, idx.size()) are appended (the buffers grow by half again when full) and the graph
+ *  rows `changed` are rewritten by one upload and a scatter kernel. A copy of another size than
+ *  old_rows is dropped instead (the next search copies the index anew). */
+void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed);
+
 /** GPU search (paper §IV-B/C) as `plan` (core/plan.cpp, backend cuda) says: the single-CTA
  *  kernel (the CPU's answer) or the multi-CTA kernel (recall parity, not bit parity), with the
  *  plan's io path. `queries` are host rows of the index's query type (core::queries_for),

@@ -1,15 +1,29 @@
-// Copies an index to the device once and caches it in the index (see state.hpp). Rows are
-// re-laid out with a 16-byte-aligned stride (zero padding: adds nothing to L2 or dot products)
-// because the distance teams read rows only with 16-byte vector loads.
+// Copies an index to the device once and caches it in the index (see state.hpp), and keeps the
+// copy up to date when extend changes the index in place. Rows are re-laid out with a
+// 16-byte-aligned stride (zero padding: adds nothing to L2 or dot products) because the distance
+// teams read rows only with 16-byte vector loads.
 #include "cuda/state.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include <cagra/error.hpp>
+
+#include "cuda/backend.hpp"
+#include "cuda/check.hpp"
 
 namespace cagra::cuda {
 namespace {
 std::mutex
     cache_mutex;  // guards idx.backend_cache() (a const index may be searched by many threads)
+
+/** graph[rows[i / degree] * degree + i % degree] = values[i]: the rewritten rows of an extend. */
+__global__ void scatter_rows(uint32_t* graph, uint32_t degree, const uint32_t* rows,
+                             const uint32_t* values, size_t n_values) {
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i < n_values) graph[size_t(rows[i / degree]) * degree + i % degree] = values[i];
 }
+}  // namespace
 
 std::shared_ptr<index_state> device_index(const index& idx, int device) {
   std::lock_guard<std::mutex> lock(cache_mutex);
@@ -42,6 +56,71 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   s->stream.sync();
   slot = s;
   return s;
+}
+
+void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  auto& slot = idx.backend_cache();
+  auto st = std::dynamic_pointer_cast<index_state>(slot);
+  if (!st) return;
+  if (st->rows != old_rows || st->degree != idx.graph_degree()) {
+    slot.reset();
+    return;
+  }
+  try {
+    stop_persistent(*st);
+    device_guard guard(st->device);
+    std::lock_guard<std::mutex> busy(st->workspace_mutex);
+    const cudaStream_t s = st->stream.get();
+    const int64_t n = idx.size(), added = n - old_rows;
+    const uint32_t degree = st->degree;
+    const size_t row_bytes = size_t{st->dim} * dtype_size(st->type), stride = st->row_stride;
+    if (st->dataset.size() < size_t(n) * stride) {  // grow by half again, keep the old rows
+      const size_t cap = std::max<size_t>(size_t(n), size_t(old_rows) + size_t(old_rows) / 2);
+      device_buffer<uint8_t> data(cap * stride);
+      device_buffer<uint32_t> graph(cap * degree);
+      CAGRA_CUDA_TRY(cudaMemcpyAsync(data.data(), st->dataset.data(), size_t(old_rows) * stride,
+                                     cudaMemcpyDeviceToDevice, s));
+      if (stride != row_bytes)  // zero padding of the rows to come
+        CAGRA_CUDA_TRY(cudaMemsetAsync(data.data() + size_t(old_rows) * stride, 0,
+                                       (cap - size_t(old_rows)) * stride, s));
+      CAGRA_CUDA_TRY(cudaMemcpyAsync(graph.data(), st->graph.data(),
+                                     size_t(old_rows) * degree * sizeof(uint32_t),
+                                     cudaMemcpyDeviceToDevice, s));
+      st->stream.sync();
+      st->dataset = std::move(data);
+      st->graph = std::move(graph);
+    }
+    if (added > 0) {
+      CAGRA_CUDA_TRY(cudaMemcpy2DAsync(st->dataset.data() + size_t(old_rows) * stride, stride,
+                                       idx.vectors().row_bytes(old_rows), row_bytes, row_bytes,
+                                       size_t(added), cudaMemcpyHostToDevice, s));
+      CAGRA_CUDA_TRY(
+          cudaMemcpyAsync(st->graph.data() + size_t(old_rows) * degree, idx.graph().row(old_rows),
+                          size_t(added) * degree * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+    }
+    device_buffer<uint32_t> d_rows, d_values;
+    if (!changed.empty()) {
+      std::vector<uint32_t> values(changed.size() * degree);
+      for (size_t i = 0; i < changed.size(); ++i)
+        std::copy_n(idx.graph().row(changed[i]), degree, values.data() + i * degree);
+      d_rows.reserve(changed.size());
+      d_values.reserve(values.size());
+      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_rows.data(), changed.data(),
+                                     changed.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_values.data(), values.data(),
+                                     values.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+      const unsigned block = 256;
+      scatter_rows<<<unsigned((values.size() + block - 1) / block), block, 0, s>>>(
+          st->graph.data(), degree, d_rows.data(), d_values.data(), values.size());
+      CAGRA_CUDA_TRY(cudaGetLastError());
+    }
+    st->stream.sync();
+    st->rows = n;
+  } catch (...) {
+    slot.reset();  // a half-updated copy is never searched
+    throw;
+  }
 }
 
 }  // namespace cagra::cuda

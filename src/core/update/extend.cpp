@@ -18,6 +18,7 @@
 // error anywhere leaves the index as it was (the graph is restored from a copy, appended rows are
 // cut off).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <numeric>
 
@@ -83,26 +84,36 @@ void check_new_labels(const index& idx, const int64_t* labels, int64_t n) {
   }
 }
 
+using clock_type = std::chrono::steady_clock;
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
 /** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
 void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
-                  std::vector<uint32_t>& in_degree) {
+                  std::vector<uint32_t>& in_degree, extend_report& rep) {
   const int64_t n = idx.size();
   const int64_t b = chunk.rows();
   const uint32_t d = idx.graph_degree();
   const int nt = core::host_threads(res.num_threads);
 
   // 1. Candidates: from the index (live rows only: search skips deleted ones) ...
+  auto t0 = clock_type::now();
   const uint32_t ks = static_cast<uint32_t>(std::min<int64_t>(e.candidates, idx.live_size()));
   std::vector<uint32_t> ann_ids(static_cast<size_t>(b) * ks);
   std::vector<float> ann_dist(static_cast<size_t>(b) * ks);
   search_params sp;
   sp.itopk_size = std::max(e.itopk, ks);
   search(res, sp, idx, chunk, ks, {ann_ids.data(), b, ks}, {ann_dist.data(), b, ks});
+  rep.search_seconds += seconds_since(t0);
   // ... and from the chunk itself.
+  t0 = clock_type::now();
   const uint32_t kb = static_cast<uint32_t>(std::min<int64_t>(e.candidates, b - 1));
   knn_graph own;
   if (kb > 0) own = brute_force_knn(res, idx.metric(), chunk, chunk, kb, true);
 
+  rep.chunk_knn_seconds += seconds_since(t0);
+  t0 = clock_type::now();
   const uint32_t kc = e.candidates;
   std::vector<uint32_t> cand(static_cast<size_t>(b) * kc, kInvalidId);
   std::vector<uint32_t> cand_n(static_cast<size_t>(b), 0);
@@ -193,30 +204,45 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   });
   auto is_deleted = [&](uint32_t id) { return idx.is_deleted(id); };
   const uint32_t quota = std::max(1u, d / 4);
+  std::vector<uint32_t> changed;  // existing rows rewritten (for the backends' copies)
   for (size_t i = 0; i < asks.size();) {
     size_t end = i;
     while (end < asks.size() && asks[end].row == asks[i].row) ++end;
     uint32_t taken = 0;
     uint32_t* row = g.data() + size_t(asks[i].row) * d;
+    const uint32_t y = asks[i].row;
     for (; i < end && taken < quota; ++i)
       taken += core::insert_in_edge(row, d, asks[i].from, in_degree, is_deleted);
+    if (taken) changed.push_back(y);
     i = end;
   }
 
   // 5. Every new row gets an in-edge.
   for (int64_t j = 0; j < b; ++j) {
     const uint32_t x = static_cast<uint32_t>(n + j);
-    for (uint32_t r = 0; r < d && in_degree[x] == 0; ++r)
-      core::insert_in_edge(g.data() + size_t(fwd[size_t(j) * d + r]) * d, d, x, in_degree,
-                           is_deleted);
+    for (uint32_t r = 0; r < d && in_degree[x] == 0; ++r) {
+      const uint32_t y = fwd[size_t(j) * d + r];
+      if (core::insert_in_edge(g.data() + size_t(y) * d, d, x, in_degree, is_deleted) && y < n)
+        changed.push_back(y);
+    }
   }
-  index_editor::drop_backend_state(idx);
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  // New rows that received an in-edge in step 5 are uploaded with the new rows.
+  rep.graph_seconds += seconds_since(t0);
+
+  t0 = clock_type::now();
+  for (backend b : {backend::cpu, backend::cuda})
+    core::backend_for(b).index_changed(idx, n, changed);
+  rep.device_seconds += seconds_since(t0);
+  ++rep.chunks;
 }
 
 }  // namespace
 
 void extend(const resources& res, const extend_params& params, index& idx, dataset_view vectors,
-            const int64_t* labels) {
+            const int64_t* labels, extend_report* report) {
+  const auto t_start = clock_type::now();
   CAGRA_EXPECTS(idx.size() > 0, "extend: the index is empty (build one first)");
   CAGRA_EXPECTS(vectors.rows > 0 && vectors.data != nullptr,
                 "extend: no vectors given (an empty batch)");
@@ -236,6 +262,8 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
   if (labels) check_new_labels(idx, labels, vectors.rows);
 
   const int64_t n0 = idx.size(), total = n0 + vectors.rows;
+  extend_report rep;
+  rep.backend_used = core::resolve_backend(res);
   host_matrix& vec = index_editor::vectors(idx);
   std::vector<uint32_t>& g = index_editor::graph(idx);
   std::vector<int64_t>& lab = index_editor::labels(idx);
@@ -251,7 +279,7 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
       std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
-      extend_chunk(res, e, idx, chunk, in_degree);
+      extend_chunk(res, e, idx, chunk, in_degree, rep);
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }
     if (labels || !lab.empty()) {
@@ -271,6 +299,9 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     index_editor::drop_backend_state(idx);
     throw;
   }
+  rep.rows_added = vectors.rows;
+  rep.total_seconds = seconds_since(t_start);
+  if (report) *report = rep;
 }
 
 }  // namespace cagra
