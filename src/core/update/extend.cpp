@@ -91,7 +91,8 @@ double seconds_since(clock_type::time_point t0) {
 
 /** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
 void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
-                  std::vector<uint32_t>& in_degree, extend_report& rep) {
+                  std::vector<uint32_t>& in_degree, std::vector<core::prune_scratch>& scratch,
+                  extend_report& rep) {
   const int64_t n = idx.size();
   const int64_t b = chunk.rows();
   const uint32_t d = idx.graph_degree();
@@ -149,11 +150,12 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   std::vector<uint32_t> fwd_n(static_cast<size_t>(b), 0);
 #pragma omp parallel num_threads(nt)
   {
-    core::prune_scratch scratch;
+    core::prune_scratch& own_scratch = scratch[size_t(omp_get_thread_num())];
+    own_scratch.cover(size_t(n + b));
 #pragma omp for schedule(dynamic, 64)
     for (int64_t j = 0; j < b; ++j)
       fwd_n[size_t(j)] = core::prune_by_rank(cand.data() + j * kc, cand_n[size_t(j)], neighbors_of,
-                                             d, fwd.data() + j * d, scratch);
+                                             d, fwd.data() + j * d, own_scratch);
   }
   for (int64_t j = 0; j < b; ++j)
     CAGRA_EXPECTS(fwd_n[size_t(j)] == d,
@@ -194,14 +196,14 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   std::vector<ask> asks;
   asks.reserve(size_t(b) * (d / 2 + 1));
   const uint32_t half = std::max(1u, d / 2);
-  for (int64_t j = 0; j < b; ++j)
-    for (uint32_t r = 0; r < half; ++r) {
+  for (uint32_t r = 0; r < half; ++r)  // generated in (rank, new row) order ...
+    for (int64_t j = 0; j < b; ++j) {
       const uint32_t y = fwd[size_t(j) * d + r];
       if (y < n) asks.push_back({y, r, static_cast<uint32_t>(n + j)});
     }
-  std::sort(asks.begin(), asks.end(), [](const ask& a, const ask& c) {
-    return a.row != c.row ? a.row < c.row : a.rank != c.rank ? a.rank < c.rank : a.from < c.from;
-  });
+  // ... so a stable sort by row gives (row, rank, new row).
+  std::stable_sort(asks.begin(), asks.end(),
+                   [](const ask& a, const ask& c) { return a.row < c.row; });
   auto is_deleted = [&](uint32_t id) { return idx.is_deleted(id); };
   const uint32_t quota = std::max(1u, d / 4);
   std::vector<uint32_t> changed;  // existing rows rewritten (for the backends' copies)
@@ -275,11 +277,12 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     vec.reserve_rows(total);
     g.reserve(size_t(total) * idx.graph_degree());
     std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total);
+    std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
       std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
-      extend_chunk(res, e, idx, chunk, in_degree, rep);
+      extend_chunk(res, e, idx, chunk, in_degree, scratch, rep);
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }
     if (labels || !lab.empty()) {
