@@ -161,10 +161,11 @@ int run(const options& o) {
     extend(res, ep, grown, rest, nullptr, &er);
     const double ext_s = since(t);
     std::printf(
-        "extend: %u chunks, search %.2f s, chunk kNN %.2f s, graph %.2f s, device copy "
+        "extend: %u chunks, search %.2f s, chunk kNN %.2f s, prune %.2f s, reverse %.2f s, device "
+        "copy "
         "%.2f s, total %.2f s\n",
-        er.chunks, er.search_seconds, er.chunk_knn_seconds, er.graph_seconds, er.device_seconds,
-        er.total_seconds);
+        er.chunks, er.search_seconds, er.chunk_knn_seconds, er.prune_seconds, er.reverse_seconds,
+        er.device_seconds, er.total_seconds);
     std::printf(
         "build %lld rows %.2f s; build %lld rows %.2f s + extend %lld rows %.2f s = %.0f "
         "rows/s\n",

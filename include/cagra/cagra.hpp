@@ -99,7 +99,8 @@ struct extend_report {
   backend backend_used = backend::cpu;  ///< where the candidates were searched
   double search_seconds = 0;            ///< candidates from the index's own search
   double chunk_knn_seconds = 0;         ///< exact kNN inside each chunk
-  double graph_seconds = 0;             ///< pruning, the new rows, reverse edges (host)
+  double prune_seconds = 0;             ///< merging candidates, pruning, the new rows (host)
+  double reverse_seconds = 0;           ///< appending, reverse edges into existing rows (host)
   double device_seconds = 0;            ///< bringing a backend's copy of the index up to date
   double total_seconds = 0;             ///< everything, validation and conversion included
 };

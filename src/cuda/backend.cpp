@@ -38,9 +38,9 @@ class cuda_ops final : public core::backend_ops {
     else
       cuda::search(idx, queries, plan, filter, ids, distances, res.device);
   }
-  void index_changed(const index& idx, int64_t old_rows,
-                     const std::vector<uint32_t>& changed) const override {
-    cuda::update_device_index(idx, old_rows, changed);
+  void index_changed(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
+                     const std::vector<uint32_t>& changed_rows) const override {
+    cuda::update_device_index(idx, old_rows, changed, changed_rows);
   }
   void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                      const row_filter& filter, uint32_t* ids, float* distances,

@@ -58,7 +58,8 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   return s;
 }
 
-void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed) {
+void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
+                         const std::vector<uint32_t>& changed_rows) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& slot = idx.backend_cache();
   auto st = std::dynamic_pointer_cast<index_state>(slot);
@@ -101,9 +102,10 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
     }
     device_buffer<uint32_t> d_rows, d_values;
     if (!changed.empty()) {
-      std::vector<uint32_t> values(changed.size() * degree);
-      for (size_t i = 0; i < changed.size(); ++i)
-        std::copy_n(idx.graph().row(changed[i]), degree, values.data() + i * degree);
+      CAGRA_EXPECTS(changed_rows.size() == changed.size() * degree,
+                    "update_device_index: %zu values for %zu rows of degree %u",
+                    changed_rows.size(), changed.size(), degree);
+      const std::vector<uint32_t>& values = changed_rows;
       d_rows.reserve(changed.size());
       d_values.reserve(values.size());
       CAGRA_CUDA_TRY(cudaMemcpyAsync(d_rows.data(), changed.data(),

@@ -89,6 +89,24 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/** A new row's request to be pointed at by an existing row. */
+struct ask {
+  uint32_t row, rank, from;
+};
+
+/** Stable sort of `asks` by row (LSD radix, two 16-bit passes). */
+void radix_sort_by_row(std::vector<ask>& asks) {
+  std::vector<ask> tmp(asks.size());
+  std::vector<size_t> start(65537);
+  for (int shift : {0, 16}) {
+    std::fill(start.begin(), start.end(), size_t{0});
+    for (const ask& a : asks) ++start[((a.row >> shift) & 0xFFFFu) + 1];
+    for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+    for (const ask& a : asks) tmp[start[(a.row >> shift) & 0xFFFFu]++] = a;
+    asks.swap(tmp);
+  }
+}
+
 /** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
 void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
                   std::vector<uint32_t>& in_degree, std::vector<core::prune_scratch>& scratch,
@@ -151,7 +169,6 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
 #pragma omp parallel num_threads(nt)
   {
     core::prune_scratch& own_scratch = scratch[size_t(omp_get_thread_num())];
-    own_scratch.cover(size_t(n + b));
 #pragma omp for schedule(dynamic, 64)
     for (int64_t j = 0; j < b; ++j)
       fwd_n[size_t(j)] = core::prune_by_rank(cand.data() + j * kc, cand_n[size_t(j)], neighbors_of,
@@ -178,6 +195,8 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
     core::merge_row(fwd.data() + j * d, rev.data() + j * d, rev_n[size_t(j)], d,
                     rows.data() + j * d);
 
+  rep.prune_seconds += seconds_since(t0);
+  t0 = clock_type::now();
   // Append (the graph grows; `graph` may move).
   index_editor::vectors(idx).append_rows(chunk);
   std::vector<uint32_t>& g = index_editor::graph(idx);
@@ -190,9 +209,6 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   }
 
   // 4. Reverse edges into existing rows, in (row, rank, new row) order.
-  struct ask {
-    uint32_t row, rank, from;
-  };
   std::vector<ask> asks;
   asks.reserve(size_t(b) * (d / 2 + 1));
   const uint32_t half = std::max(1u, d / 2);
@@ -201,9 +217,8 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
       const uint32_t y = fwd[size_t(j) * d + r];
       if (y < n) asks.push_back({y, r, static_cast<uint32_t>(n + j)});
     }
-  // ... so a stable sort by row gives (row, rank, new row).
-  std::stable_sort(asks.begin(), asks.end(),
-                   [](const ask& a, const ask& c) { return a.row < c.row; });
+  // ... so a stable sort by row gives (row, rank, new row): two 16-bit radix passes.
+  radix_sort_by_row(asks);
   auto is_deleted = [&](uint32_t id) { return idx.is_deleted(id); };
   const uint32_t quota = std::max(1u, d / 4);
   std::vector<uint32_t> changed;  // existing rows rewritten (for the backends' copies)
@@ -211,6 +226,7 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
     size_t end = i;
     while (end < asks.size() && asks[end].row == asks[i].row) ++end;
     uint32_t taken = 0;
+    if (end + 8 < asks.size()) __builtin_prefetch(g.data() + size_t(asks[end + 8].row) * d);
     uint32_t* row = g.data() + size_t(asks[i].row) * d;
     const uint32_t y = asks[i].row;
     for (; i < end && taken < quota; ++i)
@@ -231,11 +247,15 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   // New rows that received an in-edge in step 5 are uploaded with the new rows.
-  rep.graph_seconds += seconds_since(t0);
+  rep.reverse_seconds += seconds_since(t0);
 
   t0 = clock_type::now();
+  std::vector<uint32_t> changed_rows(changed.size() * d);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < int64_t(changed.size()); ++i)
+    std::copy_n(g.data() + size_t(changed[size_t(i)]) * d, d, changed_rows.data() + size_t(i) * d);
   for (backend b : {backend::cpu, backend::cuda})
-    core::backend_for(b).index_changed(idx, n, changed);
+    core::backend_for(b).index_changed(idx, n, changed, changed_rows);
   rep.device_seconds += seconds_since(t0);
   ++rep.chunks;
 }
@@ -278,6 +298,7 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     g.reserve(size_t(total) * idx.graph_degree());
     std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total);
     std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
+    for (core::prune_scratch& s : scratch) s.cover(size_t(total));
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
