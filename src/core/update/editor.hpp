@@ -18,6 +18,10 @@ struct index_editor {
   static int64_t& deleted(index& i) { return i.deleted_; }
   /** Rebuilds the label -> row lookup from labels_; throws (naming the label) on a duplicate. */
   static void index_labels(index& i);
+  /** Appends labels for rows size() - n .. size() - 1 (already checked: unique, new, >= 0) and
+   *  merges them into the lookup in O(size()). An index without labels first gets its row
+   *  numbers as labels. */
+  static void append_labels(index& i, const int64_t* labels, int64_t n);
   /** Forgets every backend's copy of the index (the next search uploads the new one). */
   static void drop_backend_state(index& i) { i.cache_.reset(); }
   /** Marks every row live (an all-set bitset over size() rows), the start of a first deletion. */

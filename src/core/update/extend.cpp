@@ -89,6 +89,22 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
+/** The rows an extend call rewrote, as they were before (restored if the call fails). */
+struct undo_log {
+  std::vector<uint8_t> saved;  // [rows before the call]: 1 once the row is in the log
+  std::vector<uint32_t> rows, values;
+  void save(const std::vector<uint32_t>& g, uint32_t row, uint32_t d) {
+    if (row >= saved.size() || saved[row]) return;
+    saved[row] = 1;
+    rows.push_back(row);
+    values.insert(values.end(), g.begin() + int64_t(row) * d, g.begin() + int64_t(row + 1) * d);
+  }
+  void restore(std::vector<uint32_t>& g, uint32_t d) const {
+    for (size_t i = 0; i < rows.size(); ++i)
+      std::copy_n(values.begin() + int64_t(i) * d, d, g.begin() + int64_t(rows[i]) * d);
+  }
+};
+
 /** A new row's request to be pointed at by an existing row. */
 struct ask {
   uint32_t row, rank, from;
@@ -110,7 +126,7 @@ void radix_sort_by_row(std::vector<ask>& asks) {
 /** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
 void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
                   std::vector<uint32_t>& in_degree, std::vector<core::prune_scratch>& scratch,
-                  extend_report& rep) {
+                  undo_log& undo, extend_report& rep) {
   const int64_t n = idx.size();
   const int64_t b = chunk.rows();
   const uint32_t d = idx.graph_degree();
@@ -169,6 +185,7 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
 #pragma omp parallel num_threads(nt)
   {
     core::prune_scratch& own_scratch = scratch[size_t(omp_get_thread_num())];
+    own_scratch.cover(size_t(n + b));  // once per call: later chunks find it large enough
 #pragma omp for schedule(dynamic, 64)
     for (int64_t j = 0; j < b; ++j)
       fwd_n[size_t(j)] = core::prune_by_rank(cand.data() + j * kc, cand_n[size_t(j)], neighbors_of,
@@ -229,6 +246,7 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
     if (end + 8 < asks.size()) __builtin_prefetch(g.data() + size_t(asks[end + 8].row) * d);
     uint32_t* row = g.data() + size_t(asks[i].row) * d;
     const uint32_t y = asks[i].row;
+    undo.save(g, y, d);
     for (; i < end && taken < quota; ++i)
       taken += core::insert_in_edge(row, d, asks[i].from, in_degree, is_deleted);
     if (taken) changed.push_back(y);
@@ -240,6 +258,7 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
     const uint32_t x = static_cast<uint32_t>(n + j);
     for (uint32_t r = 0; r < d && in_degree[x] == 0; ++r) {
       const uint32_t y = fwd[size_t(j) * d + r];
+      undo.save(g, y, d);
       if (core::insert_in_edge(g.data() + size_t(y) * d, d, x, in_degree, is_deleted) && y < n)
         changed.push_back(y);
     }
@@ -290,35 +309,34 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
   std::vector<uint32_t>& g = index_editor::graph(idx);
   std::vector<int64_t>& lab = index_editor::labels(idx);
   std::vector<uint32_t>& live = index_editor::live(idx);
-  const std::vector<uint32_t> graph_before = g;
+  const uint32_t d = idx.graph_degree();
   const std::vector<uint32_t> live_before = live;
-  const size_t labels_before = lab.size();
+  const bool had_labels = !lab.empty();
+  undo_log undo;
   try {
-    vec.reserve_rows(total);
-    g.reserve(size_t(total) * idx.graph_degree());
-    std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total);
+    // Room grows by half again at least, so that many small extends copy the index rarely.
+    const int64_t room = std::max(total, n0 + n0 / 2);
+    vec.reserve_rows(room);
+    g.reserve(size_t(room) * d);
+    undo.saved.assign(size_t(n0), 0);
+    std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total, nt);
     std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
-    for (core::prune_scratch& s : scratch) s.cover(size_t(total));
+    for (core::prune_scratch& s : scratch) s.rank_of.reserve(size_t(total));
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
       std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
-      extend_chunk(res, e, idx, chunk, in_degree, scratch, rep);
+      extend_chunk(res, e, idx, chunk, in_degree, scratch, undo, rep);
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }
-    if (labels || !lab.empty()) {
-      if (lab.empty()) {  // the existing rows' labels become their row numbers
-        lab.resize(size_t(n0));
-        std::iota(lab.begin(), lab.end(), int64_t{0});
-      }
-      lab.insert(lab.end(), labels, labels + vectors.rows);
-      index_editor::index_labels(idx);
-    }
+    if (labels) index_editor::append_labels(idx, labels, vectors.rows);
   } catch (...) {
     vec.truncate_rows(n0);
-    g = graph_before;
+    undo.restore(g, d);
+    g.resize(size_t(n0) * d);
     live = live_before;
-    lab.resize(labels_before);
+    if (!had_labels) lab.clear();
+    lab.resize(std::min(lab.size(), size_t(n0)));
     index_editor::index_labels(idx);
     index_editor::drop_backend_state(idx);
     throw;

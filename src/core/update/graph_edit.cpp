@@ -26,11 +26,16 @@ void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t de
   }
 }
 
-std::vector<uint32_t> in_degrees(const std::vector<uint32_t>& graph, int64_t rows,
-                                 int64_t capacity) {
+std::vector<uint32_t> in_degrees(const std::vector<uint32_t>& graph, int64_t rows, int64_t capacity,
+                                 int num_threads) {
   std::vector<uint32_t> deg(static_cast<size_t>(std::max(rows, capacity)), 0u);
-  const size_t n = graph.size();
-  for (size_t i = 0; i < n; ++i) ++deg[graph[i]];
+  const int64_t n = int64_t(graph.size());
+  // Counts are the same in any order: atomic increments spread over the threads.
+#pragma omp parallel for num_threads(num_threads) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+#pragma omp atomic
+    ++deg[graph[size_t(i)]];
+  }
   return deg;
 }
 

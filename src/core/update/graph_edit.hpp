@@ -92,8 +92,9 @@ bool insert_in_edge(uint32_t* row, uint32_t degree, uint32_t x, std::vector<uint
   return true;
 }
 
-/** In-degree of every node of a [rows, degree] graph. */
-std::vector<uint32_t> in_degrees(const std::vector<uint32_t>& graph, int64_t rows,
-                                 int64_t capacity);
+/** In-degree of every node of a [rows, degree] graph, in a vector of max(rows, capacity) counts
+ *  (computed on `num_threads` threads, core::host_threads). */
+std::vector<uint32_t> in_degrees(const std::vector<uint32_t>& graph, int64_t rows, int64_t capacity,
+                                 int num_threads);
 
 }  // namespace cagra::core

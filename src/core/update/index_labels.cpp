@@ -47,6 +47,26 @@ void index_editor::index_labels(index& i) {
   i.label_rows_ = std::move(rows);
 }
 
+void index_editor::append_labels(index& i, const int64_t* labels, int64_t n) {
+  const int64_t old_rows = i.size() - n;
+  if (i.labels_.empty()) {  // the existing rows' labels become their row numbers
+    i.labels_.resize(size_t(old_rows));
+    i.label_rows_.resize(size_t(old_rows));
+    for (int64_t r = 0; r < old_rows; ++r) {
+      i.labels_[size_t(r)] = r;
+      i.label_rows_[size_t(r)] = {r, uint32_t(r)};
+    }
+  }
+  i.labels_.insert(i.labels_.end(), labels, labels + n);
+  std::vector<std::pair<int64_t, uint32_t>> added(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) added[size_t(r)] = {labels[r], uint32_t(old_rows + r)};
+  std::sort(added.begin(), added.end());
+  const size_t mid = i.label_rows_.size();
+  i.label_rows_.insert(i.label_rows_.end(), added.begin(), added.end());
+  std::inplace_merge(i.label_rows_.begin(), i.label_rows_.begin() + int64_t(mid),
+                     i.label_rows_.end());
+}
+
 void index_editor::start_tombstones(index& i) {
   const int64_t n = i.size();
   i.live_.assign(size_t((n + 31) / 32), ~0u);

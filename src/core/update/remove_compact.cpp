@@ -182,7 +182,7 @@ void compact(const resources& res, index& idx) {
   // 2. Reverse edges for a row's first d / 2 refills (extend's step 4: at most d / 4
   //    per row, each replacing the row's weakest replaceable edge), then an in-edge for every
   //    row nobody points at.
-  std::vector<uint32_t> in_degree = core::in_degrees(g, m, m);
+  std::vector<uint32_t> in_degree = core::in_degrees(g, m, m, nt);
   auto never_deleted = [](uint32_t) { return false; };
   struct ask {
     uint32_t row, rank, from;
