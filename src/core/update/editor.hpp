@@ -22,6 +22,9 @@ struct index_editor {
    *  merges them into the lookup in O(size()). An index without labels first gets its row
    *  numbers as labels. */
   static void append_labels(index& i, const int64_t* labels, int64_t n);
+  /** Makes room for `rows` labels, so that append_labels up to that many does not allocate (an
+   *  index without labels gets its row numbers as labels here). */
+  static void reserve_labels(index& i, int64_t rows);
   /** Forgets every backend's copy of the index (the next search uploads the new one). */
   static void drop_backend_state(index& i) { i.cache_.reset(); }
   /** Marks every row live (an all-set bitset over size() rows), the start of a first deletion. */

@@ -89,12 +89,14 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/** The rows an extend call rewrote, as they were before (restored if the call fails). */
+/** The rows an extend call rewrote, as they were before (restored if the call fails). Only
+ *  chunks before the last need it: nothing after the last chunk's rewrites can fail. */
 struct undo_log {
+  bool active = false;
   std::vector<uint8_t> saved;  // [rows before the call]: 1 once the row is in the log
   std::vector<uint32_t> rows, values;
   void save(const std::vector<uint32_t>& g, uint32_t row, uint32_t d) {
-    if (row >= saved.size() || saved[row]) return;
+    if (!active || row >= saved.size() || saved[row]) return;
     saved[row] = 1;
     rows.push_back(row);
     values.insert(values.end(), g.begin() + int64_t(row) * d, g.begin() + int64_t(row + 1) * d);
@@ -185,7 +187,6 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
 #pragma omp parallel num_threads(nt)
   {
     core::prune_scratch& own_scratch = scratch[size_t(omp_get_thread_num())];
-    own_scratch.cover(size_t(n + b));  // once per call: later chunks find it large enough
 #pragma omp for schedule(dynamic, 64)
     for (int64_t j = 0; j < b; ++j)
       fwd_n[size_t(j)] = core::prune_by_rank(cand.data() + j * kc, cand_n[size_t(j)], neighbors_of,
@@ -238,7 +239,8 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   radix_sort_by_row(asks);
   auto is_deleted = [&](uint32_t id) { return idx.is_deleted(id); };
   const uint32_t quota = std::max(1u, d / 4);
-  std::vector<uint32_t> changed;  // existing rows rewritten (for the backends' copies)
+  std::vector<uint32_t> changed;             // existing rows rewritten (for the backends' copies)
+  changed.reserve(asks.size() + size_t(b));  // from here on nothing allocates, nothing throws
   for (size_t i = 0; i < asks.size();) {
     size_t end = i;
     while (end < asks.size() && asks[end].row == asks[i].row) ++end;
@@ -269,12 +271,19 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   rep.reverse_seconds += seconds_since(t0);
 
   t0 = clock_type::now();
-  std::vector<uint32_t> changed_rows(changed.size() * d);
+  try {
+    std::vector<uint32_t> changed_rows(changed.size() * d);
 #pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t i = 0; i < int64_t(changed.size()); ++i)
-    std::copy_n(g.data() + size_t(changed[size_t(i)]) * d, d, changed_rows.data() + size_t(i) * d);
-  for (backend b : {backend::cpu, backend::cuda})
-    core::backend_for(b).index_changed(idx, n, changed, changed_rows);
+    for (int64_t i = 0; i < int64_t(changed.size()); ++i)
+      std::copy_n(g.data() + size_t(changed[size_t(i)]) * d, d,
+                  changed_rows.data() + size_t(i) * d);
+    for (backend b : {backend::cpu, backend::cuda})
+      core::backend_for(b).index_changed(idx, n, changed, changed_rows);
+  } catch (...) {
+    // The index itself is complete: a backend that could not follow copies it anew on its next
+    // search (and reports there what stops it).
+    index_editor::drop_backend_state(idx);
+  }
   rep.device_seconds += seconds_since(t0);
   ++rep.chunks;
 }
@@ -318,14 +327,15 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     const int64_t room = std::max(total, n0 + n0 / 2);
     vec.reserve_rows(room);
     g.reserve(size_t(room) * d);
-    undo.saved.assign(size_t(n0), 0);
+    if (vectors.rows > e.chunk) undo.saved.assign(size_t(n0), 0);
+    if (labels) index_editor::reserve_labels(idx, room);
     std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total, nt);
     std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
-    for (core::prune_scratch& s : scratch) s.rank_of.reserve(size_t(total));
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
       std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
+      undo.active = first + rows < vectors.rows;
       extend_chunk(res, e, idx, chunk, in_degree, scratch, undo, rep);
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }

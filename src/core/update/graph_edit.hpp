@@ -24,12 +24,7 @@ void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t de
 
 /** Scratch space of prune_by_rank, reused across calls by one thread. */
 struct prune_scratch {
-  std::vector<int32_t> rank_of;  // id -> rank in the current list, -1 elsewhere
-  std::vector<uint32_t> count, order, bucket;
-  /** Makes rank_of cover ids < n (all -1). */
-  void cover(size_t n) {
-    if (rank_of.size() < n) rank_of.resize(n, -1);
-  }
+  std::vector<uint32_t> keys, ranks, count, order, bucket;
 };
 
 /** A neighbour list: `n` ids, the i-th at rank i. */
@@ -42,21 +37,36 @@ struct id_list {
  *  distinct ids, nearest first (rank = position). For candidate Y at rank r, every Z at rank
  *  s < r whose own list (neighbors_of(Z)) holds Y at a position t with max(s, t) < r is a
  *  detour. Candidates are ordered by (detours, rank) and the first min(kc, degree) written to
- *  `out`; returns how many. Every id met must be below what `s.cover` was given. */
+ *  `out`; returns how many. */
 template <typename NeighborsOf>
 uint32_t prune_by_rank(const uint32_t* cands, uint32_t kc, NeighborsOf&& neighbors_of,
                        uint32_t degree, uint32_t* out, prune_scratch& s) {
-  for (uint32_t r = 0; r < kc; ++r) s.rank_of[cands[r]] = int32_t(r);
+  // Open addressing over at least 4 kc slots: id -> rank.
+  uint32_t cap = 8;
+  while (cap < 4 * kc) cap <<= 1;
+  s.keys.assign(cap, kInvalidId);
+  s.ranks.resize(cap);
+  auto slot_of = [&](uint32_t id) {
+    uint32_t h = (id * 2654435761u) & (cap - 1);
+    while (s.keys[h] != kInvalidId && s.keys[h] != id) h = (h + 1) & (cap - 1);
+    return h;
+  };
+  for (uint32_t r = 0; r < kc; ++r) {
+    const uint32_t h = slot_of(cands[r]);
+    s.keys[h] = cands[r];
+    s.ranks[h] = r;
+  }
   s.count.assign(kc + 1, 0u);
   for (uint32_t j = 0; j + 1 < kc; ++j) {
     const id_list z = neighbors_of(cands[j]);
     const uint32_t tn = std::min(z.n, kc);  // a position >= kc is never below a rank < kc
     for (uint32_t t = 0; t < tn; ++t) {
-      const int32_t r = s.rank_of[z.ids[t]];
-      if (r > int32_t(std::max(j, t))) ++s.count[uint32_t(r)];
+      const uint32_t h = slot_of(z.ids[t]);
+      if (s.keys[h] == kInvalidId) continue;
+      const uint32_t r = s.ranks[h];
+      if (r > std::max(j, t)) ++s.count[r];
     }
   }
-  for (uint32_t r = 0; r < kc; ++r) s.rank_of[cands[r]] = -1;
   // Stable counting sort by detour count (counts are < kc).
   s.bucket.assign(kc + 1, 0u);
   for (uint32_t r = 0; r < kc; ++r) ++s.bucket[s.count[r]];

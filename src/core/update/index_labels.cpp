@@ -47,22 +47,26 @@ void index_editor::index_labels(index& i) {
   i.label_rows_ = std::move(rows);
 }
 
-void index_editor::append_labels(index& i, const int64_t* labels, int64_t n) {
-  const int64_t old_rows = i.size() - n;
+void index_editor::reserve_labels(index& i, int64_t rows) {
   if (i.labels_.empty()) {  // the existing rows' labels become their row numbers
-    i.labels_.resize(size_t(old_rows));
-    i.label_rows_.resize(size_t(old_rows));
-    for (int64_t r = 0; r < old_rows; ++r) {
+    const int64_t n = i.size();
+    i.labels_.resize(size_t(n));
+    i.label_rows_.resize(size_t(n));
+    for (int64_t r = 0; r < n; ++r) {
       i.labels_[size_t(r)] = r;
       i.label_rows_[size_t(r)] = {r, uint32_t(r)};
     }
   }
+  i.labels_.reserve(size_t(rows));
+  i.label_rows_.reserve(size_t(rows));
+}
+
+void index_editor::append_labels(index& i, const int64_t* labels, int64_t n) {
+  const int64_t old_rows = int64_t(i.labels_.size());
   i.labels_.insert(i.labels_.end(), labels, labels + n);
-  std::vector<std::pair<int64_t, uint32_t>> added(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) added[size_t(r)] = {labels[r], uint32_t(old_rows + r)};
-  std::sort(added.begin(), added.end());
   const size_t mid = i.label_rows_.size();
-  i.label_rows_.insert(i.label_rows_.end(), added.begin(), added.end());
+  for (int64_t r = 0; r < n; ++r) i.label_rows_.push_back({labels[r], uint32_t(old_rows + r)});
+  std::sort(i.label_rows_.begin() + int64_t(mid), i.label_rows_.end());
   std::inplace_merge(i.label_rows_.begin(), i.label_rows_.begin() + int64_t(mid),
                      i.label_rows_.end());
 }
