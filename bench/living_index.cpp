@@ -166,6 +166,7 @@ int run(const options& o) {
       extend(res, ep, grown, batch, nullptr, &r);
       ext_s += since(t);
       er.chunks += r.chunks;
+      er.setup_seconds += r.setup_seconds;
       er.search_seconds += r.search_seconds;
       er.chunk_knn_seconds += r.chunk_knn_seconds;
       er.prune_seconds += r.prune_seconds;
@@ -174,11 +175,12 @@ int run(const options& o) {
       er.total_seconds += r.total_seconds;
     }
     std::printf(
-        "extend: %u chunks, search %.2f s, chunk kNN %.2f s, prune %.2f s, reverse %.2f s, device "
+        "extend: %u chunks, setup %.2f s, search %.2f s, chunk kNN %.2f s, prune %.2f s, reverse "
+        "%.2f s, device "
         "copy "
         "%.2f s, total %.2f s\n",
-        er.chunks, er.search_seconds, er.chunk_knn_seconds, er.prune_seconds, er.reverse_seconds,
-        er.device_seconds, er.total_seconds);
+        er.chunks, er.setup_seconds, er.search_seconds, er.chunk_knn_seconds, er.prune_seconds,
+        er.reverse_seconds, er.device_seconds, er.total_seconds);
     std::printf(
         "build %lld rows %.2f s; build %lld rows %.2f s + extend %lld rows %.2f s = %.0f "
         "rows/s\n",

@@ -97,6 +97,7 @@ struct extend_report {
   int64_t rows_added = 0;
   uint32_t chunks = 0;
   backend backend_used = backend::cpu;  ///< where the candidates were searched
+  double setup_seconds = 0;             ///< checks, conversion, room for the new rows, in-degrees
   double search_seconds = 0;            ///< candidates from the index's own search
   double chunk_knn_seconds = 0;         ///< exact kNN inside each chunk
   double prune_seconds = 0;             ///< merging candidates, pruning, the new rows (host)

@@ -96,6 +96,9 @@ class index {
   std::vector<std::pair<int64_t, uint32_t>> label_rows_;
   std::vector<uint32_t> live_;  // bitset of live rows; empty when deleted_ == 0
   int64_t deleted_ = 0;
+  /** In-degree of every row, kept by extend between calls (derived from graph_; empty = not
+   *  computed, or stale after another change). */
+  std::vector<uint32_t> in_degree_;
   mutable std::shared_ptr<detail::backend_state> cache_;
 };
 

@@ -16,6 +16,8 @@ struct index_editor {
   static std::vector<int64_t>& labels(index& i) { return i.labels_; }
   static std::vector<uint32_t>& live(index& i) { return i.live_; }
   static int64_t& deleted(index& i) { return i.deleted_; }
+  /** extend's in-degree cache (cagra/index.hpp): size() counts when valid, else empty. */
+  static std::vector<uint32_t>& in_degree(index& i) { return i.in_degree_; }
   /** Rebuilds the label -> row lookup from labels_; throws (naming the label) on a duplicate. */
   static void index_labels(index& i);
   /** Appends labels for rows size() - n .. size() - 1 (already checked: unique, new, >= 0) and

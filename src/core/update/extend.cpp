@@ -329,7 +329,10 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     g.reserve(size_t(room) * d);
     if (vectors.rows > e.chunk) undo.saved.assign(size_t(n0), 0);
     if (labels) index_editor::reserve_labels(idx, room);
-    std::vector<uint32_t> in_degree = core::in_degrees(g, n0, total, nt);
+    std::vector<uint32_t>& in_degree = index_editor::in_degree(idx);  // kept between calls
+    if (int64_t(in_degree.size()) != n0) in_degree = core::in_degrees(g, n0, n0, nt);
+    in_degree.resize(size_t(total), 0u);
+    rep.setup_seconds = seconds_since(t_start);
     std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
@@ -341,6 +344,7 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     }
     if (labels) index_editor::append_labels(idx, labels, vectors.rows);
   } catch (...) {
+    index_editor::in_degree(idx).clear();  // recomputed by the next extend
     vec.truncate_rows(n0);
     undo.restore(g, d);
     g.resize(size_t(n0) * d);

@@ -224,6 +224,7 @@ void compact(const resources& res, index& idx) {
   index_editor::labels(idx) = std::move(lab);
   index_editor::live(idx).clear();
   index_editor::deleted(idx) = 0;
+  index_editor::in_degree(idx).clear();
   index_editor::index_labels(idx);
   index_editor::drop_backend_state(idx);
 }
