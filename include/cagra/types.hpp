@@ -157,7 +157,8 @@ class host_matrix {
   void append_rows(const host_matrix& more);
   /** Keeps the first `rows` rows (rows <= rows()). */
   void truncate_rows(int64_t rows);
-  /** Reserves room for `rows` rows, so that appends up to that size do not reallocate. */
+  /** Reserves room for `rows` rows, so that appends up to that size do not reallocate; when it
+   *  must grow, it grows by half again at least (repeated small appends copy rarely). */
   void reserve_rows(int64_t rows);
 
  private:

@@ -108,8 +108,9 @@ void host_matrix::truncate_rows(int64_t rows) {
 }
 
 void host_matrix::reserve_rows(int64_t rows) {
-  if (rows > rows_)
-    bytes_.reserve(static_cast<size_t>(rows) * static_cast<size_t>(cols_) * dtype_size(type_));
+  const size_t row_bytes = static_cast<size_t>(cols_) * dtype_size(type_);
+  const size_t want = static_cast<size_t>(rows) * row_bytes;
+  if (want > bytes_.capacity()) bytes_.reserve(std::max(want, bytes_.size() + bytes_.size() / 2));
 }
 
 index::index(cagra::metric m, host_matrix vectors, std::vector<uint32_t> graph, uint32_t degree)

@@ -323,14 +323,16 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
   const bool had_labels = !lab.empty();
   undo_log undo;
   try {
-    // Room grows by half again at least, so that many small extends copy the index rarely.
+    // Room grows by half again at least when it must grow, so that many small extends copy the
+    // index rarely.
     const int64_t room = std::max(total, n0 + n0 / 2);
-    vec.reserve_rows(room);
-    g.reserve(size_t(room) * d);
+    vec.reserve_rows(total);
+    if (g.capacity() < size_t(total) * d) g.reserve(size_t(room) * d);
     if (vectors.rows > e.chunk) undo.saved.assign(size_t(n0), 0);
-    if (labels) index_editor::reserve_labels(idx, room);
+    if (labels) index_editor::reserve_labels(idx, total);
     std::vector<uint32_t>& in_degree = index_editor::in_degree(idx);  // kept between calls
     if (int64_t(in_degree.size()) != n0) in_degree = core::in_degrees(g, n0, n0, nt);
+    if (in_degree.capacity() < size_t(total)) in_degree.reserve(size_t(room));
     in_degree.resize(size_t(total), 0u);
     rep.setup_seconds = seconds_since(t_start);
     std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));

@@ -57,8 +57,10 @@ void index_editor::reserve_labels(index& i, int64_t rows) {
       i.label_rows_[size_t(r)] = {r, uint32_t(r)};
     }
   }
-  i.labels_.reserve(size_t(rows));
-  i.label_rows_.reserve(size_t(rows));
+  // Grown by half again at least, so that many small extends copy the labels rarely.
+  const size_t room = std::max(size_t(rows), i.labels_.size() + i.labels_.size() / 2);
+  if (i.labels_.capacity() < size_t(rows)) i.labels_.reserve(room);
+  if (i.label_rows_.capacity() < size_t(rows)) i.label_rows_.reserve(room);
 }
 
 void index_editor::append_labels(index& i, const int64_t* labels, int64_t n) {
