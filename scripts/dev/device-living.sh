@@ -6,7 +6,7 @@
 # 10% / 50% removed before and after compaction against a fresh build. Logs and the JSON lines
 # ($OUT/living-NAME-DEVICE-COMMIT.jsonl) go to $OUT; a summary is printed last.
 #
-# Carry data/shared (bigann10k, for the tests). Environment: OUT (/tmp/out), BUILD_DIR
+# Carry data/shared (bigann10k, for the tests) and data/fashion (Fashion-MNIST's .gz files). Environment: OUT (/tmp/out), BUILD_DIR
 # (build-device), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), STEPS (build,tests,memcheck,
 # bench), DEGREE (32), CHUNK (10000), CAGRA_COMMIT (pass it from the repository).
 set -uo pipefail
@@ -20,6 +20,9 @@ export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || 
 DEVICE_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
   sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')
 mkdir -p "$OUT"
+if [ -z "${CAGRA_FASHION_DIR:-}" ] && [ -f data/fashion/train-images-idx3-ubyte.gz ]; then
+  export CAGRA_FASHION_DIR="$PWD/data/fashion"  # carried (docs/dev/gpu-machine.md)
+fi
 SANITIZER=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 summary=()
 step() {  # step NAME LOG COMMAND...
