@@ -70,6 +70,17 @@ host_matrix slice(const host_matrix& m, int64_t first, int64_t rows) {
   return out;
 }
 
+index ring_index() {
+  host_matrix v(dtype::f32, 20, 8);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  for (int64_t i = 0; i < v.rows() * v.cols(); ++i) v.as<float>().data[i] = u(rng);
+  std::vector<uint32_t> graph;
+  for (uint32_t i = 0; i < 20; ++i)
+    for (uint32_t j = 1; j <= 4; ++j) graph.push_back((i + j) % 20);
+  return index(metric::l2, std::move(v), std::move(graph), 4);
+}
+
 real_set fashion(int64_t n_base, int64_t n_queries) {
   std::string d = fashion_dir();
   real_set s;

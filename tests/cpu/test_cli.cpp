@@ -32,14 +32,7 @@ std::string copy_to_temp(const std::string& src, const std::string& name) {
 std::string small_index() {
   static std::string path;
   if (!path.empty()) return path;
-  host_matrix v(dtype::f32, 20, 8);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(0, 1);
-  for (int64_t i = 0; i < v.rows() * v.cols(); ++i) v.as<float>().data[i] = u(rng);
-  std::vector<uint32_t> graph;
-  for (uint32_t i = 0; i < 20; ++i)
-    for (uint32_t j = 1; j <= 4; ++j) graph.push_back((i + j) % 20);
-  index idx(metric::l2, std::move(v), std::move(graph), 4);
+  index idx = ring_index();
   path = temp_path("small.cagra");
   save(idx, path);
   return path;

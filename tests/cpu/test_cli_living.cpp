@@ -66,14 +66,7 @@ std::string write_rows(const host_matrix& m, int64_t first, int64_t rows, const 
 /** A small valid index of 20 random 8-d f32 vectors (ring graph, degree 4), with `labels` when
  *  not empty, saved to a temporary file `name`. */
 std::string small_index(const std::string& name, std::vector<int64_t> labels = {}) {
-  host_matrix v(dtype::f32, 20, 8);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(0, 1);
-  for (int64_t i = 0; i < v.rows() * v.cols(); ++i) v.as<float>().data[i] = u(rng);
-  std::vector<uint32_t> graph;
-  for (uint32_t i = 0; i < 20; ++i)
-    for (uint32_t j = 1; j <= 4; ++j) graph.push_back((i + j) % 20);
-  index idx(metric::l2, std::move(v), std::move(graph), 4);
+  index idx = ring_index();
   if (!labels.empty()) idx.set_labels(std::move(labels));
   const std::string path = temp_path(name);
   save(idx, path);

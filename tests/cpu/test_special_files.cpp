@@ -95,16 +95,7 @@ int extra_entries(const std::string& dir, int made) {
   return n - made;
 }
 
-index small_index() {
-  host_matrix v(dtype::f32, 20, 8);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> u(0, 1);
-  for (int64_t i = 0; i < v.rows() * v.cols(); ++i) v.as<float>().data[i] = u(rng);
-  std::vector<uint32_t> graph;
-  for (uint32_t i = 0; i < 20; ++i)
-    for (uint32_t j = 1; j <= 4; ++j) graph.push_back((i + j) % 20);
-  return index(metric::l2, std::move(v), std::move(graph), 4);
-}
+index small_index() { return ring_index(); }
 
 // Every library writer on `path`: each must throw a cagra::error naming the problem.
 void expect_writers_refuse(const std::string& path, const std::string& ext_path) {
