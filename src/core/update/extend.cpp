@@ -9,14 +9,16 @@
 //  3. the new rows' graph rows: the pruned list merged with the chunk's own reverse edges, as the
 //     build's last step merges (core::merge_row);
 //  4. reverse edges into existing rows: each new row asks the first half of its pruned list to
-//     point back at it; a row takes at most degree / 4 such edges per chunk, each replacing its
-//     weakest replaceable edge (core::insert_in_edge keeps every node's in-degree >= 1), asks
-//     handled in (row, rank, new row) order so the result does not depend on threads;
+//     point back at it; a row takes at most degree / 4 such edges per chunk, in (rank, new row)
+//     order, each replacing its weakest replaceable edge (core::replace_edge): an edge to a
+//     deleted row, else one whose target keeps an in-edge however the other asked rows decide
+//     (its in-degree exceeds the asked rows that could drop it). Rows are rewritten in parallel
+//     and the result does not depend on the threads;
 //  5. a new row nobody points at yet gets one in-edge from the first of its neighbours that can
 //     take one.
 // Steps 2-5 are the same code for both backends; step 1 runs on the backend `res` names. An
-// error anywhere leaves the index as it was (the graph is restored from a copy, appended rows are
-// cut off).
+// error anywhere leaves the index as it was (rewritten rows are restored from an undo log,
+// appended rows cut off).
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -128,7 +130,7 @@ void radix_sort_by_row(std::vector<ask>& asks) {
 /** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
 void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
                   std::vector<uint32_t>& in_degree, std::vector<core::prune_scratch>& scratch,
-                  undo_log& undo, extend_report& rep) {
+                  undo_log& undo, std::vector<uint32_t>& held, extend_report& rep) {
   const int64_t n = idx.size();
   const int64_t b = chunk.rows();
   const uint32_t d = idx.graph_degree();
@@ -239,20 +241,49 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   radix_sort_by_row(asks);
   auto is_deleted = [&](uint32_t id) { return idx.is_deleted(id); };
   const uint32_t quota = std::max(1u, d / 4);
-  std::vector<uint32_t> changed;             // existing rows rewritten (for the backends' copies)
-  changed.reserve(asks.size() + size_t(b));  // from here on nothing allocates, nothing throws
-  for (size_t i = 0; i < asks.size();) {
-    size_t end = i;
-    while (end < asks.size() && asks[end].row == asks[i].row) ++end;
+  std::vector<size_t> group;  // asks[group[k] .. group[k + 1]) ask the same row
+  for (size_t i = 0; i < asks.size(); ++i)
+    if (i == 0 || asks[i].row != asks[i - 1].row) group.push_back(i);
+  const int64_t groups = int64_t(group.size());
+  group.push_back(asks.size());
+  // The rows are rewritten in parallel: an edge to z may go when z keeps another in-edge even
+  // if every asked row holding z in its replaceable half lost its edge to z (at most one each):
+  // in_degree[z] > (asked rows holding z there). The counts come first, the decisions read them
+  // only, and the in-degrees change after: the same graph on any number of threads.
+  std::fill(held.begin(), held.begin() + n, 0u);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+  for (int64_t k = 0; k < groups; ++k) {
+    const uint32_t* row = g.data() + size_t(asks[group[size_t(k)]].row) * d;
+    for (uint32_t s = d / 2; s < d; ++s) {
+#pragma omp atomic
+      ++held[row[s]];
+    }
+  }
+  for (int64_t k = 0; k < groups; ++k) undo.save(g, asks[group[size_t(k)]].row, d);
+  std::vector<uint32_t> gone(asks.size(), kInvalidId);  // per ask: the edge it replaced
+  std::vector<uint32_t> changed;  // existing rows rewritten (for the backends' copies)
+  changed.reserve(size_t(groups) + size_t(b));  // from here on nothing allocates, nothing throws
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
+  for (int64_t k = 0; k < groups; ++k) {
+    const size_t first = group[size_t(k)], end = group[size_t(k) + 1];
+    uint32_t* row = g.data() + size_t(asks[first].row) * d;
     uint32_t taken = 0;
-    if (end + 8 < asks.size()) __builtin_prefetch(g.data() + size_t(asks[end + 8].row) * d);
-    uint32_t* row = g.data() + size_t(asks[i].row) * d;
-    const uint32_t y = asks[i].row;
-    undo.save(g, y, d);
-    for (; i < end && taken < quota; ++i)
-      taken += core::insert_in_edge(row, d, asks[i].from, in_degree, is_deleted);
-    if (taken) changed.push_back(y);
-    i = end;
+    for (size_t i = first; i < end && taken < quota; ++i) {
+      gone[i] = core::replace_edge(row, d, asks[i].from, is_deleted,
+                                   [&](uint32_t z) { return in_degree[z] > held[z]; });
+      taken += gone[i] != kInvalidId;
+    }
+  }
+  for (int64_t k = 0; k < groups; ++k) {
+    const size_t first = group[size_t(k)], end = group[size_t(k) + 1];
+    bool any = false;
+    for (size_t i = first; i < end; ++i)
+      if (gone[i] != kInvalidId) {
+        --in_degree[gone[i]];
+        ++in_degree[asks[i].from];
+        any = true;
+      }
+    if (any) changed.push_back(asks[first].row);
   }
 
   // 5. Every new row gets an in-edge.
@@ -336,12 +367,13 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     in_degree.resize(size_t(total), 0u);
     rep.setup_seconds = seconds_since(t_start);
     std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
+    std::vector<uint32_t> held(static_cast<size_t>(total));  // extend_chunk's counts
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
       std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
       undo.active = first + rows < vectors.rows;
-      extend_chunk(res, e, idx, chunk, in_degree, scratch, undo, rep);
+      extend_chunk(res, e, idx, chunk, in_degree, scratch, undo, held, rep);
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }
     if (labels) index_editor::append_labels(idx, labels, vectors.rows);

@@ -78,6 +78,27 @@ uint32_t prune_by_rank(const uint32_t* cands, uint32_t kc, NeighborsOf&& neighbo
   return n_out;
 }
 
+/** The move of insert_in_edge with the rule as a predicate: puts `x` into `row` in place of the
+ *  last edge (down to slot degree / 2) to a deleted row, else the last one whose target
+ *  `may_lose(target)`; returns the target replaced, or kInvalidId (row unchanged). Touches no
+ *  shared state, so rows can be done in parallel. */
+template <typename IsDeleted, typename MayLose>
+uint32_t replace_edge(uint32_t* row, uint32_t degree, uint32_t x, IsDeleted&& is_deleted,
+                      MayLose&& may_lose) {
+  if (std::find(row, row + degree, x) != row + degree) return kInvalidId;
+  const uint32_t head = degree / 2;
+  int64_t slot = -1;
+  for (int64_t s = degree - 1; s >= int64_t{head} && slot < 0; --s)
+    if (is_deleted(row[s])) slot = s;
+  for (int64_t s = degree - 1; s >= int64_t{head} && slot < 0; --s)
+    if (may_lose(row[s])) slot = s;
+  if (slot < 0) return kInvalidId;
+  const uint32_t gone = row[slot];
+  for (int64_t s = slot; s > int64_t{head}; --s) row[s] = row[s - 1];
+  row[head] = x;
+  return gone;
+}
+
 /** Puts `x` into `row` (degree ids) in place of its weakest replaceable edge: scanning from the
  *  last slot down to slot degree / 2 (the head half, the row's strongest edges, is never
  *  touched), the first edge to a deleted row, else the first edge whose target keeps another
@@ -87,17 +108,10 @@ uint32_t prune_by_rank(const uint32_t* cands, uint32_t kc, NeighborsOf&& neighbo
 template <typename IsDeleted>
 bool insert_in_edge(uint32_t* row, uint32_t degree, uint32_t x, std::vector<uint32_t>& in_degree,
                     IsDeleted&& is_deleted) {
-  if (std::find(row, row + degree, x) != row + degree) return false;
-  const uint32_t head = degree / 2;
-  int64_t slot = -1;
-  for (int64_t s = degree - 1; s >= int64_t{head} && slot < 0; --s)
-    if (is_deleted(row[s])) slot = s;
-  for (int64_t s = degree - 1; s >= int64_t{head} && slot < 0; --s)
-    if (in_degree[row[s]] > 1) slot = s;
-  if (slot < 0) return false;
-  --in_degree[row[slot]];
-  for (int64_t s = slot; s > int64_t{head}; --s) row[s] = row[s - 1];
-  row[head] = x;
+  const uint32_t gone =
+      replace_edge(row, degree, x, is_deleted, [&](uint32_t z) { return in_degree[z] > 1; });
+  if (gone == kInvalidId) return false;
+  --in_degree[gone];
   ++in_degree[x];
   return true;
 }
