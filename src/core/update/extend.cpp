@@ -129,8 +129,8 @@ void radix_sort_by_row(std::vector<ask>& asks) {
 
 /** One chunk: rows [n, n + chunk.rows()) are added to `idx`; in_degree is kept up to date. */
 void extend_chunk(const resources& res, const extend_plan& e, index& idx, const host_matrix& chunk,
-                  std::vector<uint32_t>& in_degree, std::vector<core::prune_scratch>& scratch,
-                  undo_log& undo, std::vector<uint32_t>& held, extend_report& rep) {
+                  std::vector<uint32_t>& in_degree, undo_log& undo, std::vector<uint32_t>& held,
+                  extend_report& rep) {
   const int64_t n = idx.size();
   const int64_t b = chunk.rows();
   const uint32_t d = idx.graph_degree();
@@ -188,7 +188,10 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   std::vector<uint32_t> fwd_n(static_cast<size_t>(b), 0);
 #pragma omp parallel num_threads(nt)
   {
-    core::prune_scratch& own_scratch = scratch[size_t(omp_get_thread_num())];
+    // The thread's own rank array, kept between calls (4 bytes a row for each thread): filled
+    // anew on every call it was dearer than the pruning it speeds up.
+    thread_local core::prune_scratch own_scratch;
+    own_scratch.cover(size_t(n + b));
 #pragma omp for schedule(dynamic, 64)
     for (int64_t j = 0; j < b; ++j)
       fwd_n[size_t(j)] = core::prune_by_rank(cand.data() + j * kc, cand_n[size_t(j)], neighbors_of,
@@ -366,14 +369,13 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     if (in_degree.capacity() < size_t(total)) in_degree.reserve(size_t(room));
     in_degree.resize(size_t(total), 0u);
     rep.setup_seconds = seconds_since(t_start);
-    std::vector<core::prune_scratch> scratch(static_cast<size_t>(nt));
     std::vector<uint32_t> held(static_cast<size_t>(total));  // extend_chunk's counts
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
       host_matrix chunk(add.type(), rows, add.cols());
       std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
       undo.active = first + rows < vectors.rows;
-      extend_chunk(res, e, idx, chunk, in_degree, scratch, undo, held, rep);
+      extend_chunk(res, e, idx, chunk, in_degree, undo, held, rep);
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }
     if (labels) index_editor::append_labels(idx, labels, vectors.rows);

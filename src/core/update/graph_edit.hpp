@@ -22,9 +22,15 @@ namespace cagra::core {
 void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
                uint32_t* out);
 
-/** Scratch space of prune_by_rank, reused across calls by one thread. */
+/** Scratch space of prune_by_rank, reused across calls by one thread. `rank_of` maps an id to
+ *  its rank in the list being pruned (-1 elsewhere) and must cover every id met. */
 struct prune_scratch {
-  std::vector<uint32_t> keys, ranks, count, order, bucket;
+  std::vector<int32_t> rank_of;
+  std::vector<uint32_t> count, order, bucket;
+  /** Makes rank_of cover ids < n (grown by half again at least, new entries -1). */
+  void cover(size_t n) {
+    if (rank_of.size() < n) rank_of.resize(std::max(n, rank_of.size() + rank_of.size() / 2), -1);
+  }
 };
 
 /** A neighbour list: `n` ids, the i-th at rank i. */
@@ -37,36 +43,21 @@ struct id_list {
  *  distinct ids, nearest first (rank = position). For candidate Y at rank r, every Z at rank
  *  s < r whose own list (neighbors_of(Z)) holds Y at a position t with max(s, t) < r is a
  *  detour. Candidates are ordered by (detours, rank) and the first min(kc, degree) written to
- *  `out`; returns how many. */
+ *  `out`; returns how many. Every id met must be covered by `s` (prune_scratch::cover). */
 template <typename NeighborsOf>
 uint32_t prune_by_rank(const uint32_t* cands, uint32_t kc, NeighborsOf&& neighbors_of,
                        uint32_t degree, uint32_t* out, prune_scratch& s) {
-  // Open addressing over at least 4 kc slots: id -> rank.
-  uint32_t cap = 8;
-  while (cap < 4 * kc) cap <<= 1;
-  s.keys.assign(cap, kInvalidId);
-  s.ranks.resize(cap);
-  auto slot_of = [&](uint32_t id) {
-    uint32_t h = (id * 2654435761u) & (cap - 1);
-    while (s.keys[h] != kInvalidId && s.keys[h] != id) h = (h + 1) & (cap - 1);
-    return h;
-  };
-  for (uint32_t r = 0; r < kc; ++r) {
-    const uint32_t h = slot_of(cands[r]);
-    s.keys[h] = cands[r];
-    s.ranks[h] = r;
-  }
+  for (uint32_t r = 0; r < kc; ++r) s.rank_of[cands[r]] = int32_t(r);
   s.count.assign(kc + 1, 0u);
   for (uint32_t j = 0; j + 1 < kc; ++j) {
     const id_list z = neighbors_of(cands[j]);
     const uint32_t tn = std::min(z.n, kc);  // a position >= kc is never below a rank < kc
     for (uint32_t t = 0; t < tn; ++t) {
-      const uint32_t h = slot_of(z.ids[t]);
-      if (s.keys[h] == kInvalidId) continue;
-      const uint32_t r = s.ranks[h];
-      if (r > std::max(j, t)) ++s.count[r];
+      const int32_t r = s.rank_of[z.ids[t]];
+      if (r > int32_t(std::max(j, t))) ++s.count[uint32_t(r)];
     }
   }
+  for (uint32_t r = 0; r < kc; ++r) s.rank_of[cands[r]] = -1;
   // Stable counting sort by detour count (counts are < kc).
   s.bucket.assign(kc + 1, 0u);
   for (uint32_t r = 0; r < kc; ++r) ++s.bucket[s.count[r]];
