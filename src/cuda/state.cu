@@ -100,12 +100,13 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
           cudaMemcpyAsync(st->graph.data() + size_t(old_rows) * degree, idx.graph().row(old_rows),
                           size_t(added) * degree * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
     }
-    device_buffer<uint32_t> d_rows, d_values;
     if (!changed.empty()) {
       CAGRA_EXPECTS(changed_rows.size() == changed.size() * degree,
                     "update_device_index: %zu values for %zu rows of degree %u",
                     changed_rows.size(), changed.size(), degree);
       const std::vector<uint32_t>& values = changed_rows;
+      device_buffer<uint32_t>& d_rows = st->update_rows;
+      device_buffer<uint32_t>& d_values = st->update_values;
       d_rows.reserve(changed.size());
       d_values.reserve(values.size());
       CAGRA_CUDA_TRY(cudaMemcpyAsync(d_rows.data(), changed.data(),

@@ -38,6 +38,9 @@ struct index_state final : detail::backend_state {
   device_buffer<uint8_t> dataset;  // [rows, row_stride] bytes, zero padded
   device_buffer<uint32_t> graph;   // [rows, degree]
   cuda_stream stream;
+  // extend's updates of the rewritten graph rows (update_device_index): row ids and contents,
+  // grow-only so that a series of extends allocates once.
+  device_buffer<uint32_t> update_rows, update_values;
 
   std::mutex workspace_mutex;  // one search at a time uses the workspaces below
   search_workspace io;

@@ -277,17 +277,23 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
       taken += gone[i] != kInvalidId;
     }
   }
-  for (int64_t k = 0; k < groups; ++k) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < int64_t(asks.size()); ++i) {
+    if (gone[size_t(i)] == kInvalidId) continue;
+#pragma omp atomic
+    --in_degree[gone[size_t(i)]];
+#pragma omp atomic
+    ++in_degree[asks[size_t(i)].from];
+  }
+  for (int64_t k = 0; k < groups; ++k) {  // in row order: `changed` comes out sorted
     const size_t first = group[size_t(k)], end = group[size_t(k) + 1];
-    bool any = false;
     for (size_t i = first; i < end; ++i)
       if (gone[i] != kInvalidId) {
-        --in_degree[gone[i]];
-        ++in_degree[asks[i].from];
-        any = true;
+        changed.push_back(asks[first].row);
+        break;
       }
-    if (any) changed.push_back(asks[first].row);
   }
+  const size_t sorted_part = changed.size();
 
   // 5. Every new row gets an in-edge.
   for (int64_t j = 0; j < b; ++j) {
@@ -299,7 +305,8 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
         changed.push_back(y);
     }
   }
-  std::sort(changed.begin(), changed.end());
+  std::sort(changed.begin() + int64_t(sorted_part), changed.end());  // step 5's few
+  std::inplace_merge(changed.begin(), changed.begin() + int64_t(sorted_part), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   // New rows that received an in-edge in step 5 are uploaded with the new rows.
   rep.reverse_seconds += seconds_since(t0);
