@@ -50,9 +50,10 @@ if has memcheck; then
     "$BUILD_DIR/tests/cagra_cuda_tests" --gtest_filter='CudaLiving.*'
 fi
 if has bench; then
-  if [[ -s $DATA/base.u8bin ]]; then
-    step bench "living-$NAME.log" "$BUILD_DIR/living_index" "$DATA/base.u8bin" \
-      "$DATA/query.u8bin" "$DATA/gt.ibin" --backend cuda --degree "${DEGREE:-32}" \
+  base=$(ls "$DATA"/base.u8bin "$DATA"/base.fbin 2>/dev/null | head -1)
+  if [[ -n $base && -s $base ]]; then
+    step bench "living-$NAME.log" "$BUILD_DIR/living_index" "$base" \
+      "$DATA/query.${base##*.}" "$DATA/gt.ibin" --backend cuda --degree "${DEGREE:-32}" \
       --chunk "${CHUNK:-10000}" --dataset "$NAME" \
       --json "$OUT/living-$NAME-${DEVICE_TAG:-gpu}-$CAGRA_COMMIT.jsonl"
   else

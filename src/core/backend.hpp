@@ -71,12 +71,11 @@ class backend_ops {
                       const row_filter& filter, uint32_t* ids, float* distances,
                       const resources& res, search_stats* stats) const = 0;
   /** `idx` changed in place (extend): rows [old_rows, idx.size()) are new and the graph rows in
-   *  `changed` (all < old_rows, ascending) were rewritten; `changed_rows` holds their new
-   *  contents ([changed.size(), degree], gathered by the caller, which had them in cache). A
-   *  backend holding a copy of the index brings it up to date or drops it; the CPU holds none. */
+   *  `changed` (all < old_rows, ascending) were rewritten. A backend holding a copy of the index
+   *  brings it up to date (reading the rows from idx.graph(), with up to `threads` threads) or
+   *  drops it; the CPU holds none. */
   virtual void index_changed(const index& idx, int64_t old_rows,
-                             const std::vector<uint32_t>& changed,
-                             const std::vector<uint32_t>& changed_rows) const = 0;
+                             const std::vector<uint32_t>& changed, int threads) const = 0;
   /** Search with queries and results in device memory (the CUDA backend only). */
   virtual void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                              const row_filter& filter, uint32_t* ids, float* distances,

@@ -40,8 +40,7 @@ class no_cuda_ops final : public backend_ops {
                      float*, const resources&) const override {
     no_cuda();
   }
-  void index_changed(const index&, int64_t, const std::vector<uint32_t>&,
-                     const std::vector<uint32_t>&) const override {}
+  void index_changed(const index&, int64_t, const std::vector<uint32_t>&, int) const override {}
 };
 
 }  // namespace

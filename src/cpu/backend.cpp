@@ -44,8 +44,7 @@ class cpu_ops final : public core::backend_ops {
                      float*, const resources&) const override {
     CAGRA_FAIL("the CPU backend does not search device memory");
   }
-  void index_changed(const index&, int64_t, const std::vector<uint32_t>&,
-                     const std::vector<uint32_t>&) const override {}
+  void index_changed(const index&, int64_t, const std::vector<uint32_t>&, int) const override {}
 };
 
 }  // namespace

@@ -2,6 +2,8 @@
 // stage in this folder on the device `resources` names. Plain C++: the kernels sit below.
 #include "cuda/backend.hpp"
 
+#include <algorithm>
+
 #include "cuda/graph/nn_descent.hpp"
 #include "cuda/graph/optimize.hpp"
 
@@ -39,8 +41,15 @@ class cuda_ops final : public core::backend_ops {
       cuda::search(idx, queries, plan, filter, ids, distances, res.device);
   }
   void index_changed(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
-                     const std::vector<uint32_t>& changed_rows) const override {
-    cuda::update_device_index(idx, old_rows, changed, changed_rows);
+                     int threads) const override {
+    const uint32_t d = idx.graph_degree();
+    const uint32_t* graph = idx.graph().data;
+    // The rewritten rows, gathered into the upload's (pinned) staging by every thread.
+    cuda::update_device_index(idx, old_rows, changed, [&](uint32_t* out) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t i = 0; i < int64_t(changed.size()); ++i)
+        std::copy_n(graph + size_t(changed[size_t(i)]) * d, d, out + size_t(i) * d);
+    });
   }
   void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                      const row_filter& filter, uint32_t* ids, float* distances,

@@ -59,7 +59,7 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
 }
 
 void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
-                         const std::vector<uint32_t>& changed_rows) {
+                         const std::function<void(uint32_t*)>& gather_changed) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& slot = idx.backend_cache();
   auto st = std::dynamic_pointer_cast<index_state>(slot);
@@ -101,21 +101,20 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
                           size_t(added) * degree * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
     }
     if (!changed.empty()) {
-      CAGRA_EXPECTS(changed_rows.size() == changed.size() * degree,
-                    "update_device_index: %zu values for %zu rows of degree %u",
-                    changed_rows.size(), changed.size(), degree);
-      const std::vector<uint32_t>& values = changed_rows;
-      device_buffer<uint32_t>& d_rows = st->update_rows;
-      device_buffer<uint32_t>& d_values = st->update_values;
-      d_rows.reserve(changed.size());
-      d_values.reserve(values.size());
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_rows.data(), changed.data(),
-                                     changed.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_values.data(), values.data(),
-                                     values.size() * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+      // Staging [changed ids | their rows] in pinned memory: one fast upload, no page faults on
+      // a fresh buffer per call (grow-only, by half again).
+      const size_t n_values = changed.size() * degree, words = changed.size() + n_values;
+      pinned_buffer<uint32_t>& staging = st->update_staging;
+      if (staging.size() < words) staging.reserve(words + words / 2);
+      std::copy(changed.begin(), changed.end(), staging.data());
+      gather_changed(staging.data() + changed.size());
+      device_buffer<uint32_t>& d_words = st->update_words;
+      if (d_words.size() < words) d_words.reserve(words + words / 2);
+      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_words.data(), staging.data(), words * sizeof(uint32_t),
+                                     cudaMemcpyHostToDevice, s));
       const unsigned block = 256;
-      scatter_rows<<<unsigned((values.size() + block - 1) / block), block, 0, s>>>(
-          st->graph.data(), degree, d_rows.data(), d_values.data(), values.size());
+      scatter_rows<<<unsigned((n_values + block - 1) / block), block, 0, s>>>(
+          st->graph.data(), degree, d_words.data(), d_words.data() + changed.size(), n_values);
       CAGRA_CUDA_TRY(cudaGetLastError());
     }
     st->stream.sync();

@@ -38,9 +38,11 @@ struct index_state final : detail::backend_state {
   device_buffer<uint8_t> dataset;  // [rows, row_stride] bytes, zero padded
   device_buffer<uint32_t> graph;   // [rows, degree]
   cuda_stream stream;
-  // extend's updates of the rewritten graph rows (update_device_index): row ids and contents,
-  // grow-only so that a series of extends allocates once.
-  device_buffer<uint32_t> update_rows, update_values;
+  // extend's updates of the rewritten graph rows (update_device_index): row ids, then their
+  // contents, staged in pinned memory and uploaded; grow-only so that a series of extends
+  // allocates rarely.
+  pinned_buffer<uint32_t> update_staging;
+  device_buffer<uint32_t> update_words;
 
   std::mutex workspace_mutex;  // one search at a time uses the workspaces below
   search_workspace io;

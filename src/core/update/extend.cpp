@@ -224,7 +224,11 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   index_editor::vectors(idx).append_rows(chunk);
   std::vector<uint32_t>& g = index_editor::graph(idx);
   g.insert(g.end(), rows.begin(), rows.end());
-  for (uint32_t id : rows) ++in_degree[id];
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t i = 0; i < int64_t(rows.size()); ++i) {
+#pragma omp atomic
+    ++in_degree[rows[size_t(i)]];
+  }
   std::vector<uint32_t>& live = index_editor::live(idx);
   if (!live.empty()) {
     live.resize(size_t((n + b + 31) / 32), 0u);
@@ -253,7 +257,8 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
   // if every asked row holding z in its replaceable half lost its edge to z (at most one each):
   // in_degree[z] > (asked rows holding z there). The counts come first, the decisions read them
   // only, and the in-degrees change after: the same graph on any number of threads.
-  std::fill(held.begin(), held.begin() + n, 0u);
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (int64_t z = 0; z < n; ++z) held[size_t(z)] = 0;
 #pragma omp parallel for num_threads(nt) schedule(dynamic, 256)
   for (int64_t k = 0; k < groups; ++k) {
     const uint32_t* row = g.data() + size_t(asks[group[size_t(k)]].row) * d;
@@ -313,13 +318,8 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
 
   t0 = clock_type::now();
   try {
-    std::vector<uint32_t> changed_rows(changed.size() * d);
-#pragma omp parallel for num_threads(nt) schedule(static)
-    for (int64_t i = 0; i < int64_t(changed.size()); ++i)
-      std::copy_n(g.data() + size_t(changed[size_t(i)]) * d, d,
-                  changed_rows.data() + size_t(i) * d);
     for (backend b : {backend::cpu, backend::cuda})
-      core::backend_for(b).index_changed(idx, n, changed, changed_rows);
+      core::backend_for(b).index_changed(idx, n, changed, nt);
   } catch (...) {
     // The index itself is complete: a backend that could not follow copies it anew on its next
     // search (and reports there what stops it).
@@ -376,13 +376,20 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     if (in_degree.capacity() < size_t(total)) in_degree.reserve(size_t(room));
     in_degree.resize(size_t(total), 0u);
     rep.setup_seconds = seconds_since(t_start);
-    std::vector<uint32_t> held(static_cast<size_t>(total));  // extend_chunk's counts
+    // extend_chunk's counts, kept by the thread between calls (a fresh array of 4 bytes a row
+    // on every call cost more than the chunk's use of it).
+    thread_local std::vector<uint32_t> held;
+    if (held.size() < size_t(total)) held.resize(size_t(room));
     for (int64_t first = 0; first < vectors.rows; first += e.chunk) {
       const int64_t rows = std::min<int64_t>(e.chunk, vectors.rows - first);
-      host_matrix chunk(add.type(), rows, add.cols());
-      std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
       undo.active = first + rows < vectors.rows;
-      extend_chunk(res, e, idx, chunk, in_degree, undo, held, rep);
+      if (rows == vectors.rows) {  // one chunk: the rows as they are
+        extend_chunk(res, e, idx, add, in_degree, undo, held, rep);
+      } else {
+        host_matrix chunk(add.type(), rows, add.cols());
+        std::memcpy(chunk.data(), add.row_bytes(first), chunk.size_bytes());
+        extend_chunk(res, e, idx, chunk, in_degree, undo, held, rep);
+      }
       if (res.progress) res.progress("extend", double(first + rows) / double(vectors.rows));
     }
     if (labels) index_editor::append_labels(idx, labels, vectors.rows);

@@ -22,6 +22,9 @@
 //     rounding of the k-th may swap with it (recall stays ~1, never the ids of a different set).
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -245,6 +248,91 @@ struct cublas_handle {
   cublas_handle& operator=(const cublas_handle&) = delete;
 };
 
+/** What a brute-force call needs on one device: a stream, a cuBLAS handle and grow-only
+ *  buffers. Creating the handle and allocating the tiles cost milliseconds, more than the whole
+ *  search of a small call (extend's in-chunk kNN, a filtered search's exact path), so one
+ *  context per device is kept between calls and lent to one caller at a time; a caller that
+ *  finds it busy makes its own. Buffers above kKeepBytes are freed when the call ends. */
+struct context {
+  explicit context(int dev) : device(dev) {}
+  int device;
+  cuda_stream stream;
+  cublas_handle blas;
+  device_buffer<float> xs, qs, xnorm, qnorm, dots, d_dist;
+  device_buffer<uint8_t> staging;
+  device_buffer<uint32_t> mask, d_ids;
+  device_buffer<unsigned long long> state;
+
+  static constexpr size_t kKeepBytes = size_t{512} << 20;
+  size_t bytes() const {
+    return xs.bytes() + qs.bytes() + xnorm.bytes() + qnorm.bytes() + dots.bytes() +
+           d_dist.bytes() + staging.bytes() + mask.bytes() + d_ids.bytes() + state.bytes();
+  }
+  void trim() {
+    if (bytes() <= kKeepBytes) return;
+    xs = {}, qs = {}, xnorm = {}, qnorm = {}, dots = {}, d_dist = {};
+    staging = {}, mask = {}, d_ids = {}, state = {};
+  }
+};
+
+/** A context for `device` for the duration of one call: the kept one when it is free. Kept
+ *  contexts are never destroyed (the driver reclaims them when the process ends), so no
+ *  destructor runs after the CUDA runtime has shut down. */
+class context_lease {
+ public:
+  explicit context_lease(int device) {
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex());
+      slot& s = slots()[device];
+      if (!s.busy) {
+        s.busy = true;
+        slot_ = &s;
+      }
+    }
+    if (!slot_) {
+      own_ = std::make_unique<context>(device);
+      ctx_ = own_.get();
+      return;
+    }
+    try {
+      if (!slot_->ctx) slot_->ctx = new context(device);
+    } catch (...) {
+      give_back();
+      throw;
+    }
+    ctx_ = slot_->ctx;
+  }
+  ~context_lease() {
+    if (!slot_) return;
+    ctx_->trim();
+    give_back();
+  }
+  context_lease(const context_lease&) = delete;
+  context_lease& operator=(const context_lease&) = delete;
+  context& get() { return *ctx_; }
+
+ private:
+  struct slot {
+    context* ctx = nullptr;
+    bool busy = false;
+  };
+  static std::mutex& registry_mutex() {
+    static std::mutex* m = new std::mutex();
+    return *m;
+  }
+  static std::map<int, slot>& slots() {
+    static std::map<int, slot>* m = new std::map<int, slot>();
+    return *m;
+  }
+  void give_back() noexcept {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    slot_->busy = false;
+  }
+  std::unique_ptr<context> own_;
+  context* ctx_ = nullptr;
+  slot* slot_ = nullptr;
+};
+
 int64_t g_query_tile = 0, g_data_tile = 0;  // test overrides (0: the defaults)
 
 }  // namespace
@@ -276,18 +364,18 @@ knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, m
   CAGRA_EXPECTS(dim <= int64_t{1} << 30, "dimension %lld is too large", (long long)dim);
 
   device_guard guard(device);
-  cuda_stream stream;
+  context_lease lease(device);
+  context& c = lease.get();
+  cuda_stream& stream = c.stream;
   const cudaStream_t s = stream.get();
-  cublas_handle blas;
+  cublas_handle& blas = c.blas;
   CAGRA_CUBLAS_TRY(cublasSetStream(blas.h, s));
   CAGRA_CUBLAS_TRY(cublasSetMathMode(blas.h, CUBLAS_DEFAULT_MATH));  // true FP32, no TF32
 
-  device_buffer<float> xs, qs;
-  device_buffer<uint8_t> staging;
-  upload_f32(data, xs, staging, s);
-  upload_f32(queries, qs, staging, s);
-  staging = device_buffer<uint8_t>();
-  device_buffer<uint32_t> mask;
+  device_buffer<float>&xs = c.xs, &qs = c.qs;
+  upload_f32(data, xs, c.staging, s);
+  upload_f32(queries, qs, c.staging, s);
+  device_buffer<uint32_t>& mask = c.mask;
   if (h_mask) {
     const size_t words = size_t(row_filter::words_for(n)) * (mask_words ? size_t(nq) : 1);
     mask.reserve(words);
@@ -295,7 +383,7 @@ knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, m
         cudaMemcpyAsync(mask.data(), h_mask, words * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
   }
   const int metric_id = m == metric::l2 ? 0 : m == metric::inner_product ? 1 : 2;
-  device_buffer<float> xnorm, qnorm;
+  device_buffer<float>&xnorm = c.xnorm, &qnorm = c.qnorm;
   if (metric_id == 0) {
     xnorm.reserve(size_t(n));
     qnorm.reserve(size_t(nq));
@@ -311,10 +399,14 @@ knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, m
                       ? g_data_tile
                       : std::max<int64_t>(1024, int64_t(kTileBytes / sizeof(float)) / qtile);
   dtile = std::min(n, dtile);
-  device_buffer<float> dots(size_t(qtile) * size_t(dtile));
-  device_buffer<unsigned long long> state(size_t(qtile) * sz.slots);
-  device_buffer<uint32_t> d_ids(size_t(qtile) * k);
-  device_buffer<float> d_dist(size_t(qtile) * k);
+  device_buffer<float>& dots = c.dots;
+  device_buffer<unsigned long long>& state = c.state;
+  device_buffer<uint32_t>& d_ids = c.d_ids;
+  device_buffer<float>& d_dist = c.d_dist;
+  dots.reserve(size_t(qtile) * size_t(dtile));
+  state.reserve(size_t(qtile) * sz.slots);
+  d_ids.reserve(size_t(qtile) * k);
+  d_dist.reserve(size_t(qtile) * k);
   const size_t select_smem = size_t(sz.sort_size) * sizeof(unsigned long long);
   const size_t refine_smem = size_t(sz.slots) * sizeof(unsigned long long);
   if (select_smem > 48 * 1024)
