@@ -38,8 +38,8 @@ std::string describe(const device_info& d);
 /** Brings the cached device copy of `idx` (if any) up to date after an extend: rows
  *  [old_rows, idx.size()) are appended (the buffers grow by half again when full) and the graph
  *  rows `changed` get their new contents by one upload and a scatter kernel: `gather_changed`
- *  writes them ([changed.size(), degree]) into the upload's pinned staging buffer. A copy of another size than old_rows is dropped instead (the next search
- *  copies the index anew). */
+ *  writes them ([changed.size(), degree]) into the upload's pinned staging buffer. A copy of
+ * another size than old_rows is dropped instead (the next search copies the index anew). */
 void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
                          const std::function<void(uint32_t*)>& gather_changed);
 

@@ -265,8 +265,8 @@ struct context {
 
   static constexpr size_t kKeepBytes = size_t{512} << 20;
   size_t bytes() const {
-    return xs.bytes() + qs.bytes() + xnorm.bytes() + qnorm.bytes() + dots.bytes() +
-           d_dist.bytes() + staging.bytes() + mask.bytes() + d_ids.bytes() + state.bytes();
+    return xs.bytes() + qs.bytes() + xnorm.bytes() + qnorm.bytes() + dots.bytes() + d_dist.bytes() +
+           staging.bytes() + mask.bytes() + d_ids.bytes() + state.bytes();
   }
   void trim() {
     if (bytes() <= kKeepBytes) return;
