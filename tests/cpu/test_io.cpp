@@ -175,11 +175,13 @@ TEST(IoRoundTrip, HandMadeNpyVariants) {
   EXPECT_EQ(m.as<const float>().data[2], 0.25f);
   // 64-bit ids for read_neighbors, in range.
   bytes ids = npy("{\"descr\": \"<i8\", \"fortran_order\": False, \"shape\": (2, 2)}", 3);
-  ids.le64(0).le64(5).le64(4000000000ull).le64(1);
+  ids.le64(0).le64(5).le64(4000000000ull).le64(~uint64_t{0});
   write_bytes(temp_path("ids.npy"), ids.v);
   host_matrix got = io::read_neighbors(temp_path("ids.npy")).ids;
   ASSERT_EQ(got.type(), dtype::u32);
   EXPECT_EQ(got.as<const uint32_t>().data[2], 4000000000u);
+  // -1 (an empty slot of a search that found fewer than k rows) reads as kInvalidId, as in .ibin.
+  EXPECT_EQ(got.as<const uint32_t>().data[3], kInvalidId);
 }
 
 TEST(IoRoundTrip, IdxPlainGzipAndFloat) {
@@ -394,7 +396,7 @@ TEST(IoErrors, MalformedFilesNameTheFileAndTheProblem) {
       {"i8matrix.npy", npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }").fill(8).v,
        "only read as neighbor ids"},
       {"neg64.npy",
-       npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }").le64(~uint64_t{0}).v,
+       npy("{'descr': '<i8', 'fortran_order': False, 'shape': (1,), }").le64(~uint64_t{1}).v,
        "negative", true},
       {"floatids.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }").fill(4).v,
        "must be integers", true},

@@ -224,6 +224,7 @@ void convert_chunk(const std::string& path, npy_type t, bool as_ids, const uint8
       ok = x <= UINT32_MAX;
       v = ok ? static_cast<int64_t>(x) : 0;
     }
+    if (v == -1) v = int64_t{UINT32_MAX};  // -1: an empty result slot (kInvalidId), as in .ibin
     ok = ok && v >= 0 && v <= int64_t{UINT32_MAX};
     CAGRA_EXPECTS(ok, "%s: neighbor id at row %llu, column %llu is %s (ids must be in [0, 2^32))",
                   path.c_str(), (unsigned long long)(at / cols), (unsigned long long)(at % cols),
