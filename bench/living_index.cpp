@@ -8,7 +8,7 @@
 //    a fresh build of those rows; every returned label is checked against the deleted set.
 // One JSON line per measured point.
 //
-//   living_index BASE QUERIES GT [--backend cuda] [--degree 32] [--chunk 10000]
+//   living_index BASE QUERIES GT [--backend cuda] [--metric l2] [--degree 32] [--chunk 10000]
 //                [--itopk 32,64,128] [--remove 0.1,0.5] [--no-extend] [--dataset NAME]
 //                [--json FILE]
 #include <algorithm>
@@ -35,6 +35,7 @@ double since(clk::time_point t) { return std::chrono::duration<double>(clk::now(
 struct options {
   std::string base, queries, gt, dataset = "unnamed", json;
   backend target = backend::cuda;
+  metric dist = metric::l2;
   uint32_t degree = 32, chunk = 10000, k = 10;
   std::vector<uint32_t> itopk = {32, 64, 128};
   std::vector<double> remove = {0.1, 0.5};
@@ -144,6 +145,7 @@ int run(const options& o) {
       truth[size_t(i) * o.k + j] = static_cast<const uint32_t*>(gt.data())[i * gt.cols() + j];
   index_params ip;
   ip.graph_degree = o.degree;
+  ip.metric = o.dist;
 
   // Extend: half built, half inserted, against a full build.
   auto t = clk::now();
@@ -257,6 +259,8 @@ int main(int argc, char** argv) {
       };
       if (a == "--backend")
         o.target = parse_backend(val());
+      else if (a == "--metric")
+        o.dist = parse_metric(val());
       else if (a == "--degree")
         o.degree = uint32_t(std::stoul(val()));
       else if (a == "--chunk")

@@ -7,9 +7,10 @@
 # cores) with its filter functor on the same allowed subsets (same shares and seed) and their
 # exact filtered ground truth, batch 10K on all cores. JSON lines to
 # $OUT/filter-NAME-DEVICE-COMMIT.jsonl, the log to $OUT/filter-bench.log. Carry third_party/
-# (scripts/dev/fetch_hnswlib.sh); SKIP_HNSWLIB=1 leaves hnswlib out.
+# (scripts/dev/fetch_hnswlib.sh); SKIP_HNSWLIB=1 leaves hnswlib out, SKIP_CAGRA=1 runs hnswlib only
+# (two calls for a set whose hnswlib run alone nears a call's time limit).
 #
-# Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
+# Environment: OUT (/tmp/out), NAME (sift-wall-1m), METRIC (l2; minilm-1m: cosine), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
 # (build-device), SELECT (1,0.9,0.5,0.1,0.01,0.001), ITOPK (32,64,128,256).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -37,41 +38,47 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target hnswlib_peer >>"$W/build.log" 2>&1 ||
   say "hnswlib_peer not built (third_party/include/hnswlib carried?)"
 C="$BUILD_DIR/cagra"
-base="$DATA/base.u8bin" queries="$DATA/query.u8bin" gt="$DATA/gt.ibin"
+METRIC=${METRIC:-l2}
+pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
+base=$(pick base) queries=$(pick query) gt="$DATA/gt.ibin"
+ext=${base##*.}
 [[ -s $base && -s $queries ]] || { say "no staged data in $DATA"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee -a "$L"
 if [[ ! -s $gt ]]; then
   say "ground truth (GPU brute force, k 100)"
-  "$C" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda --force 2>&1 | tail -1 | tee -a "$L"
+  "$C" gt "$base" "$queries" -k 100 -o "$gt" --metric "$METRIC" --backend cuda --force 2>&1 | tail -1 | tee -a "$L"
 fi
 idx="$W/$NAME.cagra"
 if [[ ! -s $idx ]]; then
   say "index (GPU, graph degree 32)"
-  "$C" build "$base" -o "$idx" --graph-degree 32 --intermediate-degree 64 --backend cuda --force 2>&1 |
+  "$C" build "$base" -o "$idx" --metric "$METRIC" --graph-degree 32 --intermediate-degree 64 --backend cuda --force 2>&1 |
     tail -2 | tee -a "$L"
 fi
+if [[ ${SKIP_CAGRA:-0} != 1 ]]; then
 say "batch 10K: selectivity $SELECT, itopk $ITOPK"
 "$C" bench "$idx" "$queries" "$gt" --backend cuda --repeat 3 --itopk "$ITOPK" \
   --filter-selectivity "$SELECT" --dataset "$NAME" --json "$J" --explain 2>&1 | tee -a "$L" | grep -v "^plan"
 # Batch 1 on the first 1,000 queries (and their ground truth rows).
-python3 - "$queries" "$gt" "$W" <<'PY'
+python3 - "$queries" "$gt" "$W" "$ext" <<'PY'
 import sys, numpy as np
-q, g, w = sys.argv[1:4]
+q, g, w, ext = sys.argv[1:5]
 n, d = np.fromfile(q, dtype=np.uint32, count=2)
-x = np.fromfile(q, dtype=np.uint8, offset=8)[: n * d].reshape(n, d)[:1000]
-np.array(x.shape, dtype=np.uint32).tofile(w + "/q1k.u8bin")
-with open(w + "/q1k.u8bin", "ab") as f: x.tofile(f)
+t = np.uint8 if ext == "u8bin" else np.float32
+x = np.fromfile(q, dtype=t, offset=8)[: n * d].reshape(n, d)[:1000]
+np.array(x.shape, dtype=np.uint32).tofile(w + "/q1k." + ext)
+with open(w + "/q1k." + ext, "ab") as f: x.tofile(f)
 n, k = np.fromfile(g, dtype=np.uint32, count=2)
 ids = np.fromfile(g, dtype=np.int32, offset=8)[: n * k].reshape(n, k)[:1000]
 np.array(ids.shape, dtype=np.uint32).tofile(w + "/gt1k.ibin")
 with open(w + "/gt1k.ibin", "ab") as f: ids.tofile(f)
 PY
 say "batch 1 (1,000 queries): selectivity $SELECT, itopk 32,64"
-"$C" bench "$idx" "$W/q1k.u8bin" "$W/gt1k.ibin" --backend cuda --batch 1 --itopk 32,64 \
+"$C" bench "$idx" "$W/q1k.$ext" "$W/gt1k.ibin" --backend cuda --batch 1 --itopk 32,64 \
   --filter-selectivity "$SELECT" --dataset "$NAME" --json "$J" 2>&1 | tee -a "$L"
+fi
 if [[ ${SKIP_HNSWLIB:-0} != 1 && -x $BUILD_DIR/hnswlib_peer ]]; then
   say "hnswlib with its filter functor, batch 10K, $(nproc) threads: selectivity $SELECT"
-  "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" -k 10 --ef 10,20,40,80,160,320 --reps 1 \
+  "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" -k 10 --ef 10,20,40,80,160,320 --reps 1 \
     --batch 0 --dataset "$NAME" --json "$J" --save-index "$W/hnsw.bin" \
     --filter-selectivity "$SELECT" 2>&1 | tee -a "$L"
 fi

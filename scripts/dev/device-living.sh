@@ -7,7 +7,7 @@
 # ($OUT/living-NAME-DEVICE-COMMIT.jsonl) go to $OUT; a summary is printed last.
 #
 # Carry data/shared (bigann10k, for the tests) and data/fashion (Fashion-MNIST's .gz files). Environment: OUT (/tmp/out), BUILD_DIR
-# (build-device), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), STEPS (build,tests,memcheck,
+# (build-device), NAME (sift-wall-1m), METRIC (l2; minilm-1m: cosine), DATA_ROOT (/tmp/cagra-data), STEPS (build,tests,memcheck,
 # bench), DEGREE (32), CHUNK (10000), CAGRA_COMMIT (pass it from the repository).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -54,6 +54,7 @@ if has bench; then
   if [[ -n $base && -s $base ]]; then
     step bench "living-$NAME.log" "$BUILD_DIR/living_index" "$base" \
       "$DATA/query.${base##*.}" "$DATA/gt.ibin" --backend cuda --degree "${DEGREE:-32}" \
+      --metric "${METRIC:-l2}" \
       --chunk "${CHUNK:-10000}" --dataset "$NAME" \
       --json "$OUT/living-$NAME-${DEVICE_TAG:-gpu}-$CAGRA_COMMIT.jsonl"
   else
