@@ -86,6 +86,11 @@ uint32_t brute_force_max_k();
  *  (within f32 rounding of the expanded |q|^2 + |x|^2 - 2 q.x) for f32/f16 data. */
 knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
                       bool exclude_self, int device);
+/** brute_force over rows `rows` of the index's device copy (cached in the index: no host gather
+ *  and no upload of the rows); result ids index into `rows`. The exact path of a search with a
+ *  shared filter. */
+knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
+                           const host_matrix& queries, uint32_t k, int device);
 /** brute_force restricted by a mask: query q only sees the rows whose bit is set in
  *  mask[q * mask_words ...] (bitsets as cagra::row_filter; mask_words = 0: one shared bitset).
  *  Queries with fewer than k allowed rows get kInvalidId / +inf in the remaining slots. */

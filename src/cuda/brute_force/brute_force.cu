@@ -36,6 +36,7 @@
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/primitives/bitonic.cuh"
+#include "cuda/state.hpp"
 #include "cuda/testing.hpp"
 
 #define CAGRA_CUBLAS_TRY(call)                                                                     \
@@ -90,6 +91,18 @@ __global__ void widen_kernel(const T* in, float* out, size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
     out[i] = widen(in[i]);
+}
+
+/** out[i, :] = row rows[i] of the index's device copy (`stride` bytes apart), widened to f32. */
+template <typename T>
+__global__ void gather_widen_kernel(const uint8_t* data, size_t stride, const uint32_t* rows,
+                                    int64_t n, int64_t dim, float* out) {
+  const size_t total = size_t(n) * size_t(dim);
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const size_t r = i / size_t(dim), c = i % size_t(dim);
+    out[i] = widen(reinterpret_cast<const T*>(data + size_t(rows[r]) * stride)[c]);
+  }
 }
 
 __global__ void norms_kernel(const float* x, int64_t rows, int64_t dim, float* out) {
@@ -260,18 +273,18 @@ struct context {
   cublas_handle blas;
   device_buffer<float> xs, qs, xnorm, qnorm, dots, d_dist;
   device_buffer<uint8_t> staging;
-  device_buffer<uint32_t> mask, d_ids;
+  device_buffer<uint32_t> mask, d_ids, row_ids;
   device_buffer<unsigned long long> state;
 
   static constexpr size_t kKeepBytes = size_t{512} << 20;
   size_t bytes() const {
     return xs.bytes() + qs.bytes() + xnorm.bytes() + qnorm.bytes() + dots.bytes() + d_dist.bytes() +
-           staging.bytes() + mask.bytes() + d_ids.bytes() + state.bytes();
+           staging.bytes() + mask.bytes() + d_ids.bytes() + state.bytes() + row_ids.bytes();
   }
   void trim() {
     if (bytes() <= kKeepBytes) return;
     xs = {}, qs = {}, xnorm = {}, qnorm = {}, dots = {}, d_dist = {};
-    staging = {}, mask = {}, d_ids = {}, state = {};
+    staging = {}, mask = {}, d_ids = {}, state = {}, row_ids = {};
   }
 };
 
@@ -346,10 +359,57 @@ void testing::set_brute_force_tiles(int64_t query_tile, int64_t data_tile) {
 
 namespace {
 
-knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+/** The rows a brute force searches: a host matrix, or rows of an index's device copy. */
+struct data_source {
+  const host_matrix* host = nullptr;
+  const index_state* dev = nullptr;
+  const std::vector<uint32_t>* rows = nullptr;  // with dev: which rows
+  int64_t size() const { return host ? host->rows() : int64_t(rows->size()); }
+  int64_t dim() const { return host ? host->cols() : int64_t(dev->dim); }
+};
+
+/** c.xs = the data as f32 rows: uploaded and widened, or gathered from the device copy. */
+void load_data(const data_source& data, context& c, cudaStream_t s) {
+  if (data.host) {
+    upload_f32(*data.host, c.xs, c.staging, s);
+    return;
+  }
+  const int64_t n = data.size(), dim = data.dim();
+  c.xs.reserve(std::max<size_t>(size_t(n) * size_t(dim), 1));
+  c.row_ids.reserve(std::max<size_t>(size_t(n), 1));
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(c.row_ids.data(), data.rows->data(), size_t(n) * sizeof(uint32_t),
+                                 cudaMemcpyHostToDevice, s));
+  const int blocks = int(std::min<size_t>((size_t(n) * size_t(dim) + 255) / 256, 65535));
+  const uint8_t* src = data.dev->dataset.data();
+  const size_t stride = data.dev->row_stride;
+  switch (data.dev->type) {
+    case dtype::f32:
+      gather_widen_kernel<float>
+          <<<blocks, 256, 0, s>>>(src, stride, c.row_ids.data(), n, dim, c.xs.data());
+      break;
+    case dtype::f16:
+      gather_widen_kernel<uint16_t>
+          <<<blocks, 256, 0, s>>>(src, stride, c.row_ids.data(), n, dim, c.xs.data());
+      break;
+    case dtype::u8:
+      gather_widen_kernel<uint8_t>
+          <<<blocks, 256, 0, s>>>(src, stride, c.row_ids.data(), n, dim, c.xs.data());
+      break;
+    case dtype::i8:
+      gather_widen_kernel<int8_t>
+          <<<blocks, 256, 0, s>>>(src, stride, c.row_ids.data(), n, dim, c.xs.data());
+      break;
+    default:
+      CAGRA_FAIL("the GPU brute force takes f32, f16, u8 or i8 vectors, not %s",
+                 to_string(data.dev->type));
+  }
+  CAGRA_CUDA_CHECK_LAUNCH();
+}
+
+knn_graph run_brute_force(const data_source& data, const host_matrix& queries, metric m, uint32_t k,
                           bool exclude_self, const uint32_t* h_mask, int64_t mask_words,
                           int device) {
-  const int64_t n = data.rows(), nq = queries.rows(), dim = data.cols();
+  const int64_t n = data.size(), nq = queries.rows(), dim = data.dim();
   CAGRA_EXPECTS(k >= 1, "k must be >= 1");
   CAGRA_EXPECTS(k <= brute_force_max_k(), "the GPU brute force takes k <= %u (got %u)",
                 brute_force_max_k(), k);
@@ -373,7 +433,7 @@ knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, m
   CAGRA_CUBLAS_TRY(cublasSetMathMode(blas.h, CUBLAS_DEFAULT_MATH));  // true FP32, no TF32
 
   device_buffer<float>&xs = c.xs, &qs = c.qs;
-  upload_f32(data, xs, c.staging, s);
+  load_data(data, c, s);
   upload_f32(queries, qs, c.staging, s);
   device_buffer<uint32_t>& mask = c.mask;
   if (h_mask) {
@@ -451,13 +511,23 @@ knn_graph run_brute_force(const host_matrix& data, const host_matrix& queries, m
 
 knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
                       bool exclude_self, int device) {
-  return run_brute_force(data, queries, m, k, exclude_self, nullptr, 0, device);
+  return run_brute_force(data_source{&data, nullptr, nullptr}, queries, m, k, exclude_self, nullptr,
+                         0, device);
+}
+
+knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
+                           const host_matrix& queries, uint32_t k, int device) {
+  // The device copy is the one searches use (copied once, kept up to date by extend).
+  const std::shared_ptr<index_state> st = device_index(idx, device);
+  return run_brute_force(data_source{nullptr, st.get(), &rows}, queries, idx.metric(), k, false,
+                         nullptr, 0, device);
 }
 
 knn_graph brute_force_masked(const host_matrix& data, const host_matrix& queries, metric m,
                              uint32_t k, const uint32_t* mask, int64_t mask_words, int device) {
   CAGRA_EXPECTS(mask != nullptr, "internal error: brute_force_masked without a mask");
-  return run_brute_force(data, queries, m, k, false, mask, mask_words, device);
+  return run_brute_force(data_source{&data, nullptr, nullptr}, queries, m, k, false, mask,
+                         mask_words, device);
 }
 
 }  // namespace cagra::cuda
