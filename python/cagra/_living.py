@@ -3,8 +3,7 @@
 labels of ``cagra::index``; docs/python.md, "Living index").
 
 :class:`cagra.Index` takes these methods from :class:`LivingIndex`; ``cagra.build`` takes its
-``labels`` through :func:`labels_array`. This module imports the argument checks of the package,
-which imports it once they are defined.
+``labels`` through :func:`labels_array`.
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _BACKENDS, _choice, _host_array, _threads, _uint, _vectors
 from . import _cagra as _ext
+from ._arrays import _host_array, _vectors
+from ._options import _BACKENDS, _choice, _threads, _uint
 
 CagraError = _ext.CagraError
 
