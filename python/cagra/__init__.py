@@ -28,12 +28,17 @@ Parameters left out take the C++ library's defaults (include/cagra/params.hpp); 
 ``--explain`` does.
 
 Vectors are 2-D, C-contiguous arrays of float32, float16, uint8 or int8 (numpy, or any
-DLPack producer such as torch or cupy). Arrays in host memory are used in place. CUDA arrays
-are accepted when the CUDA backend is built: :meth:`Index.search` reads CUDA queries in place
-on the GPU and returns CUDA results (no host copy); :func:`build`, :func:`brute_force` and
-:func:`optimize` copy CUDA arrays to the host first (the build itself runs on the GPU when
-``backend`` is ``"auto"`` or ``"cuda"`` and one is visible). Other dtypes (object arrays
-included), big-endian, empty and non-contiguous arrays are refused, never silently converted.
+DLPack producer such as torch or cupy). Arrays in host memory are used in place. float64 input
+is converted to float32, one copy (as hnswlib and faiss do; a value beyond float32's range is a
+CagraError); lists, tuples and objects with ``__array__`` go through ``numpy.asarray`` first
+and follow the same rule (a list of floats is float64: converted). CUDA arrays are accepted
+when the CUDA backend is built: :meth:`Index.search` reads CUDA queries in place on the GPU and
+returns CUDA results (no host copy); :func:`build`, :func:`brute_force` and :func:`optimize`
+copy CUDA arrays to the host first (the build itself runs on the GPU when ``backend`` is
+``"auto"`` or ``"cuda"`` and one is visible). CUDA float64 arrays are refused (convert them on
+the GPU). Other dtypes (wider integers such as int64, whose meaning, byte or float vectors,
+cagra does not guess; object arrays included), big-endian, empty and non-contiguous arrays are
+refused, never silently converted.
 
 Errors: ``CagraError`` (a subclass of ``ValueError``) carries the C++ library's message for
 invalid parameters, data and files (an empty array included); wrong array types (object arrays

@@ -49,7 +49,9 @@ def build(
     """Builds a CAGRA index: a kNN graph, then rank-based pruning and reverse edges.
 
     Args:
-        dataset: ``[n, dim]`` vectors, float32, float16, uint8 or int8, C-contiguous.
+        dataset: ``[n, dim]`` vectors, float32, float16, uint8 or int8, C-contiguous. float64
+            input is converted to float32, one copy; a list of rows (or any ``__array__``
+            object) is read with ``numpy.asarray`` and follows the same rule.
         metric: ``"l2"`` (squared Euclidean), ``"ip"``/``"inner_product"`` or ``"cosine"``.
         graph_degree: out-degree d of the final graph.
         intermediate_graph_degree: degree of the kNN graph pruned to d (2d..3d is typical;
@@ -121,7 +123,8 @@ def explain_build(
         dataset: the array :func:`build` would get (only its row count and dtype are read),
             or a row count.
         dtype: with a row count, the vectors' dtype (default float32): anything
-            ``numpy.dtype`` takes, e.g. ``"uint8"``.
+            ``numpy.dtype`` takes, e.g. ``"uint8"``; float64 plans the float32 copy
+            :func:`build` makes of it.
 
     The line is the C++ ``cagra::to_string(cagra::plan_build(...))``, the one the CLI's
     ``cagra build --explain`` prints. Raises CagraError for parameters :func:`build` would
@@ -133,11 +136,16 @@ def explain_build(
     else:
         if dtype is not None:
             raise TypeError("dtype is taken with a row count only; an array has its own")
-        shape = getattr(_vectors(dataset, "dataset"), "shape", ())
+        # A float64 numpy array is planned as the float32 copy build would make, not copied.
+        if isinstance(dataset, np.ndarray) and dataset.dtype.kind == "f" and dataset.itemsize == 8:
+            v = dataset
+        else:
+            v = _vectors(dataset, "dataset")
+        shape = getattr(v, "shape", ())
         if len(shape) != 2:
             raise ValueError(f"dataset must be a 2-D array [rows, dim], got shape {tuple(shape)}")
         rows = int(shape[0])
-        dt = _dtype_name(dataset.dtype)
+        dt = _dtype_name(v.dtype)
     p = _index_params(
         metric,
         graph_degree,
@@ -172,7 +180,8 @@ def build_knn_graph(
 
     ``k`` plays the part of ``intermediate_graph_degree``; ``None`` (the default) takes the
     automatic one of :func:`build` with its default ``graph_degree`` (``2 * graph_degree``, at
-    most ``n - 1``). The other arguments are those of :func:`build`. Returns
+    most ``n - 1``). The other arguments (and the array rules: float64 input is converted to
+    float32, one copy) are those of :func:`build`. Returns
     ``(ids, distances)``, ``[n, k]`` each, nearest first.
     """
     if k is None:
@@ -265,6 +274,8 @@ def brute_force(
     """Exact k nearest neighbors (the ground-truth oracle), ``(ids, distances)`` ``[nq, k]``.
 
     With ``exclude_self``, ``queries`` must be ``dataset`` itself and row i never lists i.
+    Both take the array rules of :func:`build` (float64 input is converted to float32, one
+    copy).
     """
     return _ext.brute_force(
         _vectors(dataset, "dataset"),

@@ -117,6 +117,9 @@ class Index(LivingIndex):
         Args:
             queries: ``[nq, dim]`` vectors; float32/float16 for float indexes, the index's
                 own integer type (or exactly representable floats) for uint8/int8 indexes.
+                float64 input is converted to float32, one copy; a list of rows (or any
+                ``__array__`` object) goes through ``numpy.asarray`` first (the rules of
+                :func:`build`).
             k: neighbors per query, ``1 <= k <= size``.
             itopk_size: length M of the internal top-M list (hnswlib's ef): the main
                 recall/speed knob. Raised to ``k`` when smaller, as hnswlib raises ef
@@ -194,12 +197,13 @@ class Index(LivingIndex):
             persistent,
             filter_algo,
         )
-        shape = getattr(queries, "shape", ())
+        q = _vectors(queries, "queries")
+        shape = getattr(q, "shape", ())
         nq = int(shape[0]) if len(shape) == 2 else None  # else the extension says what is wrong
         words, per_query = _filter_words(filter, self.size, nq)
         return _ext.search(
             self._impl,
-            _vectors(queries, "queries"),
+            q,
             _uint("k", k),
             p,
             _choice("backend", backend, _BACKENDS),

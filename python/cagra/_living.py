@@ -103,8 +103,9 @@ class LivingIndex:
 
         Args:
             x: ``[n, dim]`` vectors, the array rules of :func:`cagra.build` (numpy, torch,
-                cupy; CUDA arrays are copied to the host). An index of uint8/int8 vectors takes
-                its own dtype; float32/float16 indexes take any vector dtype.
+                cupy, lists; CUDA arrays are copied to the host; float64 input is converted to
+                float32, one copy). An index of uint8/int8 vectors takes its own dtype;
+                float32/float16 indexes take any vector dtype.
             labels: one int64 label per new row (any 1-D integer array), none already in the
                 index (a deleted row's label only after :meth:`compact`). Required when the
                 index has labels; on an index without labels, giving them makes the existing

@@ -48,8 +48,9 @@ cagra::dtype vector_dtype(nb::dlpack::dtype t, const char* what) {
     if (t.code == uint8_t(code::Int) && t.bits == 8) return cagra::dtype::i8;
   }
   const std::string msg = std::string(what) + " has dtype " + dtype_name(t) +
-                          "; cagra takes float32, float16, uint8 or int8 vectors "
-                          "(convert with x.astype(numpy.float32))";
+                          "; cagra takes float32, float16, uint8 or int8 vectors, and converts "
+                          "float64 host arrays to float32 (convert others with "
+                          "x.astype(numpy.float32))";
   throw nb::type_error(msg.c_str());
 }
 
