@@ -15,9 +15,9 @@
  * | .fvecs / .ivecs / .bvecs     | f32 / i32 / u8        | per row: int32 dim, then dim values |
  * | .fbin / .u8bin / .i8bin      | f32 / u8 / i8         | uint32 rows, uint32 cols, values    |
  * | .ibin                        | i32 (ids)             | as .fbin; may be followed by rows*cols f32 distances |
- * | .npy                         | f4, f2, u1, i1, i4, u4| NumPy v1/v2/v3, C order, 2-D (1-D = one row) |
+ * | .npy                         | f4, f2, u1, i1, i4, u4; f8 read as f4 | NumPy v1/v2/v3, C order, 2-D (1-D = one row) |
  * | .idx/-ubyte (optionally .gz) | u8 (images flattened) | IDX magic 0x0000080N, dims          |
- * | .hdf5 / .h5                  | dataset named by `[:name]` suffix, default "train" |        |
+ * | .hdf5 / .h5                  | dataset named by `[:name]` suffix, default "train"; float64 read as f32 | |
  */
 // clang-format on
 #pragma once
@@ -31,6 +31,16 @@ namespace cagra::io {
 /** Reads a matrix; the dtype comes from the file. `path` may end in ":name" for HDF5 to select
  *  a dataset ("file.hdf5:test"). */
 host_matrix read_matrix(const std::string& path);
+
+/** What read_matrix converted on the way in. */
+struct read_notes {
+  /** The file's element type when its values were converted to the matrix's dtype: "float64"
+   *  for a .npy '<f8' array or an HDF5 64-bit float dataset, both read as f32 (rounded to
+   *  nearest; a value beyond float32's range is an error). Empty when read as stored. */
+  std::string converted_from;
+};
+/** read_matrix that also fills `notes` (the CLI prints a conversion as a note on stderr). */
+host_matrix read_matrix(const std::string& path, read_notes& notes);
 
 /** Ground truth / neighbor file: ids (as u32) and, when the file carries them, distances. */
 struct neighbors_file {

@@ -3,8 +3,7 @@
 labels of ``cagra::index``; docs/python.md, "Living index").
 
 :class:`cagra.Index` takes these methods from :class:`LivingIndex`; ``cagra.build`` takes its
-``labels`` through :func:`labels_array`. This module imports the argument checks of the package,
-which imports it once they are defined.
+``labels`` through :func:`labels_array`.
 """
 
 from __future__ import annotations
@@ -14,8 +13,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _BACKENDS, _choice, _host_array, _threads, _uint, _vectors
 from . import _cagra as _ext
+from ._arrays import _host_array, _vectors
+from ._options import _BACKENDS, _choice, _threads, _uint
 
 CagraError = _ext.CagraError
 
@@ -103,8 +103,9 @@ class LivingIndex:
 
         Args:
             x: ``[n, dim]`` vectors, the array rules of :func:`cagra.build` (numpy, torch,
-                cupy; CUDA arrays are copied to the host). An index of uint8/int8 vectors takes
-                its own dtype; float32/float16 indexes take any vector dtype.
+                cupy, lists; CUDA arrays are copied to the host; float64 input is converted to
+                float32, one copy). An index of uint8/int8 vectors takes its own dtype;
+                float32/float16 indexes take any vector dtype.
             labels: one int64 label per new row (any 1-D integer array), none already in the
                 index (a deleted row's label only after :meth:`compact`). Required when the
                 index has labels; on an index without labels, giving them makes the existing

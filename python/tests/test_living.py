@@ -85,7 +85,7 @@ def test_extend_takes_the_array_rules_of_build(sets):
     with pytest.raises(ValueError, match="ascontiguousarray"):
         index.extend(np.asfortranarray(data[600:700]))
     with pytest.raises(TypeError, match="float32, float16, uint8 or int8"):
-        index.extend(data[600:700].astype(np.float64))
+        index.extend(data[600:700].astype(np.int64))  # float64 is converted: test_conversion.py
     with pytest.raises(ValueError, match="2-D"):
         index.extend(data[600])
     assert index.size == 600

@@ -184,10 +184,11 @@ def test_explain_errors(files):
         index.explain(10, search_width=0)
     with pytest.raises(ValueError, match="batch must be >= 1"):
         index.explain(10, batch=0)
+    # float64 is planned as the float32 copy build makes (test_conversion.py); int64 is refused.
     with pytest.raises(TypeError, match="float32, float16, uint8 or int8"):
-        cagra.explain_build(100, np.float64)
+        cagra.explain_build(100, np.int64)
     with pytest.raises(TypeError, match="float32, float16, uint8 or int8"):
-        cagra.explain_build(np.zeros((100, 4)))
+        cagra.explain_build(np.zeros((100, 4), np.int64))
     with pytest.raises(TypeError, match="row count only"):
         cagra.explain_build(x, np.float32)
     with pytest.raises(cagra.CagraError, match="graph_degree 64 needs at least 65 rows"):

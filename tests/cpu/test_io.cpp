@@ -173,6 +173,13 @@ TEST(IoRoundTrip, HandMadeNpyVariants) {
   ASSERT_EQ(m.rows(), 1);
   ASSERT_EQ(m.cols(), 3);
   EXPECT_EQ(m.as<const float>().data[2], 0.25f);
+  // The overload with notes says that the values were converted; an f4 file needs no note.
+  io::read_notes notes;
+  EXPECT_EQ(io::read_matrix(temp_path("v2.npy"), notes).type(), dtype::f32);
+  EXPECT_EQ(notes.converted_from, "float64");
+  io::write_matrix(temp_path("f4.npy"), m.view());
+  io::read_matrix(temp_path("f4.npy"), notes);
+  EXPECT_EQ(notes.converted_from, "");
   // 64-bit ids for read_neighbors, in range.
   bytes ids = npy("{\"descr\": \"<i8\", \"fortran_order\": False, \"shape\": (2, 2)}", 3);
   ids.le64(0).le64(5).le64(4000000000ull).le64(~uint64_t{0});

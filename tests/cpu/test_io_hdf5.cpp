@@ -619,6 +619,13 @@ TEST(IoHdf5, GoodFilesReadIdenticallyInEveryLayout) {
     expect_matrix(read(path + ":shuffled"), dtype::u32, rows, cols, u32);
     expect_matrix(read(path + ":compact"), dtype::i8, 20, cols, i8_head);
     expect_matrix(read(path + ":f64be"), dtype::f32, rows, cols, f32);
+    // The conversion is reported (the CLI's "note: ... is float64, converted to float32").
+    std::string converted;
+    io::detail::read_matrix(path + ":f64be", opt, &converted);
+    EXPECT_EQ(converted, "float64");
+    converted.clear();
+    io::detail::read_matrix(path + ":gzip", opt, &converted);
+    EXPECT_EQ(converted, "");
     expect_matrix(read(path + ":row"), dtype::i32, 1, 4, one_row);
     io::neighbors_file gt = io::detail::read_neighbors(path, opt);
     expect_matrix(gt.ids, dtype::u32, 100, 10, ids32);

@@ -111,7 +111,7 @@ int run_bench(const args& a) {
   if (!json_path.empty()) check_output(json_path, {index_path, queries_path, truth_path}, true);
 
   index idx = load(index_path);
-  host_matrix queries = io::read_matrix(queries_path);
+  host_matrix queries = read_vectors(queries_path);
   check_queries(idx, queries, queries_path);
   io::neighbors_file truth = io::read_neighbors(truth_path);
   const int64_t nq = queries.rows();

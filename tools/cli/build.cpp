@@ -55,7 +55,7 @@ int run_build(const args& a) {
   check_output(out, {dataset_path}, a.has("--force"));
 
   const double t0 = now_seconds();
-  host_matrix data = io::read_matrix(dataset_path);
+  host_matrix data = read_vectors(dataset_path);
   dataset_view view = data.view();
   if (limit > 0 && limit < view.rows) view.rows = limit;
   std::printf("dataset   %s: %lld x %lld %s%s (read in %.2f s)\n", dataset_path.c_str(),

@@ -138,6 +138,11 @@ void write_labels_npy(const std::string& path, const int64_t* labels, int64_t ro
 double now_seconds();
 /** "12.3 MiB". */
 std::string human_bytes(uint64_t bytes);
+/** Reads vectors (a dataset, queries, rows to insert) with io::read_matrix. When the reader
+ *  converted the file's values (a float64 .npy or HDF5 dataset, read as float32: the rule of the
+ *  Python package too), one line says so on stderr: "note: base.npy is float64, converted to
+ *  float32". */
+host_matrix read_vectors(const std::string& path);
 /** Checks that the queries fit the index (same dim), with a message that names the file. */
 void check_queries(const index& idx, const host_matrix& queries, const std::string& queries_path);
 

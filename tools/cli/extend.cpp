@@ -35,7 +35,7 @@ int run_extend(const args& a) {
   index idx = load(index_path);
   print_index_line(idx, index_path);
   ep.validate(idx.graph_degree());
-  const host_matrix vectors = io::read_matrix(vectors_path);
+  const host_matrix vectors = read_vectors(vectors_path);
   if (vectors.cols() != static_cast<int64_t>(idx.dim())) {
     throw cagra::error("vectors '" + vectors_path + "' have dim " + std::to_string(vectors.cols()) +
                        " but the index has dim " + std::to_string(idx.dim()));

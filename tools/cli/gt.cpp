@@ -42,8 +42,8 @@ int run_gt(const args& a) {
   if (!json_path.empty())
     check_output(json_path, {base_path, queries_path, out}, true);  // appended to
 
-  host_matrix base = io::read_matrix(base_path);
-  host_matrix queries = io::read_matrix(queries_path);
+  host_matrix base = read_vectors(base_path);
+  host_matrix queries = read_vectors(queries_path);
   if (base.cols() != queries.cols()) {
     throw cagra::error("queries '" + queries_path + "' have dim " + std::to_string(queries.cols()) +
                        " but base '" + base_path + "' has dim " + std::to_string(base.cols()));

@@ -37,7 +37,7 @@ int run_search(const args& a) {
   check_output(out, {index_path, queries_path}, a.has("--force"));
 
   index idx = load(index_path);
-  host_matrix queries = io::read_matrix(queries_path);
+  host_matrix queries = read_vectors(queries_path);
   check_queries(idx, queries, queries_path);
   if (static_cast<int64_t>(k) > idx.size()) {
     throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +

@@ -148,6 +148,16 @@ void save_index(const index& idx, const std::string& path) {
               ec ? "size unknown" : human_bytes(size).c_str(), now_seconds() - t0);
 }
 
+host_matrix read_vectors(const std::string& path) {
+  io::read_notes notes;
+  host_matrix m = io::read_matrix(path, notes);
+  if (!notes.converted_from.empty())
+    std::fprintf(stderr, "note: %s is %s, converted to %s\n", path.c_str(),
+                 notes.converted_from.c_str(),
+                 m.type() == dtype::f32 ? "float32" : to_string(m.type()));
+  return m;
+}
+
 void check_queries(const index& idx, const host_matrix& queries, const std::string& path) {
   if (queries.cols() != static_cast<int64_t>(idx.dim())) {
     throw cagra::error("queries '" + path + "' have dim " + std::to_string(queries.cols()) +

@@ -137,8 +137,9 @@ host_matrix read_bin(const std::string& path, dtype t, host_matrix* distances);
 void write_bin(const std::string& path, const dataset_view& m, const dataset_view* distances);
 
 /** .npy. With `as_ids` the integer dtypes (i4/u4/i8/u8) are returned as range-checked u32 and
- *  every other dtype is an error; without it i8/u8 (64-bit) are errors. */
-host_matrix read_npy(const std::string& path, bool as_ids);
+ *  every other dtype is an error; without it i8/u8 (64-bit) are errors. f8 is read as f32; then
+ *  `converted_from`, when not null, is set to "float64". */
+host_matrix read_npy(const std::string& path, bool as_ids, std::string* converted_from = nullptr);
 void write_npy(const std::string& path, const dataset_view& m);
 
 /** IDX / IDX.gz (MNIST family): u8, i8 or f32 rows = dim0, cols = product of the other dims. */
@@ -157,13 +158,17 @@ struct hdf5_options {
 };
 
 /** One dataset of an HDF5 file. `as_ids`: integer datasets returned as range-checked u32.
- *  When `optional` and the dataset is missing an empty matrix is returned. */
+ *  When `optional` and the dataset is missing an empty matrix is returned. A 64-bit float
+ *  dataset is read as f32; then `converted_from`, when not null, is set to "float64". */
 host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool as_ids,
-                      bool optional, const hdf5_options& options);
+                      bool optional, const hdf5_options& options,
+                      std::string* converted_from = nullptr);
 
 /** io::read_matrix and io::read_neighbors (io.cpp) with the HDF5 reader's options; the public
- *  functions call these with hdf5_options{}. Other formats ignore `hdf5`. */
-host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5);
+ *  functions call these with hdf5_options{}. Other formats ignore `hdf5`. `converted_from`: as
+ *  io::read_notes says. */
+host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5,
+                        std::string* converted_from = nullptr);
 neighbors_file read_neighbors(const std::string& path, const hdf5_options& hdf5);
 
 }  // namespace cagra::io::detail

@@ -27,8 +27,8 @@ namespace cagra::io::detail {
 
 #ifndef CAGRA_HAVE_HDF5
 
-host_matrix read_hdf5(const std::string& file, const std::string&, bool, bool,
-                      const hdf5_options&) {
+host_matrix read_hdf5(const std::string& file, const std::string&, bool, bool, const hdf5_options&,
+                      std::string*) {
   CAGRA_FAIL(
       "%s: cannot read HDF5 files: cagra was built without HDF5 support (install "
       "libhdf5-dev and reconfigure with -DCAGRA_WITH_HDF5=ON)",
@@ -66,7 +66,7 @@ isolate_limits limits_from(const hdf5_options& options) {
 }  // namespace
 
 host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool as_ids,
-                      bool optional, const hdf5_options& options) {
+                      bool optional, const hdf5_options& options, std::string* converted_from) {
   using namespace h5;
   request q;
   {
@@ -113,6 +113,7 @@ host_matrix read_hdf5(const std::string& file, const std::string& dataset, bool 
       },
       sink);
   if (!out.has_result) return host_matrix();  // an optional dataset that is absent
+  if (out.meta[kMetaFromFloat64] != 0 && converted_from != nullptr) *converted_from = "float64";
   return m;
 }
 

@@ -273,6 +273,7 @@ void read_dataset(isolate_context& ctx, const request& q) {
   ctx.meta[kMetaType] = static_cast<uint64_t>(et.out);
   ctx.meta[kMetaRows] = rows;
   ctx.meta[kMetaCols] = cols;
+  ctx.meta[kMetaFromFloat64] = !q.as_ids && et.out == dtype::f32 && size == 8 ? 1 : 0;
   ctx.begin_result(out_bytes, piece_units * unit_bytes, working);
   doing = "reading the dataset";
   ctx.phase(doing);

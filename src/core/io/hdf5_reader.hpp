@@ -24,6 +24,7 @@ constexpr int kMetaFound = 0;  // 0: the optional dataset is absent
 constexpr int kMetaType = 1;   // the dtype of the result
 constexpr int kMetaRows = 2;
 constexpr int kMetaCols = 3;
+constexpr int kMetaFromFloat64 = 4;  // 1: a 64-bit float dataset, read as f32
 
 /** One dataset to read, and the file's size (its checks bound the metadata by it). */
 struct request {

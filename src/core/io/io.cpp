@@ -57,7 +57,8 @@ const char* stored_type(format f) {
 
 namespace detail {
 
-host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5) {
+host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5,
+                        std::string* converted_from) {
   const detail::path_spec s = detail::parse_path(path);
   switch (s.fmt) {
     case format::fvecs: return detail::read_vecs(s.file, dtype::f32);
@@ -67,10 +68,11 @@ host_matrix read_matrix(const std::string& path, const hdf5_options& hdf5) {
     case format::u8bin: return detail::read_bin(s.file, dtype::u8, nullptr);
     case format::i8bin: return detail::read_bin(s.file, dtype::i8, nullptr);
     case format::ibin: return detail::read_bin(s.file, dtype::i32, nullptr);
-    case format::npy: return detail::read_npy(s.file, false);
+    case format::npy: return detail::read_npy(s.file, false, converted_from);
     case format::idx: return detail::read_idx(s.file);
     case format::hdf5:
-      return detail::read_hdf5(s.file, s.dataset.empty() ? "train" : s.dataset, false, false, hdf5);
+      return detail::read_hdf5(s.file, s.dataset.empty() ? "train" : s.dataset, false, false, hdf5,
+                               converted_from);
   }
   CAGRA_FAIL("%s: unknown format", path.c_str());
 }
@@ -115,6 +117,11 @@ neighbors_file read_neighbors(const std::string& path, const hdf5_options& hdf5)
 
 host_matrix read_matrix(const std::string& path) {
   return detail::read_matrix(path, detail::hdf5_options{});
+}
+
+host_matrix read_matrix(const std::string& path, read_notes& notes) {
+  notes = read_notes{};
+  return detail::read_matrix(path, detail::hdf5_options{}, &notes.converted_from);
 }
 
 neighbors_file read_neighbors(const std::string& path) {

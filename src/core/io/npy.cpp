@@ -235,7 +235,7 @@ void convert_chunk(const std::string& path, npy_type t, bool as_ids, const uint8
 
 }  // namespace
 
-host_matrix read_npy(const std::string& path, bool as_ids) {
+host_matrix read_npy(const std::string& path, bool as_ids, std::string* converted_from) {
   input_file f(path);
   char magic[6];
   f.read(magic, 6, "header (.npy magic)");
@@ -311,6 +311,7 @@ host_matrix read_npy(const std::string& path, bool as_ids) {
     return m;
   }
   // Converting read: f8 -> f32, or ids that need sign / range checks.
+  if (!as_ids && converted_from != nullptr) *converted_from = "float64";
   const uint64_t chunk = (uint64_t{1} << 20);
   std::vector<uint8_t> buf(static_cast<size_t>(std::min(count, chunk) * t.file_size));
   for (uint64_t i = 0; i < count; i += chunk) {

@@ -1,0 +1,290 @@
+"""The :class:`Index` of the package: its properties, :meth:`Index.search` and
+:meth:`Index.explain` (the living-index methods come from :class:`cagra._living.LivingIndex`),
+:meth:`Index.save`, and :func:`load`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _cagra as _ext
+from ._arrays import ArrayLike, _framework, _vectors
+from ._filter import _filter_words
+from ._io import PathLike
+from ._living import LivingIndex
+from ._options import (
+    _BACKENDS,
+    _DEFAULT_FILTER_ALGO,
+    _DEFAULT_SEARCH_ALGO,
+    _DTYPES,
+    _METRIC_NAMES,
+    _SP,
+    _choice,
+    _search_params,
+    _threads,
+    _uint,
+)
+
+
+class Index(LivingIndex):
+    """A CAGRA index: the stored vectors and a fixed out-degree proximity graph.
+
+    Made by :func:`build` or :func:`load`, never directly. One index may be searched from
+    several threads at once. It can grow and shrink in place (:meth:`extend`, :meth:`remove`,
+    :meth:`compact`) and carry labels that searches return instead of row numbers
+    (:attr:`labels`): see :class:`cagra._living.LivingIndex`.
+    """
+
+    __slots__ = ("_impl",)
+
+    def __init__(self, impl: Any) -> None:
+        if not isinstance(impl, _ext.Index):
+            raise TypeError("create an Index with cagra.build(...) or cagra.load(path)")
+        self._impl = impl
+
+    @property
+    def size(self) -> int:
+        """Number of vectors (graph nodes), deleted rows included (:attr:`live_size`
+        excludes them)."""
+        return self._impl.size
+
+    def __len__(self) -> int:
+        return self._impl.size
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        return self._impl.dim
+
+    @property
+    def graph_degree(self) -> int:
+        """Out-degree of every node of the graph."""
+        return self._impl.graph_degree
+
+    @property
+    def metric(self) -> str:
+        """Distance measure: ``"l2"`` (squared L2), ``"ip"`` (-<q, x>) or ``"cosine"``
+        (1 - cos)."""
+        return _METRIC_NAMES[self._impl.metric]
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Element type of the stored vectors (cosine indexes store unit-norm float32)."""
+        return _DTYPES[self._impl.dtype]
+
+    @property
+    def graph(self) -> npt.NDArray[np.uint32]:
+        """The graph, ``[size, graph_degree]`` uint32 ids: a read-only view, no copy."""
+        return self._impl.graph
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The stored vectors, ``[size, dim]`` of :attr:`dtype`: a read-only view, no copy."""
+        return self._impl.vectors
+
+    def __repr__(self) -> str:
+        return (
+            f"cagra.Index(size={self.size}, dim={self.dim}, graph_degree="
+            f"{self.graph_degree}, metric={self.metric!r}, dtype={self.dtype.name})"
+        )
+
+    def search(
+        self,
+        queries: ArrayLike,
+        k: int,
+        *,
+        itopk_size: int = _SP.itopk_size,
+        search_width: int = _SP.search_width,
+        max_iterations: int = _SP.max_iterations,
+        min_iterations: int = _SP.min_iterations,
+        team_size: int = _SP.team_size,
+        algo: str = _DEFAULT_SEARCH_ALGO,
+        hash_bits: int = _SP.hash_bits,
+        hash_reset_interval: int = _SP.hash_reset_interval,
+        num_random_samplings: int = _SP.num_random_samplings,
+        seed: int = _SP.seed,
+        persistent: bool = _SP.persistent,
+        backend: str = "auto",
+        num_threads: int = 0,
+        filter: ArrayLike | None = None,
+        filter_algo: str = _DEFAULT_FILTER_ALGO,
+    ) -> tuple[Any, Any]:
+        """Approximate k nearest neighbors of every row of ``queries`` (one batch).
+
+        Args:
+            queries: ``[nq, dim]`` vectors; float32/float16 for float indexes, the index's
+                own integer type (or exactly representable floats) for uint8/int8 indexes.
+                float64 input is converted to float32, one copy; a list of rows (or any
+                ``__array__`` object) goes through ``numpy.asarray`` first (the rules of
+                :func:`build`).
+            k: neighbors per query, ``1 <= k <= size``.
+            itopk_size: length M of the internal top-M list (hnswlib's ef): the main
+                recall/speed knob. Raised to ``k`` when smaller, as hnswlib raises ef
+                (never an error; :meth:`explain` shows the value used).
+            search_width: parents expanded per iteration (p).
+            max_iterations: iteration cap; 0 = automatic.
+            min_iterations: iterations run even after convergence.
+            team_size: GPU threads per distance (0 = automatic, 2..32); CPU ignores it.
+            algo: GPU kernel, ``"auto"``, ``"single_cta"`` or ``"multi_cta"``.
+            hash_bits: visited-set size as log2(slots); 0 = automatic, else 8..24.
+            hash_reset_interval: clear the visited set every this many iterations
+                (forgettable hash); 0 = never.
+            num_random_samplings: random samples per initial slot; 0 = automatic.
+            seed: seed of the random initial nodes. Same seed, same results.
+            persistent: GPU, one host query per call through the multi-CTA kernel: keep
+                the kernel resident between calls, polling for the next query (the lowest
+                batch-1 latency: 19 us against 23 us on SIFT-1M, docs/cuda.md). Its CTAs
+                hold their SMs until the index is searched another way or 1 s passes
+                without a query. Ignored elsewhere.
+            backend: ``"auto"`` (CUDA when built and a GPU is visible, for what the GPU
+                kernels take; else the CPU), ``"cpu"`` or ``"cuda"``.
+            num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per
+                hardware thread are used (more are clamped); a count the system cannot start
+                raises CagraError (the default count shrinks to what it can start).
+            filter: the rows the search may return (filtered search; ``None``: every row).
+                One of: a numpy bool mask ``[size]`` shared by every query, or ``[nq, size]``
+                with one row per query (True = allowed); or a 1-D array or list of allowed
+                integer row ids (any integer dtype; duplicates are fine), shared by the batch.
+                A list of bools is a mask, a list of ints is ids; a 0/1 integer array is ids
+                (convert a 0/1 mask with ``mask.astype(bool)``). Torch and cupy arrays are
+                copied to the host. A disallowed row is never returned, but the search still
+                walks through it (the graph stays connected whatever the filter). Where fewer
+                than ``k`` rows are allowed, the allowed ones come first and the remaining
+                slots hold :data:`INVALID_ID` with distance +inf. A mask of the wrong shape, a
+                2-D mask whose first dimension is not ``nq``, an id outside ``[0, size)``, or
+                any other dtype or dimension raises CagraError. The filter is over row numbers
+                (``size`` of them), also on an index with labels.
+            filter_algo: how a filtered search finds the allowed rows: ``"auto"`` (default),
+                ``"graph"`` (walk the graph with a top-M list grown as the filter's
+                selectivity falls, ``itopk_size`` being its length at 100%) or ``"exact"``
+                (distances to every allowed row: exact results, cost in proportion to the
+                allowed rows). ``"auto"`` picks the path automatically: exact below a
+                crossover in selectivity (when the allowed rows are fewer than the distances
+                the graph walk would compute, about ``itopk x graph_degree``, or at most
+                ``k``), else the graph; :meth:`explain` with the same ``filter`` shows the
+                choice (``filter_path=``). Ignored without a filter; any other value raises
+                CagraError.
+
+        Returns:
+            ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
+            nearest first (id :data:`INVALID_ID`, ``0xFFFFFFFF``, and distance +inf where
+            fewer than k neighbors were found). On an index with labels (:attr:`labels`) the
+            neighbors are int64 labels instead, -1 where fewer than k were found. Deleted rows
+            (:meth:`remove`) are never returned.
+            Host queries give numpy arrays. CUDA queries (cupy, torch ``.cuda()``, any
+            DLPack producer on a GPU) are searched in place on the GPU, with no host copy,
+            and the results stay on that GPU: torch tensors for torch queries, cupy arrays
+            for cupy queries, else arrays with ``__dlpack__`` (``torch.from_dlpack``,
+            ``cupy.from_dlpack``). They are ready when the call returns; the queries must
+            be ready on the default CUDA stream. CUDA queries need the CUDA backend
+            (``backend="cpu"`` raises CagraError) and, for a uint8/int8 index, the index's
+            own dtype.
+        """
+        p = _search_params(
+            itopk_size,
+            search_width,
+            max_iterations,
+            min_iterations,
+            team_size,
+            algo,
+            hash_bits,
+            hash_reset_interval,
+            num_random_samplings,
+            seed,
+            persistent,
+            filter_algo,
+        )
+        q = _vectors(queries, "queries")
+        shape = getattr(q, "shape", ())
+        nq = int(shape[0]) if len(shape) == 2 else None  # else the extension says what is wrong
+        words, per_query = _filter_words(filter, self.size, nq)
+        return _ext.search(
+            self._impl,
+            q,
+            _uint("k", k),
+            p,
+            _choice("backend", backend, _BACKENDS),
+            _threads(num_threads),
+            _framework(queries),
+            words,
+            per_query,
+        )
+
+    def explain(
+        self,
+        k: int,
+        batch: int = 1,
+        *,
+        itopk_size: int = _SP.itopk_size,
+        search_width: int = _SP.search_width,
+        max_iterations: int = _SP.max_iterations,
+        min_iterations: int = _SP.min_iterations,
+        team_size: int = _SP.team_size,
+        algo: str = _DEFAULT_SEARCH_ALGO,
+        hash_bits: int = _SP.hash_bits,
+        hash_reset_interval: int = _SP.hash_reset_interval,
+        num_random_samplings: int = _SP.num_random_samplings,
+        seed: int = _SP.seed,
+        persistent: bool = _SP.persistent,
+        backend: str = "auto",
+        num_threads: int = 0,
+        filter: ArrayLike | None = None,
+        filter_algo: str = _DEFAULT_FILTER_ALGO,
+    ) -> str:
+        """What :meth:`search` will do for ``batch`` host queries of ``k`` neighbors with
+        these arguments (the same keywords and defaults as :meth:`search`): one line of
+        ``name=value`` pairs with every automatic value resolved, e.g.
+        ``"backend=cpu k=10 itopk=64 search_width=1 max_iterations=87 ..."``. On the GPU it
+        adds the kernel (``algo``), the batch's path (``io``) and the launch shape. With a
+        ``filter`` (as :meth:`search` takes it; a per-query mask needs ``batch`` rows) it
+        ends with ``filter=shared|per_query filter_path=graph|exact allowed_rows=N`` (the
+        fewest rows any query is allowed), and ``itopk`` is the list length the filter's
+        selectivity needs. The line is the C++ ``cagra::to_string(cagra::plan_search(...))``,
+        the one the CLI's ``cagra search --explain`` prints; nothing is searched. Raises
+        CagraError for parameters or filters :meth:`search` would refuse.
+        """
+        p = _search_params(
+            itopk_size,
+            search_width,
+            max_iterations,
+            min_iterations,
+            team_size,
+            algo,
+            hash_bits,
+            hash_reset_interval,
+            num_random_samplings,
+            seed,
+            persistent,
+            filter_algo,
+        )
+        batch = _uint("batch", batch, 63)
+        if batch < 1:
+            raise ValueError("batch must be >= 1")
+        words, per_query = _filter_words(filter, self.size, batch)
+        return _ext.explain_search(
+            self._impl,
+            _uint("k", k),
+            batch,
+            p,
+            _choice("backend", backend, _BACKENDS),
+            _threads(num_threads),
+            words,
+            per_query,
+        )
+
+    def save(self, path: PathLike) -> None:
+        """Writes the index to ``path`` (the format of ``cagra build``; see
+        docs/index_format.md). An existing file is replaced only by a complete one."""
+        _ext.save(self._impl, os.fspath(path))
+
+
+def load(path: PathLike) -> Index:
+    """Reads an index written by :meth:`Index.save` or ``cagra build``; every header field
+    and the checksum are verified."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no index file at '{path}'")
+    return Index(_ext.load(path))

@@ -1,0 +1,210 @@
+// Searching from Python: host queries search into numpy results; CUDA queries (with the CUDA
+// backend) are searched in place on their GPU into CUDA results of the queries' own framework
+// (torch, cupy, else DLPack), with no host copy. Filters arrive as bitset words built by
+// python/cagra/_filter.py. Also the search plan line (Index.explain).
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ext_common.hpp"
+
+#include <cagra/plan.hpp>
+
+#ifdef CAGRA_PY_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace cagra_py {
+
+namespace {
+
+/** The row_filter over `words` (none: no filter) for `idx`; the words stay owned by the caller's
+ *  array. The shape is checked here against the index; the batch is checked by the library. */
+cagra::row_filter to_row_filter(const std::optional<filter_words_in>& words, bool per_query,
+                                const cagra::index& idx) {
+  if (!words) return {};
+  const int64_t rows = idx.size();
+  const int64_t expected = cagra::row_filter::words_for(rows);
+  const size_t want_ndim = per_query ? 2 : 1;
+  if (words->ndim() != want_ndim || static_cast<int64_t>(words->shape(want_ndim - 1)) != expected)
+    throw cagra::error(std::string("the filter words must be a ") + (per_query ? "[nq, " : "[") +
+                       std::to_string(expected) + "] uint32 array for an index of " +
+                       std::to_string(rows) + " rows (one bit per row, 32 rows a word)");
+  if (per_query)
+    return cagra::row_filter::per_query(words->data(), static_cast<int64_t>(words->shape(0)), rows);
+  return cagra::row_filter::shared(words->data(), rows);
+}
+
+#ifdef CAGRA_PY_CUDA
+/** cudaMalloc'd memory on one device, freed unless released to a capsule. */
+struct device_memory {
+  void* p = nullptr;
+  device_memory(size_t bytes, int device) {
+    int previous = 0;
+    cudaError_t e = cudaGetDevice(&previous);
+    if (e == cudaSuccess) e = cudaSetDevice(device);
+    if (e == cudaSuccess) e = cudaMalloc(&p, bytes ? bytes : 1);
+    cudaSetDevice(previous);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      p = nullptr;
+      throw cagra::error("allocating " + std::to_string(bytes) +
+                         " bytes of results on CUDA device " + std::to_string(device) +
+                         " failed: " + cudaGetErrorString(e));
+    }
+  }
+  ~device_memory() {
+    if (p) cudaFree(p);
+  }
+  device_memory(const device_memory&) = delete;
+  device_memory& operator=(const device_memory&) = delete;
+};
+
+/** A [rows, cols] CUDA array over `mem` (which it takes over: freed with the array), as a torch
+ *  tensor or cupy array when the queries were one, else a DLPack-capable nanobind ndarray. */
+template <typename T>
+nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device,
+                    const std::string& framework) {
+  nb::capsule owner(mem.p, [](void* p) noexcept {
+    if (cudaFree(p) != cudaSuccess) (void)cudaGetLastError();
+  });
+  T* data = static_cast<T*>(mem.p);
+  mem.p = nullptr;
+  constexpr int cuda = nb::device::cuda::value;
+  if (framework == "torch")
+    return nb::cast(nb::ndarray<nb::pytorch, T, nb::ndim<2>, nb::device::cuda>(
+        data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
+  if (framework == "cupy")
+    return nb::cast(nb::ndarray<nb::cupy, T, nb::ndim<2>, nb::device::cuda>(
+        data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
+#if NB_VERSION_MAJOR >= 3 || (NB_VERSION_MAJOR == 2 && NB_VERSION_MINOR >= 2)
+  using any_framework = nb::array_api;  // a nanobind ndarray object: __dlpack__, __dlpack_device__
+#else
+  using any_framework = nb::no_framework;  // older nanobind: a bare DLPack capsule
+#endif
+  return nb::cast(nb::ndarray<any_framework, T, nb::ndim<2>, nb::device::cuda>(
+      data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
+}
+
+/** cudaMemcpy (either direction) that throws cagra::error naming `what`. */
+void copy_cuda(void* dst, const void* src, size_t bytes, const char* what) {
+  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw cagra::error(std::string("copying ") + what + " failed: " + cudaGetErrorString(e));
+  }
+}
+
+/** Search of CUDA queries: the results are allocated on the queries' device and written there by
+ *  the CUDA backend, which reads the queries in place; no host copy of the queries either way
+ *  (an index with labels copies the result ids over and back: see below). */
+
+nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
+                           const cagra::search_params& params, cagra::backend target,
+                           int num_threads, const std::string& framework,
+                           const cagra::row_filter& filter) {
+  if (target == cagra::backend::cpu)
+    throw cagra::error(
+        "queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
+        "CUDA backend (use backend='cuda' or 'auto', or pass a host array)");
+  if (!cagra::cuda_available())
+    throw cagra::error(
+        "queries are a CUDA array, but no CUDA device is visible: device memory needs the "
+        "CUDA backend and a GPU");
+  const int64_t nq = q.rows();
+  const int device = q.device_id();
+  const size_t n = static_cast<size_t>(nq) * k;
+  device_memory ids(n * sizeof(uint32_t), device), distances(n * sizeof(float), device);
+  {
+    nb::gil_scoped_release nogil;
+    cagra::resources res = make_resources(target, num_threads);
+    res.device = device;
+    const auto dev = cagra::memory_space::device;
+    cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
+                  {static_cast<float*>(distances.p), nq, k, dev}, filter);
+  }
+  if (idx.has_labels()) {
+    // The library maps rows to labels in host memory only: the ids come over, become labels (-1
+    // for an empty slot) and go back to the queries' device.
+    device_memory labels(n * sizeof(int64_t), device);
+    {
+      nb::gil_scoped_release nogil;
+      std::vector<uint32_t> host_ids(n);
+      copy_cuda(host_ids.data(), ids.p, n * sizeof(uint32_t), "the result ids from the GPU");
+      std::vector<int64_t> host_labels(n);
+      for (size_t i = 0; i < n; ++i)
+        host_labels[i] = host_ids[i] == cagra::kInvalidId ? -1 : idx.label_of(host_ids[i]);
+      copy_cuda(labels.p, host_labels.data(), n * sizeof(int64_t), "the result labels to the GPU");
+    }
+    nb::object l = cuda_out<int64_t>(labels, size_t(nq), k, device, framework);
+    nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
+    return nb::make_tuple(l, d);
+  }
+  nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
+  nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
+  return nb::make_tuple(i, d);
+}
+#endif
+
+}  // namespace
+
+nb::tuple search(const py_index& p, any_array queries, uint32_t k,
+                 const cagra::search_params& params, cagra::backend target, int num_threads,
+                 const std::string& framework, std::optional<filter_words_in> filter_words,
+                 bool filter_per_query) {
+  vectors_in q(std::move(queries), "queries");
+  // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
+  std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
+  {
+    nb::gil_scoped_release nogil;
+    lock.lock();
+  }
+  const cagra::index& idx = p.idx;
+  // Checked before the outputs are allocated: a huge k must fail, not allocate.
+  params.validate(k, idx.size(), idx.graph_degree());
+  // `filter_words` (held by this frame) keeps the bitset alive while the GIL is released.
+  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
+#ifdef CAGRA_PY_CUDA
+  if (q.on_device())
+    return search_on_device(idx, q, k, params, target, num_threads, framework, filter);
+#else
+  (void)framework;
+#endif
+  const int64_t nq = q.rows();
+  std::vector<float> distances(static_cast<size_t>(nq) * k);
+  if (idx.has_labels()) {  // labels instead of row numbers, -1 for an empty slot
+    std::vector<int64_t> labels(distances.size());
+    {
+      nb::gil_scoped_release nogil;
+      cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
+                    cagra::matrix_view<int64_t>{labels.data(), nq, k}, {distances.data(), nq, k},
+                    filter);
+    }
+    return nb::make_tuple(to_numpy(std::move(labels), nq, k),
+                          to_numpy(std::move(distances), nq, k));
+  }
+  std::vector<uint32_t> ids(distances.size());
+  {
+    nb::gil_scoped_release nogil;
+    cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
+                  {ids.data(), nq, k}, {distances.data(), nq, k}, filter);
+  }
+  return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
+}
+
+/** The search plan line (cagra::plan_search + to_string) of one call with `batch` host queries,
+ *  under the filter (if any) that search would get. */
+std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
+                           const cagra::search_params& params, cagra::backend target,
+                           int num_threads, std::optional<filter_words_in> filter_words,
+                           bool filter_per_query) {
+  return read_locked(p, [&](const cagra::index& idx) {
+    const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
+    return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k,
+                                               batch, cagra::memory_space::host, filter));
+  });
+}
+
+}  // namespace cagra_py
