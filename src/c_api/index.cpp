@@ -1,8 +1,7 @@
 // The index functions of the C interface (include/cagra/c_api.h): build, load, save, info,
 // search (host, labels, device), extend, remove, compact and labels, each a checked call into
 // cagra/cagra.hpp inside c_api::guarded, so that no C++ exception reaches a C caller. Readers
-// take the handle's lock shared, changes take it alone (the C++ index leaves that to its user).
-#include <mutex>
+// share the handle's lock, changes take it alone (the C++ index leaves that to its user).
 #include <vector>
 
 #include "c_api/support.hpp"
@@ -10,9 +9,6 @@
 using namespace cagra::c_api;
 
 namespace {
-
-using read_lock = std::shared_lock<std::shared_mutex>;
-using write_lock = std::unique_lock<std::shared_mutex>;
 
 /** The queries of a search call as a view, after the checks the C++ API cannot make (NULL). */
 cagra::dataset_view query_view(const cagra_index_t* index, const void* queries, cagra_dtype_t dtype,
@@ -52,7 +48,7 @@ cagra_status_t search_rows(const cagra_index_t* index, const cagra_search_params
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);
     const int64_t kk = k;
-    read_lock lock(index->mu);
+    const auto reading = index->lock.read();
     cagra::search(res, sp, index->idx, q, k, {neighbors, num_queries, kk, space},
                   {distances, distances ? num_queries : 0, distances ? kk : 0, space}, rf);
   });
@@ -85,7 +81,7 @@ cagra_status_t cagra_index_get_info(const cagra_index_t* index, cagra_index_info
   return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
     require(index != nullptr, f, "index is NULL");
     require(info != nullptr, f, "info is NULL");
-    read_lock lock(index->mu);
+    const auto reading = index->lock.read();
     const cagra::index& idx = index->idx;
     cagra_index_info_t out{};
     out.rows = idx.size();
@@ -105,7 +101,7 @@ cagra_status_t cagra_index_save(const cagra_index_t* index, const char* path) {
   return guarded(CAGRA_ERROR_IO, [&] {
     require(index != nullptr, f, "index is NULL");
     require(path != nullptr, f, "path is NULL");
-    read_lock lock(index->mu);
+    const auto reading = index->lock.read();
     cagra::save(index->idx, path);
   });
 }
@@ -151,7 +147,7 @@ cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);
     const int64_t kk = k;
-    read_lock lock(index->mu);
+    const auto reading = index->lock.read();
     cagra::search(res, sp, index->idx, q, k, cagra::matrix_view<int64_t>{labels, num_queries, kk},
                   {distances, distances ? num_queries : 0, distances ? kk : 0}, rf);
   });
@@ -165,7 +161,7 @@ cagra_status_t cagra_index_extend(cagra_index_t* index, const cagra_extend_param
     require(index != nullptr, f, "index is NULL");
     const cagra::dataset_view v = vectors_view(data, dtype, rows, dim, f);
     const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
-    write_lock lock(index->mu);
+    const auto writing = index->lock.write();
     cagra::extend(res, to_extend_params(params), index->idx, v, labels);
   });
 }
@@ -179,7 +175,7 @@ cagra_status_t cagra_index_remove(cagra_index_t* index, const cagra_resources_t*
     require(labels != nullptr || n == 0, f, "labels is NULL");
     require(n >= 0, f, "n must be >= 0");
     const cagra::resources res = to_resources(resources, f);
-    write_lock lock(index->mu);
+    const auto writing = index->lock.write();
     const int64_t count = cagra::remove(res, index->idx, labels, n, compact_above);
     if (removed != nullptr) *removed = count;
   });
@@ -194,7 +190,7 @@ cagra_status_t cagra_index_remove_rows(cagra_index_t* index, const cagra_resourc
     require(row_ids != nullptr || n == 0, f, "row_ids is NULL");
     require(n >= 0, f, "n must be >= 0");
     const cagra::resources res = to_resources(resources, f);
-    write_lock lock(index->mu);
+    const auto writing = index->lock.write();
     const cagra::index& idx = index->idx;
     std::vector<int64_t> labels(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) {
@@ -216,7 +212,7 @@ cagra_status_t cagra_index_compact(cagra_index_t* index, const cagra_resources_t
   return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
     require(index != nullptr, f, "index is NULL");
     const cagra::resources res = to_resources(resources, f);
-    write_lock lock(index->mu);
+    const auto writing = index->lock.write();
     cagra::compact(res, index->idx);
   });
 }
@@ -226,7 +222,7 @@ cagra_status_t cagra_index_set_labels(cagra_index_t* index, const int64_t* label
   return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
     require(index != nullptr, f, "index is NULL");
     require(labels != nullptr, f, "labels is NULL");
-    write_lock lock(index->mu);
+    const auto writing = index->lock.write();
     if (n != index->idx.size())
       throw status_error(CAGRA_ERROR_INVALID_ARGUMENT,
                          std::string(f) + ": " + std::to_string(n) + " labels for an index of " +
@@ -241,7 +237,7 @@ cagra_status_t cagra_index_get_labels(const cagra_index_t* index, int64_t* label
   return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
     require(index != nullptr, f, "index is NULL");
     require(labels != nullptr, f, "labels is NULL");
-    read_lock lock(index->mu);
+    const auto reading = index->lock.read();
     const cagra::index& idx = index->idx;
     if (capacity < idx.size())
       throw status_error(CAGRA_ERROR_INVALID_ARGUMENT,

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <exception>
+#include <mutex>
 #include <new>
 #include <shared_mutex>
 #include <stdexcept>
@@ -14,11 +15,39 @@
 #include <cagra/c_api.h>
 #include <cagra/cagra.hpp>
 
+namespace cagra::c_api {
+
+/** A reader-writer lock in which a waiting writer goes next: it holds `gate` while it waits and
+ *  while it writes, and readers pass the gate to take their shared lock, so new readers queue
+ *  behind it. (std::shared_mutex alone, glibc's rwlock, prefers readers: searches that overlap
+ *  without a pause would keep an extend waiting forever.) */
+class index_lock {
+ public:
+  struct write_guard {
+    std::unique_lock<std::mutex> gate;
+    std::unique_lock<std::shared_mutex> exclusive;
+  };
+  std::shared_lock<std::shared_mutex> read() const {
+    std::lock_guard<std::mutex> pass(gate_);
+    return std::shared_lock<std::shared_mutex>(mu_);
+  }
+  write_guard write() const {
+    std::unique_lock<std::mutex> gate(gate_);
+    return {std::move(gate), std::unique_lock<std::shared_mutex>(mu_)};
+  }
+
+ private:
+  mutable std::mutex gate_;
+  mutable std::shared_mutex mu_;
+};
+
+}  // namespace cagra::c_api
+
 /** The object behind cagra_index_t: the index and the lock that lets searches run together
  *  while a change (extend, remove, compact, set_labels) runs alone. */
 struct cagra_index {
   cagra::index idx;
-  mutable std::shared_mutex mu;
+  cagra::c_api::index_lock lock;
   explicit cagra_index(cagra::index i) : idx(std::move(i)) {}
 };
 
