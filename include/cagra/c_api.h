@@ -19,8 +19,8 @@
  * Threads: every function may be called from any thread. Calls that only read an index (search,
  * info, labels, save) may run concurrently on the same index; calls that change it (extend,
  * remove, compact, set_labels) wait for the readers in progress and run alone (reads that start
- * while a change waits queue behind it). cagra_index_free must be the
- * last call on a handle: no other call may use the handle during or after it.
+ * while a change waits queue behind it). cagra_index_free must be the last call on a handle: no
+ * other call may use the handle during or after it.
  *
  * Compile a C program against it with the `cagra` library (a C++17 static library): link with a
  * C++ compiler or add the C++ runtime (-lstdc++) and OpenMP (-fopenmp).
