@@ -5,8 +5,10 @@
  * Plain C (C99 and C++), no CUDA types. An index is an opaque handle (cagra_index_t*) made by
  * cagra_index_build or cagra_index_load and released by cagra_index_free. Every function that
  * can fail returns a cagra_status_t; on failure the thread's cagra_last_error() says what went
- * wrong, and no C++ exception ever crosses the interface. A failed call leaves its outputs and
- * the index as they were. docs/c_api.md has a complete example and the rules below in full.
+ * wrong, and no C++ exception ever crosses the interface. A failed call leaves output handles as
+ * they were, and a failed extend, remove or set_labels leaves the index as it was (the result
+ * arrays of a failed search may be partly written). docs/c_api.md has a complete example and
+ * the rules below in full.
  *
  * Conventions:
  *  - matrices are row-major, `rows x dim`, element (i, j) at `data[i * dim + j]`;
