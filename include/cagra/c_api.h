@@ -24,8 +24,9 @@
  * while a change waits queue behind it). cagra_index_free must be the last call on a handle: no
  * other call may use the handle during or after it.
  *
- * Compile a C program against it with the `cagra` library (a C++17 static library): link with a
- * C++ compiler or add the C++ runtime (-lstdc++) and OpenMP (-fopenmp).
+ * Link: CMake `target_link_libraries(app cagra)` in this tree, `cagra::cagra` from the installed
+ * package; by hand `-lcagra` (shared), or the static libcagra.a with what the C++ library needs
+ * (-lstdc++ -lm -fopenmp -lz, and -lhdf5 when built with it). docs/c_api.md says more.
  */
 #ifndef CAGRA_C_API_H
 #define CAGRA_C_API_H
