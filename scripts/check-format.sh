@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the C++/CUDA format (.clang-format at the root) of every tracked .cpp/.hpp/.cu/.cuh/.h
+# Checks the C/C++/CUDA format (.clang-format at the root) of every tracked .c/.cpp/.hpp/.cu/.cuh/.h
 # file under include/ src/ tools/ tests/ bench/ python/src: lists the files that clang-format
 # would change and exits 1 when there is one. `--fix` rewrites them instead (exit 0).
 #
@@ -41,13 +41,13 @@ fi
 dirs=(include src tools tests bench python/src)
 patterns=()
 for d in "${dirs[@]}"; do
-  for e in cpp hpp cu cuh h; do patterns+=("$d/*.$e"); done
+  for e in c cpp hpp cu cuh h; do patterns+=("$d/*.$e"); done
 done
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files -- "${patterns[@]}")
 else  # an unpacked archive: every such file
   mapfile -t files < <(find "${dirs[@]}" -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' \
-                         -o -name '*.cuh' -o -name '*.h' \) | sort)
+                         -o -name '*.cuh' -o -name '*.h' -o -name '*.c' \) | sort)
 fi
 
 changed=()

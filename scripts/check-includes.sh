@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The include graph's rules (README "Source layout"), checked: the two backends never include
-# each other, backend-neutral core includes no backend, and the tools and the Python extension
-# use the public headers only (the bench tools may add src/core/bench_hooks.hpp; bench/cuda holds
-# the GPU backend's own measurements and includes it like the CUDA tests do). Prints each
-# violation and exits non-zero when there is one.
+# each other, backend-neutral core includes no backend, and the tools, the C API (src/c_api) and
+# the Python extension use the public headers only (the bench tools may add
+# src/core/bench_hooks.hpp; bench/cuda holds the GPU backend's own measurements and includes it
+# like the CUDA tests do). Prints each violation and exits non-zero when there is one.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -26,6 +26,7 @@ rule "the CLI includes internal headers (other than core/bench_hooks.hpp)" "(cpu
 rule "bench tools include internal headers (other than core/bench_hooks.hpp)" "(cpu|cuda)/|core/[^b]" \
   ':(glob)bench/*.cpp' ':(glob)bench/*.hpp'
 rule "the Python extension includes internal headers" "(core|cpu|cuda)/" 'python/*'
+rule "the C API includes internal headers" "(core|cpu|cuda)/" 'src/c_api/*'
 rule "public headers include internal ones" "(core|cpu|cuda)/" 'include/*'
 if [ $bad -eq 0 ]; then echo "include rules: ok"; fi
 exit $bad
