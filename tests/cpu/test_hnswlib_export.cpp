@@ -17,6 +17,7 @@
 #include <cagra/cagra.hpp>
 #include <cagra/hnswlib.hpp>
 
+#include "cli_run.hpp"
 #include "test_data.hpp"
 
 #ifdef CAGRA_HAVE_HNSWLIB
@@ -358,6 +359,63 @@ TEST(HnswlibExport, ImportRefusesDamagedFiles) {
 }
 
 #endif  // CAGRA_HAVE_HNSWLIB
+
+// ---- the command-line tool: cagra export-hnsw / import-hnsw ---------------------------------
+
+TEST(HnswlibCli, ExportThenImportKeepsTheGraph) {
+  const std::string idx_path = temp_path("cli_ring.cagra");
+  const index ring = ring_index();
+  save(ring, idx_path);
+  const std::string out = temp_path("cli_ring.hnsw");
+  cli_result r = run_cli({"export-hnsw", idx_path, "-o", out, "--threads", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("hnswlib.Index(space='l2', dim=8)"), std::string::npos) << r.out;
+#ifdef CAGRA_HAVE_HNSWLIB
+  {
+    loaded<hnswlib::L2Space> l(out, ring.dim());
+    EXPECT_EQ(l.h->cur_element_count, size_t(ring.size()));
+    EXPECT_EQ(l.h->maxM0_, 4u);
+  }
+#endif
+  const std::string back = temp_path("cli_ring_back.cagra");
+  r = run_cli({"import-hnsw", out, "--metric", "l2", "-o", back});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const index imported = load(back);
+  ASSERT_EQ(imported.size(), ring.size());
+  ASSERT_EQ(imported.graph_degree(), ring.graph_degree());
+  for (int64_t i = 0; i < ring.size(); ++i) {
+    std::set<uint32_t> a(ring.graph().row(i), ring.graph().row(i) + ring.graph_degree());
+    std::set<uint32_t> b(imported.graph().row(i), imported.graph().row(i) + ring.graph_degree());
+    EXPECT_EQ(a, b) << "row " << i;
+  }
+}
+
+TEST(HnswlibCli, ErrorsLeaveFilesAlone) {
+  const std::string idx_path = temp_path("cli_err.cagra");
+  save(ring_index(), idx_path);
+  const std::string out = temp_path("cli_err.hnsw");
+  // A missing index; the output is never created.
+  expect_error({"export-hnsw", temp_path("missing.cagra"), "-o", out});
+  EXPECT_FALSE(std::ifstream(out).good());
+  // An existing output without --force is kept as it was; with --force it is replaced.
+  write_bytes(out, {1, 2, 3});
+  EXPECT_NE(expect_error({"export-hnsw", idx_path, "-o", out}).find("--force"), std::string::npos);
+  EXPECT_EQ(read_bytes(out), (std::vector<uint8_t>{1, 2, 3}));
+  cli_result r = run_cli({"export-hnsw", idx_path, "-o", out, "--force"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_GT(read_bytes(out).size(), 3u);
+  // The output may not be the input; M must hold the degree (4: M >= 2).
+  expect_error({"export-hnsw", idx_path, "-o", idx_path, "--force"});
+  expect_error({"export-hnsw", idx_path, "-o", temp_path("m1.hnsw"), "--M", "1"}, 2);
+  expect_error({"export-hnsw", idx_path}, 2);  // no -o
+  // import-hnsw: the metric is required; a file that is not hnswlib's is refused.
+  const std::string back = temp_path("cli_err_back.cagra");
+  EXPECT_NE(expect_error({"import-hnsw", out, "-o", back}, 2).find("--metric"), std::string::npos);
+  expect_error({"import-hnsw", idx_path, "--metric", "l2", "-o", back});
+  expect_error({"import-hnsw", out, "--metric", "l2", "--dim", "9", "-o", back});
+  expect_error({"import-hnsw", temp_path("missing.hnsw"), "--metric", "l2", "-o", back});
+  EXPECT_FALSE(std::ifstream(back).good());
+}
 
 }  // namespace
 }  // namespace cagra::test
