@@ -393,12 +393,13 @@ def _search_params(
 
 # ---- the index -------------------------------------------------------------------------------
 
-# Labels, extend, remove, compact (python/cagra/_living.py): imported here, after the argument
-# checks above that it uses.
+# Labels, extend, remove, compact (python/cagra/_living.py) and Index.to_hnswlib (_hnswlib.py):
+# imported here, after the argument checks above that they use.
+from ._hnswlib import HnswlibExport  # noqa: E402
 from ._living import LivingIndex, labels_array  # noqa: E402
 
 
-class Index(LivingIndex):
+class Index(LivingIndex, HnswlibExport):
     """A CAGRA index: the stored vectors and a fixed out-degree proximity graph.
 
     Made by :func:`build` or :func:`load`, never directly. One index may be searched from

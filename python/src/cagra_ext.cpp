@@ -27,6 +27,8 @@
 #include <cagra/io.hpp>
 #include <cagra/plan.hpp>
 
+#include "hnswlib_ext.hpp"
+
 #ifdef CAGRA_PY_CUDA
 #include <cuda_runtime_api.h>
 #endif
@@ -883,4 +885,7 @@ NB_MODULE(_cagra, m) {
       [](cagra::backend target) { return cagra::search_backend(make_resources(target, 0)); },
       "backend"_a);
   m.def("cuda_device_name", &cagra::cuda_device_name, "device"_a);
+  bind_hnswlib(m, [](nb::handle h, const std::function<void(const cagra::index&)>& f) {
+    read_locked(nb::cast<const py_index&>(h), f);
+  });
 }

@@ -161,6 +161,24 @@ TEST(HnswlibExport, HnswlibLoadsTheFileAndFindsTheTrueNeighbours) {
   EXPECT_GE(last, 0.98);
 }
 
+TEST(HnswlibExport, HnswlibAddsPointsToTheLoadedGraph) {
+  const shared_set& s = set();
+  const std::string path = temp_path("grow.hnsw");
+  export_hnswlib(s.idx, path);
+  hnswlib::L2Space space(s.idx.dim());
+  const size_t extra = size_t(s.data.queries.rows());
+  hnswlib::HierarchicalNSW<float> h(&space, path, false, size_t(s.idx.size()) + extra);
+  h.num_deleted_ = 0;  // hnswlib 0.6.2 leaves it unset on load (see the loader above)
+  for (size_t q = 0; q < extra; ++q)
+    h.addPoint(s.queries.data() + q * s.idx.dim(), size_t(s.idx.size()) + q);
+  h.setEf(64);
+  for (size_t q = 0; q < extra; ++q) {  // each new point finds itself
+    auto top = h.searchKnn(s.queries.data() + q * s.idx.dim(), 1);
+    ASSERT_EQ(top.size(), 1u);
+    EXPECT_EQ(top.top().second, size_t(s.idx.size()) + q);
+  }
+}
+
 TEST(HnswlibExport, LabelsRoundTrip) {
   const shared_set& s = set();
   index idx = load([&] {
