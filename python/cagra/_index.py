@@ -14,6 +14,7 @@ from . import _cagra as _ext
 from ._arrays import ArrayLike, _framework, _vectors
 from ._filter import _filter_words
 from ._io import PathLike
+from ._hnswlib import HnswlibExport
 from ._living import LivingIndex
 from ._options import (
     _BACKENDS,
@@ -29,7 +30,7 @@ from ._options import (
 )
 
 
-class Index(LivingIndex):
+class Index(LivingIndex, HnswlibExport):
     """A CAGRA index: the stored vectors and a fixed out-degree proximity graph.
 
     Made by :func:`build` or :func:`load`, never directly. One index may be searched from

@@ -9,12 +9,13 @@
 // This file is the module's table of contents; the work is in one file per stage:
 // arrays.cpp (checked vector input, numpy output), params_ext.cpp (enums, parameter structs),
 // index_ext.cpp (the Index class, save, load), build_ext.cpp, living_ext.cpp (extend, remove,
-// compact), search_ext.cpp and io_ext.cpp. The order of the definitions below is the order of
+// compact), search_ext.cpp, io_ext.cpp and hnswlib_ext.cpp (Index.to_hnswlib). The order of the definitions below is the order of
 // python/cagra/_cagra.pyi (nanobind.stubgen follows it).
 #include <exception>
 #include <string>
 
 #include "ext_common.hpp"
+#include "hnswlib_ext.hpp"
 
 using namespace cagra_py;
 using namespace nb::literals;
@@ -96,4 +97,7 @@ NB_MODULE(_cagra, m) {
       [](cagra::backend target) { return cagra::search_backend(make_resources(target, 0)); },
       "backend"_a);
   m.def("cuda_device_name", &cagra::cuda_device_name, "device"_a);
+  bind_hnswlib(m, [](nb::handle h, const std::function<void(const cagra::index&)>& f) {
+    read_locked(nb::cast<const py_index&>(h), f);
+  });
 }

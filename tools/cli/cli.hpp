@@ -84,6 +84,8 @@ const command_spec& gt_command();
 const command_spec& extend_command();
 const command_spec& remove_command();
 const command_spec& compact_command();
+const command_spec& export_hnsw_command();  // hnsw.cpp: export-hnsw and import-hnsw
+const command_spec& import_hnsw_command();
 
 // ---- helpers (util.cpp) ---------------------------------------------------------------------
 /** Refuses an output path that names one of the inputs, that exists without `force`, or whose

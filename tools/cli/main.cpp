@@ -15,11 +15,12 @@ using cagra::cli::command_spec;
 
 const command_spec* const* commands() {
   static const command_spec* const table[] = {
-      &cagra::cli::build_command(),  &cagra::cli::extend_command(),
-      &cagra::cli::remove_command(), &cagra::cli::compact_command(),
-      &cagra::cli::search_command(), &cagra::cli::eval_command(),
-      &cagra::cli::bench_command(),  &cagra::cli::info_command(),
-      &cagra::cli::gt_command(),     nullptr};
+      &cagra::cli::build_command(),       &cagra::cli::extend_command(),
+      &cagra::cli::remove_command(),      &cagra::cli::compact_command(),
+      &cagra::cli::search_command(),      &cagra::cli::eval_command(),
+      &cagra::cli::bench_command(),       &cagra::cli::info_command(),
+      &cagra::cli::gt_command(),          &cagra::cli::export_hnsw_command(),
+      &cagra::cli::import_hnsw_command(), nullptr};
   return table;
 }
 
@@ -40,7 +41,7 @@ void print_main_help(FILE* out) {
                "usage: cagra COMMAND ARGUMENTS [OPTIONS]\n\ncommands:\n",
                CAGRA_VERSION);
   for (const command_spec* const* c = commands(); *c != nullptr; ++c)
-    std::fprintf(out, "  %-8s %s\n", (*c)->name, (*c)->summary);
+    std::fprintf(out, "  %-11s %s\n", (*c)->name, (*c)->summary);
   std::fprintf(out,
                "\nRun 'cagra COMMAND --help' for the arguments and options of a command.\n"
                "Other options: --help, --version. Documentation: docs/cli.md.\n");
@@ -73,7 +74,8 @@ int dispatch(int argc, char** argv) {
   if (c == nullptr) {
     throw cagra::cli::usage_error(
         "unknown command '" + first +
-        "' (commands: build, extend, remove, compact, search, eval, bench, info, gt)");
+        "' (commands: build, extend, remove, compact, search, eval, bench, info, gt, "
+        "export-hnsw, import-hnsw)");
   }
   cagra::cli::args a(*c, argc, argv, 2);
   if (a.help()) {
