@@ -234,10 +234,10 @@ void sweep(const sweep_context& c, hnswlib::HierarchicalNSW<float>& h, const cha
                    "\"threads\": %d%s}, \"recall\": %s, \"qps\": %s, \"latency_ms\": %s}\n",
                    json_quote(c.run_id).c_str(), json_quote(system).c_str(),
                    json_quote(c.device).c_str(), json_quote(c.commit).c_str(),
-                   json_quote(o.dataset).c_str(), json_quote(o.metric).c_str(), h.cur_element_count,
-                   c.dim, c.nq, k, h.M_, o.efs[e], o.threads, extra_json.c_str(),
-                   json_number(recalls[e]).c_str(), json_number(qps, "%.2f").c_str(),
-                   json_number(1e3 * best[e]).c_str());
+                   json_quote(o.dataset).c_str(), json_quote(o.metric).c_str(),
+                   static_cast<size_t>(h.cur_element_count), c.dim, c.nq, k, h.M_, o.efs[e],
+                   o.threads, extra_json.c_str(), json_number(recalls[e]).c_str(),
+                   json_number(qps, "%.2f").c_str(), json_number(1e3 * best[e]).c_str());
       std::fflush(c.json);
     }
   }

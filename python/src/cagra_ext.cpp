@@ -9,8 +9,8 @@
 // This file is the module's table of contents; the work is in one file per stage:
 // arrays.cpp (checked vector input, numpy output), params_ext.cpp (enums, parameter structs),
 // index_ext.cpp (the Index class, save, load), build_ext.cpp, living_ext.cpp (extend, remove,
-// compact), search_ext.cpp, io_ext.cpp and hnswlib_ext.cpp (Index.to_hnswlib). The order of the definitions below is the order of
-// python/cagra/_cagra.pyi (nanobind.stubgen follows it).
+// compact), search_ext.cpp, io_ext.cpp and hnswlib_ext.cpp (Index.to_hnswlib). The order of the
+// definitions below is the order of python/cagra/_cagra.pyi (nanobind.stubgen follows it).
 #include <exception>
 #include <string>
 
