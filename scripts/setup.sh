@@ -7,7 +7,8 @@
 #
 # Environment: BUILD_DIR (default build), CAGRA_CUDA (AUTO: the CUDA backend when nvcc is found),
 # CAGRA_WERROR (OFF; ON: warnings in the project's code fail the build, as in CI),
-# BUILD_TYPE (Release), JOBS (parallel compile jobs; default: number of cores),
+# BUILD_TYPE (Release), JOBS (parallel compile jobs; default: number of cores), TARGETS (build
+# only these CMake targets, e.g. "cagra_cli hnswlib_peer"; default: everything),
 # CAGRA_SETUP_NO_APT=1 (report missing packages but do not call apt, e.g. on a non-Debian host).
 set -euo pipefail
 
@@ -43,5 +44,6 @@ generator=()
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then generator=(-G Ninja); fi
 cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
   -DCAGRA_CUDA="${CAGRA_CUDA:-AUTO}" -DCAGRA_WERROR="${CAGRA_WERROR:-OFF}"
-cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}"
+read -r -a targets <<<"${TARGETS:-}"
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" ${targets[@]+--target "${targets[@]}"}
 echo "setup: built $BUILD_DIR/cagra"
