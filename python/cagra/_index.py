@@ -13,8 +13,8 @@ import numpy.typing as npt
 from . import _cagra as _ext
 from ._arrays import ArrayLike, _framework, _vectors
 from ._filter import _filter_words
-from ._io import PathLike
 from ._hnswlib import HnswlibExport
+from ._io import PathLike
 from ._living import LivingIndex
 from ._options import (
     _BACKENDS,
