@@ -18,8 +18,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import _BACKENDS, PathLike, _choice, _threads, _uint
 from . import _cagra as _ext
+from ._io import PathLike
+from ._options import _BACKENDS, _choice, _threads, _uint
 
 
 class HnswlibExport:
