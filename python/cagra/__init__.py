@@ -61,7 +61,7 @@ except ImportError as exc:  # e.g. Python started inside python/, next to the so
 from ._arrays import ArrayLike as ArrayLike
 from ._build import analyze, brute_force, build, build_knn_graph, explain_build, optimize
 from ._filter import _filter_words as _filter_words  # python/tests/test_filter.py uses it
-from ._index import Index, load
+from ._index import Index, from_hnswlib, load
 from ._io import PathLike as PathLike
 from ._io import read_matrix, read_neighbors, recall
 from ._options import _BACKENDS, _choice, _uint
@@ -78,6 +78,7 @@ __all__ = [
     "cuda_available",
     "cuda_device_name",
     "explain_build",
+    "from_hnswlib",
     "load",
     "optimize",
     "read_matrix",
@@ -119,7 +120,17 @@ def cuda_device_name(device: int = 0) -> str:
 
 
 # The public names are cagra.<name> wherever they are defined: help() and repr() say so.
-for _obj in (Index, load, analyze, brute_force, build, build_knn_graph, explain_build, optimize):
+for _obj in (
+    Index,
+    load,
+    from_hnswlib,
+    analyze,
+    brute_force,
+    build,
+    build_knn_graph,
+    explain_build,
+    optimize,
+):
     _obj.__module__ = __name__
 for _obj in (read_matrix, read_neighbors, recall):
     _obj.__module__ = __name__

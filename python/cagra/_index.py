@@ -22,6 +22,7 @@ from ._options import (
     _DEFAULT_SEARCH_ALGO,
     _DTYPES,
     _METRIC_NAMES,
+    _METRICS,
     _SP,
     _choice,
     _search_params,
@@ -289,3 +290,45 @@ def load(path: PathLike) -> Index:
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no index file at '{path}'")
     return Index(_ext.load(path))
+
+
+def from_hnswlib(
+    path: PathLike,
+    *,
+    metric: str = "l2",
+    dim: int = 0,
+    graph_degree: int = 0,
+    backend: str = "auto",
+    num_threads: int = 0,
+) -> Index:
+    """Reads a float32 hnswlib file (``hnswlib.Index.save_index`` / ``saveIndex``) into an
+    :class:`Index` (the C++ ``cagra::import_hnswlib``; docs/hnswlib.md). Level 0 becomes the
+    graph, each row's links made exactly ``graph_degree`` long; the upper levels are dropped;
+    hnswlib's labels become the index's labels and its deleted marks deleted rows.
+
+    Args:
+        path: the hnswlib file.
+        metric: the space the file was built in (hnswlib files do not record it): ``"l2"``,
+            ``"ip"`` or ``"cosine"`` (vectors are normalized again).
+        dim: the expected dimension, checked against the file; 0 = take it from the file.
+        graph_degree: degree of the imported graph; 0 = the file's level-0 capacity (2 M), at
+            most rows - 1.
+        backend, num_threads: where the graph is completed (``"auto"``, ``"cpu"``,
+            ``"cuda"``) and the CPU threads (0 = all).
+
+    Raises CagraError for a file that is not an hnswlib index of float32 vectors, a damaged
+    one, or a dimension other than ``dim``.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no hnswlib file at '{path}'")
+    return Index(
+        _ext._import_hnswlib(
+            path,
+            _choice("metric", metric, _METRICS),
+            _uint("dim", dim),
+            _uint("graph_degree", graph_degree),
+            _choice("backend", backend, _BACKENDS),
+            _threads(num_threads),
+        )
+    )

@@ -11,11 +11,36 @@ import numpy as np
 import pytest
 from conftest import numpy_knn
 
-hnswlib = pytest.importorskip("hnswlib")
-
 
 def recall_at(found, truth, k=10):
     return float(np.mean([len(set(f[:k]) & set(t[:k])) / k for f, t in zip(found, truth)]))
+
+
+def test_from_hnswlib_reads_back_an_export(bigann10k, tmp_path):
+    # Needs no hnswlib module: our own writer, our own reader.
+    _, base, queries, truth = bigann10k
+    index = cagra.build(base, graph_degree=32, labels=np.arange(base.shape[0]) + 7)
+    index.remove(np.array([7, 8]))
+    path = tmp_path / "round.hnsw"
+    index.to_hnswlib(path)
+    back = cagra.from_hnswlib(path, metric="l2", dim=base.shape[1], graph_degree=32)
+    assert back.size == base.shape[0] and back.graph_degree == 32
+    assert back.deleted_count == 2
+    assert np.array_equal(back.labels, np.arange(base.shape[0]) + 7)
+    labels, _ = back.search(queries, k=10, itopk_size=64)  # labels: rows + 7
+    live_truth = [[t + 7 for t in row if t not in (0, 1)][:10] for row in truth]
+    assert recall_at(labels, live_truth) >= 0.95
+    with pytest.raises(cagra.CagraError):
+        cagra.from_hnswlib(path, dim=base.shape[1] + 1)
+    with pytest.raises(FileNotFoundError):
+        cagra.from_hnswlib(tmp_path / "missing.hnsw")
+    with pytest.raises(ValueError):
+        cagra.from_hnswlib(path, metric="hamming")
+
+
+@pytest.fixture(scope="module")
+def hnswlib():
+    return pytest.importorskip("hnswlib")
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +49,7 @@ def built(bigann10k):
     return base, queries, truth, cagra.build(base, graph_degree=32)
 
 
-def test_hnswlib_loads_the_export_and_finds_the_true_neighbours(built, tmp_path):
+def test_hnswlib_loads_the_export_and_finds_the_true_neighbours(built, tmp_path, hnswlib):
     base, queries, truth, index = built
     path = tmp_path / "bigann.hnsw"
     report = index.to_hnswlib(path)
@@ -44,7 +69,7 @@ def test_hnswlib_loads_the_export_and_finds_the_true_neighbours(built, tmp_path)
     assert distances[0, 0] == pytest.approx(d0, rel=1e-5)
 
 
-def test_labels_and_deleted_rows(built, tmp_path):
+def test_labels_and_deleted_rows(built, tmp_path, hnswlib):
     base, queries, truth, _ = built
     index = cagra.build(base, graph_degree=32, labels=np.arange(base.shape[0]) * 3 + 1_000_000)
     gone = np.unique(truth[:, 0])  # every query's true nearest row
@@ -62,7 +87,7 @@ def test_labels_and_deleted_rows(built, tmp_path):
     assert recall_at(rows, live_truth) >= 0.95
 
 
-def test_cosine_loads_in_the_cosine_space(bigann10k, tmp_path):
+def test_cosine_loads_in_the_cosine_space(bigann10k, tmp_path, hnswlib):
     _, base, queries, _ = bigann10k
     x = base[:3000].astype(np.float32)
     q = queries.astype(np.float32)
