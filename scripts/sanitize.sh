@@ -64,9 +64,14 @@ cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target cagra_cpu_tests cagra
 # allocator's lock waits on it forever (seen once in CI: the reader was stopped after 60 s
 # without progress). glibc's malloc, which production builds use, resets its locks in the
 # child; the test runs in the main job.
+# Also left out: the two tests in which hnswlib itself inserts points (HierarchicalNSW::addPoint):
+# hnswlib 0.6.2's searchBaseLayer prefetches the entry after the last link of a full upper-level
+# list, 4 bytes past the list's allocation (its own graphs too, not only our exports); ASan stops
+# there. Every test that loads, searches or imports an exported file runs.
+hnswlib_inserts="HnswlibExport.HnswlibAddsPointsToTheLoadedGraph:HnswlibExport.ImportsAGraphHnswlibBuilt"
 slow="Search.InnerProductCosineAndFloatStorage:Search.HalfStorageAndInt8"
 slow+=":NnDescent.RecallOnBigann10k:CliPipeline.*:Optimize.InvariantsAndDeterminism"
-filter=${SANITIZE_FILTER:-"*:-Golden*:*Fashion*:$slow:IoHdf5.ConcurrentReadsAgree"}
+filter=${SANITIZE_FILTER:-"*:-Golden*:*Fashion*:$slow:$hnswlib_inserts:IoHdf5.ConcurrentReadsAgree"}
 
 # Reports go to stderr and to files under $reports (one per process that had one).
 reports=$PWD/$BUILD_DIR/sanitizer-reports
