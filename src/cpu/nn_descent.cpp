@@ -119,11 +119,13 @@ class nn_descent_run {
   /** Reverse lists (CSR), each trimmed to s_ entries by a seeded hash of (iteration, edge). */
   void reverse_one(const std::vector<uint32_t>& fwd, uint32_t it, uint64_t salt,
                    std::vector<uint32_t>& out) {
-    std::vector<uint32_t> count(static_cast<size_t>(n_) + 1, 0);
+    // Offsets into `all` run up to n * s (above 2^32 for 100M rows): 64-bit.
+    std::vector<size_t> count(static_cast<size_t>(n_) + 1, 0);
     for (uint32_t v : fwd)
-      if (v != kInvalidId) ++count[v + 1];
+      if (v != kInvalidId) ++count[size_t{v} + 1];
     for (int64_t i = 0; i < n_; ++i) count[i + 1] += count[i];
-    std::vector<uint32_t> all(count[n_]), fill(count.begin(), count.end() - 1);
+    std::vector<uint32_t> all(count[n_]);
+    std::vector<size_t> fill(count.begin(), count.end() - 1);
     for (int64_t i = 0; i < n_; ++i)
       for (uint32_t j = 0; j < s_; ++j) {
         uint32_t v = fwd[static_cast<size_t>(i) * s_ + j];
@@ -133,7 +135,7 @@ class nn_descent_run {
 #pragma omp parallel for num_threads(nt_) schedule(static)
     for (int64_t v = 0; v < n_; ++v) {
       uint32_t* b = all.data() + count[v];
-      uint32_t len = count[v + 1] - count[v];
+      uint32_t len = static_cast<uint32_t>(count[v + 1] - count[v]);  // <= n
       if (len > s_) {
         auto key = [&](uint32_t u) {
           return mix64(seed_ ^ salt ^ (uint64_t(it) << 48) ^ (uint64_t(u) << 24) ^ uint64_t(v));
