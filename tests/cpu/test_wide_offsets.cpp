@@ -113,7 +113,8 @@ std::vector<uint8_t> small_index_file() {
   for (int64_t i = 0; i < rows * dim; ++i) x[i] = u(rng);
   std::vector<uint32_t> graph(size_t(rows) * degree);
   for (int64_t r = 0; r < rows; ++r)
-    for (uint32_t j = 0; j < degree; ++j) graph[size_t(r) * degree + j] = uint32_t((r + j + 1) % rows);
+    for (uint32_t j = 0; j < degree; ++j)
+      graph[size_t(r) * degree + j] = uint32_t((r + j + 1) % rows);
   const std::string p = temp_path("wide_offsets_small.cagra");
   cagra::save(cagra::index(cagra::metric::l2, std::move(v), std::move(graph), degree), p);
   return read_bytes(p);
@@ -165,18 +166,18 @@ TEST(WideOffsets, SizesThatWrappedIn32BitsAreRefused) {
                  {"graph_bytes field 0", std::to_string(graph_bytes)});
   // rows x dim x 4 wraps too: 2^26 x 64 x 4 = 2^34.
   const uint64_t wide_vectors = rows * 64 * 4;
-  expect_refused(claimed(rows, 64, 64, uint32_t(wide_vectors), graph_bytes),
-                 "wide_wrapped_v.cagra", {"vector_bytes field 0", std::to_string(wide_vectors)});
+  expect_refused(claimed(rows, 64, 64, uint32_t(wide_vectors), graph_bytes), "wide_wrapped_v.cagra",
+                 {"vector_bytes field 0", std::to_string(wide_vectors)});
   // Rows past the id space (ids are uint32 with the top bit reserved).
-  expect_refused(claimed(uint64_t{1} << 31, 8, 64, (uint64_t{1} << 31) * 32,
-                         (uint64_t{1} << 31) * 256),
-                 "wide_rows.cagra", {"rows field 2147483648"});
+  expect_refused(
+      claimed(uint64_t{1} << 31, 8, 64, (uint64_t{1} << 31) * 32, (uint64_t{1} << 31) * 256),
+      "wide_rows.cagra", {"rows field 2147483648"});
   // Degree near rows: rows x degree x 4 close to 2^64, still computed without wrapping.
   const uint32_t degree = uint32_t(cagra::kMaxRows - 1);
   const uint64_t near_max = uint64_t(cagra::kMaxRows) * degree * 4;
-  expect_refused(claimed(uint64_t(cagra::kMaxRows), 8, degree, uint64_t(cagra::kMaxRows) * 32,
-                         near_max),
-                 "wide_degree.cagra", {"truncated payload", std::to_string(near_max)});
+  expect_refused(
+      claimed(uint64_t(cagra::kMaxRows), 8, degree, uint64_t(cagra::kMaxRows) * 32, near_max),
+      "wide_degree.cagra", {"truncated payload", std::to_string(near_max)});
 }
 
 }  // namespace
