@@ -7,6 +7,7 @@
 // nothing written, inputs untouched).
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <set>
@@ -321,6 +322,17 @@ TEST(CliLivingErrors, WrongDimensionAndLabelCounts) {
   EXPECT_NE(err.find("unique"), std::string::npos) << err;
   err = expect_error({"extend", labeled, v8, "-o", out, "--labels", floats}, 1);
   EXPECT_NE(err.find("integers"), std::string::npos) << err;
+  // A shape whose product wraps 64 bits (2^39 x 2^39 = 0 mod 2^64) over an empty body: refused,
+  // never read as an empty label list.
+  const std::string wrap = temp_path("w_wrap.npy");
+  std::string h =
+      "{'descr': '<i8', 'fortran_order': False, 'shape': (549755813888, 549755813888), }";
+  h.resize(117, ' ');
+  h += '\n';
+  std::ofstream(wrap, std::ios::binary)
+      << std::string("\x93NUMPY\x01\x00", 8) << char(h.size() & 0xFF) << char(h.size() >> 8) << h;
+  err = expect_error({"extend", labeled, v8, "-o", out, "--labels", wrap}, 1);
+  EXPECT_NE(err.find("too large"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_EQ(read_bytes(idx), before);
   EXPECT_EQ(read_bytes(labeled), labeled_before);

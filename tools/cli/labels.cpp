@@ -98,8 +98,11 @@ std::vector<int64_t> read_npy_labels(const std::string& path) {
       if (dim.empty() && c == ',') fail("bad .npy header (shape " + shape + ")");
       if (!dim.empty()) {
         if (dim.size() > 12) fail("bad .npy header (shape " + shape + " too large)");
-        count *= std::stoull(dim);
-        if (count > (uint64_t{1} << 40)) fail("bad .npy header (shape " + shape + " too large)");
+        // Checked before multiplying: two 12-digit extents would wrap 64 bits.
+        const uint64_t extent = std::stoull(dim);
+        if (extent != 0 && count > (uint64_t{1} << 40) / extent)
+          fail("bad .npy header (shape " + shape + " too large)");
+        count *= extent;
       }
       dim.clear();
     } else if (c != ' ') {
