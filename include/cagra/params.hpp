@@ -50,6 +50,11 @@ struct resources {
   int num_threads = 0;
   /** CUDA device ordinal (CUDA backend only). */
   int device = 0;
+  /** Several CUDA devices (cagra/multi_gpu.hpp): a search of a cagra::index is replicated over
+   *  them (a large batch is split across the devices, a small one goes to the next device in
+   *  turn; each device keeps its own copy of the index), and a cagra::sharded_index places shard
+   *  s on devices[s % devices.size()]. Empty, or one device: `device` alone. */
+  std::vector<int> devices;
   /** Called on long steps with the stage name and the completed fraction in [0, 1]. */
   std::function<void(const char* stage, double fraction)> progress;
 };

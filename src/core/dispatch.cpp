@@ -5,11 +5,13 @@
 #include <chrono>
 
 #include <cagra/cagra.hpp>
+#include <cagra/multi_gpu.hpp>
 #include <cagra/plan.hpp>
 
 #include "core/backend.hpp"
 #include "core/convert.hpp"
 #include "core/filter.hpp"
+#include "core/multi_gpu/multi_gpu.hpp"
 #include "core/plan.hpp"
 
 namespace cagra {
@@ -77,6 +79,9 @@ const char* space_name(memory_space s) { return s == memory_space::device ? "dev
 
 index build(const resources& res, const index_params& params, dataset_view dataset,
             build_report* report) {
+  if (!res.devices.empty())  // one index is built on one device: the first one listed
+    return build(core::single_device(res, devices_of(res)[0], res.num_threads), params, dataset,
+                 report);
   const auto t0 = clock_type::now();
   check_dataset(dataset, "dataset");
   const build_plan plan = plan_build(res, params, dataset.rows, dataset.type);
@@ -153,6 +158,20 @@ void search(const resources& res, const search_params& params, const index& idx,
       distances.data == nullptr ? "none" : space_name(distances.space));
   // Deleted rows (cagra::remove) are rows no query may see: folded into the filter once here.
   if (!filter.empty()) core::check_filter(filter, idx.size(), queries.rows);
+  // A devices list: the replicated layer calls this search once per device (multi_gpu.hpp).
+  if (!res.devices.empty()) {
+    const std::vector<int> devices = devices_of(res);
+    CAGRA_EXPECTS(space == memory_space::host || devices.size() == 1,
+                  "queries in device memory are searched on the device that holds them: set "
+                  "resources::device (resources::devices lists %zu devices)",
+                  devices.size());
+    if (devices.size() > 1 && core::resolve_backend(res) == backend::cuda)
+      core::search_replicated(res, devices, params, idx, queries, k, neighbors, distances, filter);
+    else
+      search(core::single_device(res, devices[0], res.num_threads), params, idx, queries, k,
+             neighbors, distances, filter);
+    return;
+  }
   std::vector<uint32_t> storage;
   const row_filter visible = core::visible_rows(idx, filter, queries.rows, storage);
   const search_plan plan = core::plan_visible(res, params, idx, k, queries.rows, space, visible);

@@ -313,6 +313,10 @@ index load(const std::string& path) {
   uint8_t head[kHeaderSize] = {};
   const size_t head_n = size_t(std::min<uint64_t>(file_size, kHeaderSize));
   read_all(fd, head, head_n, nullptr, path);
+  CAGRA_EXPECTS(head_n < 8 || std::memcmp(head, "CAGRASHD", 8) != 0,
+                "cagra::load: '%s' is the manifest of a sharded index (cagra/multi_gpu.hpp): load "
+                "it with cagra::load_sharded",
+                f);
   CAGRA_EXPECTS(head_n >= 8 && std::memcmp(head, kMagic, 8) == 0,
                 "cagra::load: '%s' is not a CAGRA index file (bad magic; expected \"CAGRAIDX\")",
                 f);

@@ -28,10 +28,15 @@ __global__ void scatter_rows(uint32_t* graph, uint32_t degree, const uint32_t* r
 std::shared_ptr<index_state> device_index(const index& idx, int device) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& slot = idx.backend_cache();
-  if (auto cached = std::dynamic_pointer_cast<index_state>(slot);
-      cached && cached->device == device)
-    return cached;
+  auto copies = std::dynamic_pointer_cast<device_copies>(slot);
+  if (!copies) {
+    copies = std::make_shared<device_copies>();
+    slot = copies;
+  }
+  if (copies->by_device.size() <= size_t(device)) copies->by_device.resize(size_t(device) + 1);
+  if (auto& cached = copies->by_device[size_t(device)]) return cached;
 
+  device_guard guard(device);
   auto s = std::make_shared<index_state>();
   s->device = device;
   s->rows = idx.size();
@@ -54,71 +59,82 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   CAGRA_CUDA_TRY(cudaMemcpyAsync(s->graph.data(), idx.graph().data, graph_elems * sizeof(uint32_t),
                                  cudaMemcpyHostToDevice, s->stream.get()));
   s->stream.sync();
-  slot = s;
+  copies->by_device[size_t(device)] = s;
   return s;
 }
+
+namespace {
+/** Brings one device copy up to date (update_device_index's work for one device). */
+void update_copy(index_state* st, const index& idx, int64_t old_rows,
+                 const std::vector<uint32_t>& changed,
+                 const std::function<void(uint32_t*)>& gather_changed) {
+  stop_persistent(*st);
+  device_guard guard(st->device);
+  std::lock_guard<std::mutex> busy(st->workspace_mutex);
+  const cudaStream_t s = st->stream.get();
+  const int64_t n = idx.size(), added = n - old_rows;
+  const uint32_t degree = st->degree;
+  const size_t row_bytes = size_t{st->dim} * dtype_size(st->type), stride = st->row_stride;
+  if (st->dataset.size() < size_t(n) * stride) {  // grow by half again, keep the old rows
+    const size_t cap = std::max<size_t>(size_t(n), size_t(old_rows) + size_t(old_rows) / 2);
+    device_buffer<uint8_t> data(cap * stride);
+    device_buffer<uint32_t> graph(cap * degree);
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(data.data(), st->dataset.data(), size_t(old_rows) * stride,
+                                   cudaMemcpyDeviceToDevice, s));
+    if (stride != row_bytes)  // zero padding of the rows to come
+      CAGRA_CUDA_TRY(cudaMemsetAsync(data.data() + size_t(old_rows) * stride, 0,
+                                     (cap - size_t(old_rows)) * stride, s));
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(graph.data(), st->graph.data(),
+                                   size_t(old_rows) * degree * sizeof(uint32_t),
+                                   cudaMemcpyDeviceToDevice, s));
+    st->stream.sync();
+    st->dataset = std::move(data);
+    st->graph = std::move(graph);
+  }
+  if (added > 0) {
+    CAGRA_CUDA_TRY(cudaMemcpy2DAsync(st->dataset.data() + size_t(old_rows) * stride, stride,
+                                     idx.vectors().row_bytes(old_rows), row_bytes, row_bytes,
+                                     size_t(added), cudaMemcpyHostToDevice, s));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(st->graph.data() + size_t(old_rows) * degree, idx.graph().row(old_rows),
+                        size_t(added) * degree * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
+  }
+  if (!changed.empty()) {
+    // Staging [changed ids | their rows] in pinned memory: one fast upload, no page faults on
+    // a fresh buffer per call (grow-only, by half again).
+    const size_t n_values = changed.size() * degree, words = changed.size() + n_values;
+    pinned_buffer<uint32_t>& staging = st->update_staging;
+    if (staging.size() < words) staging.reserve(words + words / 2);
+    std::copy(changed.begin(), changed.end(), staging.data());
+    gather_changed(staging.data() + changed.size());
+    device_buffer<uint32_t>& d_words = st->update_words;
+    if (d_words.size() < words) d_words.reserve(words + words / 2);
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(d_words.data(), staging.data(), words * sizeof(uint32_t),
+                                   cudaMemcpyHostToDevice, s));
+    const unsigned block = 256;
+    scatter_rows<<<unsigned((n_values + block - 1) / block), block, 0, s>>>(
+        st->graph.data(), degree, d_words.data(), d_words.data() + changed.size(), n_values);
+    CAGRA_CUDA_TRY(cudaGetLastError());
+  }
+  st->stream.sync();
+  st->rows = n;
+}
+}  // namespace
 
 void update_device_index(const index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
                          const std::function<void(uint32_t*)>& gather_changed) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto& slot = idx.backend_cache();
-  auto st = std::dynamic_pointer_cast<index_state>(slot);
-  if (!st) return;
-  if (st->rows != old_rows || st->degree != idx.graph_degree()) {
-    slot.reset();
-    return;
-  }
+  auto copies = std::dynamic_pointer_cast<device_copies>(slot);
+  if (!copies) return;
   try {
-    stop_persistent(*st);
-    device_guard guard(st->device);
-    std::lock_guard<std::mutex> busy(st->workspace_mutex);
-    const cudaStream_t s = st->stream.get();
-    const int64_t n = idx.size(), added = n - old_rows;
-    const uint32_t degree = st->degree;
-    const size_t row_bytes = size_t{st->dim} * dtype_size(st->type), stride = st->row_stride;
-    if (st->dataset.size() < size_t(n) * stride) {  // grow by half again, keep the old rows
-      const size_t cap = std::max<size_t>(size_t(n), size_t(old_rows) + size_t(old_rows) / 2);
-      device_buffer<uint8_t> data(cap * stride);
-      device_buffer<uint32_t> graph(cap * degree);
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(data.data(), st->dataset.data(), size_t(old_rows) * stride,
-                                     cudaMemcpyDeviceToDevice, s));
-      if (stride != row_bytes)  // zero padding of the rows to come
-        CAGRA_CUDA_TRY(cudaMemsetAsync(data.data() + size_t(old_rows) * stride, 0,
-                                       (cap - size_t(old_rows)) * stride, s));
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(graph.data(), st->graph.data(),
-                                     size_t(old_rows) * degree * sizeof(uint32_t),
-                                     cudaMemcpyDeviceToDevice, s));
-      st->stream.sync();
-      st->dataset = std::move(data);
-      st->graph = std::move(graph);
+    for (auto& st : copies->by_device) {
+      if (!st) continue;
+      if (st->rows != old_rows || st->degree != idx.graph_degree())
+        st.reset();  // the next search copies the index anew
+      else
+        update_copy(st.get(), idx, old_rows, changed, gather_changed);
     }
-    if (added > 0) {
-      CAGRA_CUDA_TRY(cudaMemcpy2DAsync(st->dataset.data() + size_t(old_rows) * stride, stride,
-                                       idx.vectors().row_bytes(old_rows), row_bytes, row_bytes,
-                                       size_t(added), cudaMemcpyHostToDevice, s));
-      CAGRA_CUDA_TRY(
-          cudaMemcpyAsync(st->graph.data() + size_t(old_rows) * degree, idx.graph().row(old_rows),
-                          size_t(added) * degree * sizeof(uint32_t), cudaMemcpyHostToDevice, s));
-    }
-    if (!changed.empty()) {
-      // Staging [changed ids | their rows] in pinned memory: one fast upload, no page faults on
-      // a fresh buffer per call (grow-only, by half again).
-      const size_t n_values = changed.size() * degree, words = changed.size() + n_values;
-      pinned_buffer<uint32_t>& staging = st->update_staging;
-      if (staging.size() < words) staging.reserve(words + words / 2);
-      std::copy(changed.begin(), changed.end(), staging.data());
-      gather_changed(staging.data() + changed.size());
-      device_buffer<uint32_t>& d_words = st->update_words;
-      if (d_words.size() < words) d_words.reserve(words + words / 2);
-      CAGRA_CUDA_TRY(cudaMemcpyAsync(d_words.data(), staging.data(), words * sizeof(uint32_t),
-                                     cudaMemcpyHostToDevice, s));
-      const unsigned block = 256;
-      scatter_rows<<<unsigned((n_values + block - 1) / block), block, 0, s>>>(
-          st->graph.data(), degree, d_words.data(), d_words.data() + changed.size(), n_values);
-      CAGRA_CUDA_TRY(cudaGetLastError());
-    }
-    st->stream.sync();
-    st->rows = n;
   } catch (...) {
     slot.reset();  // a half-updated copy is never searched
     throw;

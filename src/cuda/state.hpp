@@ -1,4 +1,5 @@
-// What the CUDA backend keeps on the device for one index (cached in idx.backend_cache()):
+// What the CUDA backend keeps on a device for one index (cached in idx.backend_cache(), a copy
+// per device):
 // the vectors, rows padded to a multiple of 16 bytes so that a team can read them with 16-byte
 // loads, and the graph; plus a stream and the search's grow-only workspaces
 // (search/workspace.hpp), reused by every search call on this index.
@@ -50,7 +51,14 @@ struct index_state final : detail::backend_state {
   persistent_state persistent;
 };
 
-/** The device copy of `idx` on `device`: the cached one, or a new one (copied once). */
+/** What idx.backend_cache() holds for the CUDA backend: one copy of the index per device that
+ *  searched it (a replicated search keeps a copy on each of its devices; multi_gpu.hpp). */
+struct device_copies final : detail::backend_state {
+  std::vector<std::shared_ptr<index_state>> by_device;  // [device ordinal], null: no copy there
+};
+
+/** The device copy of `idx` on `device`: the cached one, or a new one (copied once and kept,
+ *  beside the copies on other devices, as long as the index lives). */
 std::shared_ptr<index_state> device_index(const index& idx, int device);
 
 }  // namespace cagra::cuda

@@ -1,0 +1,45 @@
+// The multi-device layer's internal pieces (cagra/multi_gpu.hpp is the public side): running one
+// task per device in parallel host threads, slicing a filter to a row range or a query range,
+// and the replicated search that core's cagra::search hands a multi-device call to. Everything
+// here calls the single-device entry points: no backend is reached around them (DESIGN.md §8).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+#include <cagra/filter.hpp>
+
+namespace cagra::core {
+
+/** Runs task(0) .. task(n - 1), each on its own host thread when `parallel` (else in order on
+ *  this one), and rethrows the first exception (by task number) after all have ended. */
+void run_tasks(size_t n, bool parallel, const std::function<void(size_t)>& task);
+
+/** `res` narrowed to one device: devices cleared, device = `device`, `threads` host threads. */
+resources single_device(const resources& res, int device, int threads);
+
+/** The filter `f` (non-empty, checked) cut to the rows [first, first + rows): bit r of the result
+ *  is bit first + r of `f`, per query for a per-query filter. Written into `storage`. */
+row_filter slice_rows(const row_filter& f, int64_t first, int64_t rows,
+                      std::vector<uint32_t>& storage);
+
+/** The filter `f` for queries [first, first + count) of the batch (a view into `f`: a shared
+ *  bitset is the same for every slice). */
+row_filter slice_queries(const row_filter& f, int64_t first, int64_t count);
+
+/** cagra::search over several devices (`devices`, two or more; host memory): a batch of at
+ *  least kReplicaMinSlice queries per device is split into contiguous slices searched in
+ *  parallel, a smaller one goes whole to the next device in turn. Arguments as cagra::search,
+ *  already checked. */
+void search_replicated(const resources& res, const std::vector<int>& devices,
+                       const search_params& params, const index& idx, dataset_view queries,
+                       uint32_t k, matrix_view<uint32_t> neighbors, matrix_view<float> distances,
+                       const row_filter& filter);
+
+/** Fewest queries per device for which a replicated search splits its batch: below, one GPU
+ *  handles the batch while the others serve concurrent callers (round robin). */
+constexpr int64_t kReplicaMinSlice = 512;
+
+}  // namespace cagra::core

@@ -1,0 +1,167 @@
+// A sharded index: the rows split into contiguous ranges, one complete CAGRA index per range,
+// shard s on device devices[s % n]. Building runs one host thread per device (the shards of a
+// device one after another, so that a device holds one build at a time); searching runs every
+// shard with the same queries, one host thread per shard, and merges the per-shard top-k lists
+// (merge.cpp). Each shard is an ordinary cagra::index searched by the ordinary entry point, so
+// filters, plans and both backends work on shards as they do on one index; several shards on one
+// GPU run concurrently on their own streams (each index's device copy has its own).
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include <cagra/multi_gpu.hpp>
+
+#include "core/backend.hpp"
+#include "core/filter.hpp"
+#include "core/multi_gpu/multi_gpu.hpp"
+
+namespace cagra {
+
+sharded_index::sharded_index(std::vector<index> shards) {
+  CAGRA_EXPECTS(!shards.empty(), "a sharded index needs at least one shard");
+  const index& first = shards[0];
+  std::vector<int64_t> offsets{0};
+  for (size_t s = 0; s < shards.size(); ++s) {
+    const index& x = shards[s];
+    CAGRA_EXPECTS(x.size() > 0, "shard %zu is empty", s);
+    CAGRA_EXPECTS(x.dim() == first.dim() && x.metric() == first.metric() &&
+                      x.storage_dtype() == first.storage_dtype() &&
+                      x.graph_degree() == first.graph_degree(),
+                  "shard %zu (dim %u, %s, %s, degree %u) differs from shard 0 (dim %u, %s, %s, "
+                  "degree %u): shards must share dimension, metric, dtype and degree",
+                  s, x.dim(), to_string(x.metric()), to_string(x.storage_dtype()), x.graph_degree(),
+                  first.dim(), to_string(first.metric()), to_string(first.storage_dtype()),
+                  first.graph_degree());
+    CAGRA_EXPECTS(!x.has_labels() && x.deleted_count() == 0,
+                  "shard %zu has labels or deleted rows: a sharded index numbers its rows "
+                  "globally and takes shards without them",
+                  s);
+    offsets.push_back(offsets.back() + x.size());
+  }
+  CAGRA_EXPECTS(offsets.back() <= kMaxRows, "the shards hold %lld rows together (at most %lld)",
+                (long long)offsets.back(), (long long)kMaxRows);
+  shards_ = std::move(shards);
+  offsets_ = std::move(offsets);
+}
+
+size_t sharded_index::shard_of(int64_t row) const {
+  CAGRA_EXPECTS(row >= 0 && row < size(), "row %lld is outside [0, %lld)", (long long)row,
+                (long long)size());
+  return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin() - 1);
+}
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+/** Rows of shard s of `shards` over `rows` rows: [rows * s / shards, rows * (s + 1) / shards). */
+int64_t shard_start(int64_t rows, size_t s, size_t shards) {
+  return rows * int64_t(s) / int64_t(shards);  // rows < 2^31, s < 2^32: no overflow
+}
+
+dataset_view row_range(dataset_view v, int64_t first, int64_t count) {
+  v.data = static_cast<const uint8_t*>(v.data) + size_t(first) * v.row_bytes();
+  v.rows = count;
+  return v;
+}
+
+}  // namespace
+
+sharded_index build_sharded(const resources& res, const index_params& params, dataset_view dataset,
+                            uint32_t shards, build_report* report) {
+  const auto t0 = clock_type::now();
+  const std::vector<int> devices = devices_of(res);
+  CAGRA_EXPECTS(dataset.data != nullptr && dataset.rows > 0 && dataset.cols > 0,
+                "dataset is empty (%lld x %lld)", (long long)dataset.rows, (long long)dataset.cols);
+  CAGRA_EXPECTS(dataset.space == memory_space::host, "a sharded build takes host memory");
+  const size_t n_shards = shards ? shards : devices.size();
+  CAGRA_EXPECTS(int64_t(n_shards) <= dataset.rows, "%zu shards for %lld rows", n_shards,
+                (long long)dataset.rows);
+  const bool gpu = core::resolve_backend(res) == backend::cuda;
+  // Devices in parallel on the GPU; on the CPU one shard after another with every thread.
+  const size_t workers = gpu ? std::min(devices.size(), n_shards) : 1;
+  const int threads = std::max(1, core::host_threads(res.num_threads) / int(workers));
+  std::mutex progress_mutex;
+  resources shared = res;
+  if (res.progress)
+    shared.progress = [&](const char* stage, double f) {
+      std::lock_guard<std::mutex> lock(progress_mutex);
+      res.progress(stage, f);
+    };
+  std::vector<index> built(n_shards);
+  std::vector<build_report> reports(n_shards);
+  core::run_tasks(workers, workers > 1, [&](size_t w) {
+    const resources r = core::single_device(shared, devices[w], gpu ? threads : res.num_threads);
+    for (size_t s = w; s < n_shards; s += workers) {
+      const int64_t first = shard_start(dataset.rows, s, n_shards);
+      const int64_t count = shard_start(dataset.rows, s + 1, n_shards) - first;
+      try {
+        built[s] = build(r, params, row_range(dataset, first, count), &reports[s]);
+      } catch (const error& e) {
+        CAGRA_FAIL("shard %zu of %zu (rows %lld .. %lld): %s", s, n_shards, (long long)first,
+                   (long long)(first + count - 1), e.what());
+      }
+    }
+  });
+  sharded_index out(std::move(built));
+  if (report) {
+    build_report rep = reports[0];
+    for (size_t s = 1; s < n_shards; ++s) {
+      rep.knn_seconds += reports[s].knn_seconds;
+      rep.optimize_seconds += reports[s].optimize_seconds;
+      rep.knn_iterations = std::max(rep.knn_iterations, reports[s].knn_iterations);
+    }
+    rep.total_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+    *report = rep;
+  }
+  return out;
+}
+
+void search(const resources& res, const search_params& params, const sharded_index& idx,
+            dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
+            matrix_view<float> distances, const row_filter& filter) {
+  CAGRA_EXPECTS(idx.shard_count() > 0, "the sharded index is empty");
+  const std::vector<int> devices = devices_of(res);
+  CAGRA_EXPECTS(queries.data && queries.rows > 0 && queries.cols > 0, "queries are empty");
+  CAGRA_EXPECTS(queries.space == memory_space::host && neighbors.space == memory_space::host &&
+                    (!distances.data || distances.space == memory_space::host),
+                "a sharded search takes host memory");
+  CAGRA_EXPECTS(queries.cols == idx.dim(), "queries have dimension %lld but the index has %u",
+                (long long)queries.cols, idx.dim());
+  const int64_t nq = queries.rows;
+  CAGRA_EXPECTS(neighbors.data != nullptr && neighbors.rows == nq && neighbors.cols == k,
+                "neighbors must be a [%lld, %u] matrix (got [%lld, %lld])", (long long)nq, k,
+                (long long)neighbors.rows, (long long)neighbors.cols);
+  CAGRA_EXPECTS(!distances.data || (distances.rows == nq && distances.cols == k),
+                "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])", (long long)nq,
+                k, (long long)distances.rows, (long long)distances.cols);
+  if (!filter.empty()) core::check_filter(filter, idx.size(), nq);
+
+  const size_t n = idx.shard_count();
+  const bool gpu = core::resolve_backend(res) == backend::cuda;
+  const int threads =
+      gpu ? std::max(1, core::host_threads(res.num_threads) / int(n)) : res.num_threads;
+  const size_t words = size_t(nq) * k;
+  std::vector<std::vector<uint32_t>> ids(n, std::vector<uint32_t>(words));
+  std::vector<std::vector<float>> dist(n, std::vector<float>(words));
+  core::run_tasks(n, gpu, [&](size_t s) {
+    const index& shard = idx.shard(s);
+    const int64_t offset = idx.shard_offset(s);
+    std::vector<uint32_t> storage;
+    const row_filter f =
+        filter.empty() ? filter : core::slice_rows(filter, offset, shard.size(), storage);
+    search(core::single_device(res, devices[s % devices.size()], threads), params, shard, queries,
+           k, {ids[s].data(), nq, int64_t{k}}, {dist[s].data(), nq, int64_t{k}}, f);
+    for (uint32_t& id : ids[s])
+      if (id != kInvalidId) id = uint32_t(int64_t{id} + offset);
+  });
+  std::vector<matrix_view<const uint32_t>> id_views;
+  std::vector<matrix_view<const float>> dist_views;
+  for (size_t s = 0; s < n; ++s) {
+    id_views.push_back({ids[s].data(), nq, int64_t{k}});
+    dist_views.push_back({dist[s].data(), nq, int64_t{k}});
+  }
+  merge_topk(id_views, dist_views, k, neighbors, distances);
+}
+
+}  // namespace cagra

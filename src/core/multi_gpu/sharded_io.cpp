@@ -1,0 +1,181 @@
+// A sharded index on disk (docs/index_format.md, "Sharded index"): one cagra::save file per shard,
+// PATH.shard-S-of-N, and the manifest PATH, a short text file written last:
+//
+//   CAGRASHD 1
+//   shards N rows R dim D
+//   shard S rows r bytes B checksum HHHHHHHHHHHHHHHH file NAME     (N lines, S = 0 .. N-1)
+//   end
+//
+// B is the shard file's size and H its trailing 64-bit checksum (the index file's last 8 bytes,
+// which cover all of it): load checks both before reading a shard, so a set mixed from two saves,
+// or a shard replaced since, is refused. NAME is a file name in the manifest's folder (no '/').
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <cagra/multi_gpu.hpp>
+
+namespace cagra {
+namespace {
+
+constexpr char kShardMagic[] = "CAGRASHD";
+constexpr uint32_t kShardFormat = 1;
+constexpr size_t kMaxShards = 4096;
+constexpr off_t kMaxManifestBytes = 1 << 20;
+
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+std::string base_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+/** Size and trailing checksum (last 8 bytes, little-endian) of a saved index file. */
+void file_identity(const std::string& path, uint64_t& bytes, uint64_t& sum) {
+  std::ifstream in(path, std::ios::binary);
+  CAGRA_EXPECTS(in.good(), "cannot open '%s': %s", path.c_str(), std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  CAGRA_EXPECTS(size >= 8, "'%s' is too short to be a CAGRA index file", path.c_str());
+  in.seekg(size - 8);
+  uint8_t b[8] = {};
+  in.read(reinterpret_cast<char*>(b), 8);
+  CAGRA_EXPECTS(in.good(), "cannot read '%s'", path.c_str());
+  sum = 0;
+  for (int i = 7; i >= 0; --i) sum = (sum << 8) | b[i];
+  bytes = uint64_t(size);
+}
+
+}  // namespace
+
+bool is_sharded_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[8] = {};
+  in.read(head, 8);
+  return in.gcount() == 8 && std::memcmp(head, kShardMagic, 8) == 0;
+}
+
+void save(const sharded_index& idx, const std::string& path) {
+  CAGRA_EXPECTS(!path.empty(), "cagra::save: empty file name");
+  CAGRA_EXPECTS(idx.shard_count() > 0, "cagra::save('%s'): the sharded index is empty",
+                path.c_str());
+  const size_t n = idx.shard_count();
+  std::ostringstream manifest;
+  manifest << kShardMagic << ' ' << kShardFormat << '\n'
+           << "shards " << n << " rows " << idx.size() << " dim " << idx.dim() << '\n';
+  for (size_t s = 0; s < n; ++s) {
+    const std::string name =
+        base_of(path) + ".shard-" + std::to_string(s) + "-of-" + std::to_string(n);
+    const std::string file = folder_of(path) + name;
+    save(idx.shard(s), file);
+    uint64_t bytes = 0, sum = 0;
+    file_identity(file, bytes, sum);
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);
+    manifest << "shard " << s << " rows " << idx.shard(s).size() << " bytes " << bytes
+             << " checksum " << hex << " file " << name << '\n';
+  }
+  manifest << "end\n";
+  // The manifest last, through a temporary file: an existing set is replaced only by a complete
+  // one (its shard files were each replaced by a complete file above).
+  const std::string tmp = path + ".tmp-manifest";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    CAGRA_EXPECTS(out.good(), "cagra::save: cannot create '%s': %s", tmp.c_str(),
+                  std::strerror(errno));
+    out << manifest.str();
+    out.flush();
+    CAGRA_EXPECTS(out.good(), "cagra::save: writing '%s' failed", tmp.c_str());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    std::remove(tmp.c_str());
+    CAGRA_FAIL("cagra::save: cannot replace '%s': %s", path.c_str(), std::strerror(e));
+  }
+}
+
+sharded_index load_sharded(const std::string& path) {
+  const char* f = path.c_str();
+  struct stat st {};
+  CAGRA_EXPECTS(::stat(f, &st) == 0, "cagra::load_sharded: cannot open '%s': %s", f,
+                std::strerror(errno));
+  CAGRA_EXPECTS(S_ISREG(st.st_mode), "cagra::load_sharded: '%s' is not a regular file", f);
+  CAGRA_EXPECTS(is_sharded_file(path),
+                "cagra::load_sharded: '%s' is not a sharded index manifest (it does not start "
+                "with \"%s\"; a single index loads with cagra::load)",
+                f, kShardMagic);
+  CAGRA_EXPECTS(st.st_size <= kMaxManifestBytes,
+                "cagra::load_sharded: '%s' is %lld bytes, too large for a manifest", f,
+                (long long)st.st_size);
+  std::ifstream in(path);
+  std::string magic, word;
+  uint32_t version = 0;
+  size_t n = 0;
+  long long rows = 0, dim = 0;
+  in >> magic >> version;
+  CAGRA_EXPECTS(in.good() && version == kShardFormat,
+                "cagra::load_sharded: '%s': manifest version %u (this library reads %u)", f,
+                version, kShardFormat);
+  std::string w_shards, w_rows, w_dim;
+  in >> w_shards >> n >> w_rows >> rows >> w_dim >> dim;
+  CAGRA_EXPECTS(in.good() && w_shards == "shards" && w_rows == "rows" && w_dim == "dim" && n >= 1 &&
+                    n <= kMaxShards && rows >= 1 && rows <= kMaxRows && dim >= 1,
+                "cagra::load_sharded: '%s': bad manifest header (expected \"shards N rows R dim "
+                "D\" with 1 <= N <= %zu)",
+                f, kMaxShards);
+  std::vector<index> shards;
+  long long total = 0;
+  for (size_t s = 0; s < n; ++s) {
+    std::string w_shard, w_r, w_bytes, w_sum, w_file, name, hex;
+    size_t number = 0;
+    long long shard_rows = 0;
+    unsigned long long bytes = 0;
+    in >> w_shard >> number >> w_r >> shard_rows >> w_bytes >> bytes >> w_sum >> hex >> w_file >>
+        name;
+    CAGRA_EXPECTS(
+        in.good() && w_shard == "shard" && number == s && w_r == "rows" && w_bytes == "bytes" &&
+            w_sum == "checksum" && w_file == "file" && shard_rows >= 1 && hex.size() == 16 &&
+            hex.find_first_not_of("0123456789abcdef") == std::string::npos && !name.empty() &&
+            name.find('/') == std::string::npos && name != "." && name != "..",
+        "cagra::load_sharded: '%s': bad line for shard %zu", f, s);
+    const std::string file = folder_of(path) + name;
+    uint64_t have_bytes = 0, have_sum = 0;
+    try {
+      file_identity(file, have_bytes, have_sum);
+    } catch (const error& e) {
+      CAGRA_FAIL("cagra::load_sharded: '%s': shard %zu: %s", f, s, e.what());
+    }
+    const uint64_t want_sum = std::stoull(hex, nullptr, 16);
+    CAGRA_EXPECTS(have_bytes == bytes && have_sum == want_sum,
+                  "cagra::load_sharded: '%s': shard file '%s' is not the one the manifest names "
+                  "(%llu bytes, checksum %016llx; expected %llu bytes, %s): the set was mixed "
+                  "from two saves or the file changed since",
+                  f, file.c_str(), (unsigned long long)have_bytes, (unsigned long long)have_sum,
+                  bytes, hex.c_str());
+    index x = load(file);
+    CAGRA_EXPECTS(x.size() == shard_rows && x.dim() == uint64_t(dim),
+                  "cagra::load_sharded: '%s': shard %zu holds %lld x %u, the manifest says "
+                  "%lld x %lld",
+                  f, s, (long long)x.size(), x.dim(), shard_rows, dim);
+    total += shard_rows;
+    shards.push_back(std::move(x));
+  }
+  in >> word;
+  CAGRA_EXPECTS(word == "end", "cagra::load_sharded: '%s': the manifest does not end with \"end\"",
+                f);
+  CAGRA_EXPECTS(total == rows,
+                "cagra::load_sharded: '%s': the shards hold %lld rows, the manifest "
+                "says %lld",
+                f, total, rows);
+  return sharded_index(std::move(shards));
+}
+
+}  // namespace cagra
