@@ -1,0 +1,240 @@
+// Several GPUs measured (docs/multi_gpu.md, docs/benchmarks.md "Multi-GPU"), on one dataset with
+// its ground truth:
+//  - replicated: one index (built on the first device), searched with every query in one call
+//    over the first 1, 2, 4 ... devices: the batch-10K QPS scaling;
+//  - sharded: the rows split into G shards built in parallel on G devices (build time), searched
+//    over those devices, and the same shards all on the first device (the results must be the
+//    same, the QPS is that of one GPU); the merge's share of the search time (merge_topk timed
+//    alone on the shards' own answers).
+// One JSON line per measured point.
+//
+//   multi_gpu BASE QUERIES GT [--devices 0,1,2,3] [--degree 32] [--itopk 32,64,128]
+//             [--repeat 5] [--dataset NAME] [--json FILE]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+#include <cagra/io.hpp>
+#include <cagra/multi_gpu.hpp>
+
+#include "bench_json.hpp"
+
+namespace {
+
+using namespace cagra;
+using clk = std::chrono::steady_clock;
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+struct options {
+  std::string base, queries, gt, dataset = "unnamed", json;
+  std::vector<int> devices;
+  uint32_t degree = 32, k = 10;
+  int repeat = 5;
+  std::vector<uint32_t> itopk = {32, 64, 128};
+};
+
+template <typename T>
+std::vector<T> parse_list(const std::string& s) {
+  std::vector<T> v;
+  size_t at = 0;
+  while (at <= s.size()) {
+    size_t end = s.find(',', at);
+    if (end == std::string::npos) end = s.size();
+    v.push_back(T(std::stol(s.substr(at, end - at))));
+    at = end + 1;
+  }
+  return v;
+}
+
+struct point {
+  double recall = 0, qps = 0, seconds = 0;
+};
+
+/** Best of `repeat` timed calls with every query, after one warm-up call (uploads the index). */
+template <typename Index>
+point measure(const resources& res, const Index& idx, const host_matrix& q, const host_matrix& gt,
+              uint32_t k, uint32_t itopk, int repeat) {
+  search_params sp;
+  sp.itopk_size = itopk;
+  std::vector<uint32_t> ids(size_t(q.rows()) * k);
+  std::vector<float> dist(ids.size());
+  matrix_view<uint32_t> out{ids.data(), q.rows(), k};
+  matrix_view<float> out_d{dist.data(), q.rows(), k};
+  search(res, sp, idx, q, k, out, out_d);
+  double best = 1e30;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t = clk::now();
+    search(res, sp, idx, q, k, out, out_d);
+    best = std::min(best, since(t));
+  }
+  point p;
+  p.seconds = best;
+  p.qps = double(q.rows()) / best;
+  p.recall = recall({ids.data(), q.rows(), k}, gt.as<uint32_t>(), k);
+  return p;
+}
+
+/** Seconds merge_topk takes over the shards' own answers (best of `repeat`). */
+double merge_seconds(const resources& res, const sharded_index& sh, const host_matrix& q,
+                     uint32_t k, uint32_t itopk, int repeat) {
+  search_params sp;
+  sp.itopk_size = itopk;
+  const size_t n = sh.shard_count(), words = size_t(q.rows()) * k;
+  std::vector<std::vector<uint32_t>> ids(n, std::vector<uint32_t>(words));
+  std::vector<std::vector<float>> dist(n, std::vector<float>(words));
+  std::vector<matrix_view<const uint32_t>> iv;
+  std::vector<matrix_view<const float>> dv;
+  for (size_t s = 0; s < n; ++s) {
+    resources r = res;
+    r.devices.clear();
+    search(r, sp, sh.shard(s), q, k, {ids[s].data(), q.rows(), k}, {dist[s].data(), q.rows(), k});
+    for (uint32_t& id : ids[s])
+      if (id != kInvalidId) id += uint32_t(sh.shard_offset(s));
+    iv.push_back({ids[s].data(), q.rows(), k});
+    dv.push_back({dist[s].data(), q.rows(), k});
+  }
+  std::vector<uint32_t> out(words);
+  std::vector<float> out_d(words);
+  double best = 1e30;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t = clk::now();
+    merge_topk(iv, dv, k, {out.data(), q.rows(), k}, {out_d.data(), q.rows(), k});
+    best = std::min(best, since(t));
+  }
+  return best;
+}
+
+struct recorder {
+  options o;
+  std::string run_id = cli::make_run_id(), device;
+  int64_t n = 0;
+  FILE* f = nullptr;
+  void put(const char* experiment, const std::vector<int>& devices, size_t shards, uint32_t itopk,
+           const point& p, double build_s, double merge_s) {
+    std::string list;
+    for (int d : devices) list += (list.empty() ? "" : ",") + std::to_string(d);
+    std::printf(
+        "%-16s devices %-8s shards %zu itopk %4u  recall %.4f  qps %11.0f  build %6.2f s%s\n",
+        experiment, list.c_str(), shards, itopk, p.recall, p.qps, build_s,
+        merge_s >= 0 ? ("  merge " + std::to_string(merge_s * 1e3) + " ms").c_str() : "");
+    if (!f) return;
+    std::fprintf(f,
+                 "{\"run_id\":%s,\"system\":\"cagra-cuda\",\"device\":%s,\"commit\":%s,"
+                 "\"dataset\":%s,\"experiment\":%s,\"devices\":[%s],\"gpus\":%zu,\"shards\":%zu,"
+                 "\"n\":%lld,\"nq\":%lld,\"batch\":0,\"k\":%u,\"itopk\":%u,\"graph_degree\":%u,"
+                 "\"recall\":%s,\"qps\":%s,\"search_s\":%s,\"build_s\":%s,\"merge_s\":%s}\n",
+                 cli::json_quote(run_id).c_str(), cli::json_quote(device).c_str(),
+                 cli::json_quote(cli::commit_id()).c_str(), cli::json_quote(o.dataset).c_str(),
+                 cli::json_quote(experiment).c_str(), list.c_str(), devices.size(), shards,
+                 (long long)n, (long long)0, o.k, itopk, o.degree,
+                 cli::json_number(p.recall).c_str(), cli::json_number(p.qps).c_str(),
+                 cli::json_number(p.seconds).c_str(), cli::json_number(build_s).c_str(),
+                 cli::json_number(merge_s).c_str());
+    std::fflush(f);
+  }
+};
+
+int run(const options& o) {
+  recorder rec;
+  rec.o = o;
+  rec.device = cuda_device_name(o.devices.empty() ? 0 : o.devices[0]);
+  if (!o.json.empty()) rec.f = std::fopen(o.json.c_str(), "a");
+  const host_matrix base = io::read_matrix(o.base);
+  const host_matrix q = io::read_matrix(o.queries);
+  const host_matrix gt = io::read_neighbors(o.gt).ids;
+  rec.n = base.rows();
+  std::printf("%s: %lld x %lld, %lld queries; %s\n", o.dataset.c_str(), (long long)base.rows(),
+              (long long)base.cols(), (long long)q.rows(), rec.device.c_str());
+  index_params ip;
+  ip.graph_degree = o.degree;
+  resources first;
+  first.target = backend::cuda;
+  first.device = o.devices[0];
+
+  auto t = clk::now();
+  const cagra::index single = build(first, ip, base);
+  const double single_s = since(t);
+  // Replicated: 1, 2, 4, ... of the devices (and all of them).
+  std::vector<size_t> counts;
+  for (size_t m = 1; m < o.devices.size(); m *= 2) counts.push_back(m);
+  counts.push_back(o.devices.size());
+  for (size_t m : counts) {
+    resources r = first;
+    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+    for (uint32_t itopk : o.itopk)
+      rec.put("replicated", r.devices, 1, itopk, measure(r, single, q, gt, o.k, itopk, o.repeat),
+              single_s, -1);
+  }
+  // Sharded over G devices, then the same shards on the first device alone.
+  for (size_t m : counts) {
+    if (m < 2) continue;
+    resources r = first;
+    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+    t = clk::now();
+    const sharded_index sh = build_sharded(r, ip, base, uint32_t(m));
+    const double build_s = since(t);
+    for (uint32_t itopk : o.itopk) {
+      const double merge_s = merge_seconds(first, sh, q, o.k, itopk, o.repeat);
+      rec.put("sharded", r.devices, m, itopk, measure(r, sh, q, gt, o.k, itopk, o.repeat), build_s,
+              merge_s);
+      rec.put("sharded-one-gpu", {o.devices[0]}, m, itopk,
+              measure(first, sh, q, gt, o.k, itopk, o.repeat), build_s, merge_s);
+    }
+  }
+  if (rec.f) std::fclose(rec.f);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  std::vector<std::string> pos;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto value = [&]() -> std::string {
+        if (i + 1 >= argc) throw error(a + " needs a value");
+        return argv[++i];
+      };
+      if (a == "--devices")
+        o.devices = parse_list<int>(value());
+      else if (a == "--degree")
+        o.degree = uint32_t(std::stoul(value()));
+      else if (a == "--itopk")
+        o.itopk = parse_list<uint32_t>(value());
+      else if (a == "--repeat")
+        o.repeat = std::stoi(value());
+      else if (a == "--dataset")
+        o.dataset = value();
+      else if (a == "--json")
+        o.json = value();
+      else if (a.rfind("--", 0) == 0)
+        throw error("unknown option " + a);
+      else
+        pos.push_back(a);
+    }
+    if (pos.size() != 3) throw error("usage: multi_gpu BASE QUERIES GT [options]");
+    o.base = pos[0];
+    o.queries = pos[1];
+    o.gt = pos[2];
+    if (o.devices.empty())
+      for (int d = 0; d < 64 && cuda_available(); ++d) {
+        try {
+          (void)cuda_device_name(d);
+          o.devices.push_back(d);
+        } catch (const error&) {
+          break;
+        }
+      }
+    if (o.devices.empty()) throw error("no CUDA device");
+    return run(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
