@@ -103,7 +103,9 @@ struct search_params {
   /** M: length of the internal top-M list ("itopk" in the paper). A value below k is raised to
    *  k, as hnswlib raises ef (cagra::plan_search shows the value used). */
   uint32_t itopk_size = 64;
-  /** p: parents expanded per iteration. */
+  /** p: parents expanded per iteration. GPU multi-CTA search: the CTAs per query (at least the
+   *  lists itopk and 2k need); left at 1 with algo `automatic`, the plan picks the CTA count
+   *  from the batch and the SM count instead (docs/cuda.md; cagra::plan_search shows it). */
   uint32_t search_width = 1;
   /** Iteration cap; 0 = auto (grows with itopk and log N, never shrinks with search_width). */
   uint32_t max_iterations = 0;

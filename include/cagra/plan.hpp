@@ -11,7 +11,8 @@
  * @code
  *   cagra::search_plan p = cagra::plan_search({}, cagra::search_params{}, idx, 10, 1);
  *   std::puts(cagra::to_string(p).c_str());
- *   // backend=cuda algo=multi_cta k=10 itopk=64 search_width=1 ... ctas_per_query=2 ...
+ *   // on a 132-SM GPU: backend=cuda algo=multi_cta ... ctas_per_query=64 (the automatic CTA
+ *   // count for batch 1: docs/cuda.md)
  * @endcode
  */
 #pragma once
@@ -74,7 +75,8 @@ struct search_plan {
   // The GPU kernels' launch shape (0 on the CPU).
   uint32_t team_size = 0;       ///< lanes per distance
   uint32_t block_size = 0;      ///< threads per CTA
-  uint32_t ctas_per_query = 0;  ///< 1 for single-CTA
+  uint32_t ctas_per_query = 0;  ///< 1 for single-CTA; multi-CTA: from the batch unless
+                                ///< search_width or algo is set (docs/cuda.md)
   // Filtered search (filter != none).
   filter_kind filter = filter_kind::none;
   filter_algo filter_path = filter_algo::automatic;  ///< graph or exact when filtered

@@ -173,9 +173,46 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
   s.block_size = std::max(block, s.team_size);
 }
 
+/** The automatic shape of the multi-CTA search, for a search whose CTA count the user did not
+ *  set (search_width left at its default of 1, algo automatic, no filter). One rule, three
+ *  values, following the batch sweep on SIFT-wall-1M (1M x 128 u8, degree 32, itopk 64, k 10,
+ *  H100 with 132 SMs; docs/benchmarks.md "Defaults against the best swept point at small
+ *  batches", bench/results/batch-sweep-sift-wall-1m-h100-483f7c8.jsonl):
+ *  - CTAs per query: 2^round(log2(sm_count / (2 sqrt(batch)))), at most kAutoMaxCtas: the best
+ *    swept count fell with the batch, 64 at batch 1, 16 at 10, 8 at 100 (about 64 / sqrt(batch)
+ *    on 132 SMs; the rule gives 64, 16, 8). The plan raises it to the lists itopk and 2k need.
+ *  - A floor on the iterations per CTA that rises by 2 with each halving of the CTAs below 64
+ *    (4 at 64, 6 at 32, 8 at 16, ...). Recall depends on the depth of each CTA's walk from its
+ *    random start, and fewer CTAs start from fewer random nodes: at 4 iterations recall was
+ *    0.988 at 64 CTAs, 0.935 at 32, 0.80 at 16 (batch 1); 32 CTAs at 6 iterations gave 0.9935,
+ *    16 CTAs at 5 / 7 / 11 gave 0.933 / 0.984 / 0.997. The split budget alone gave 32 CTAs the
+ *    4-iteration minimum at itopk <= 64, which was the 32-CTA recall dip of that sweep.
+ *  - Initial nodes per CTA: d x min(samplings, 3) from 32 CTAs up (those walks are the shortest,
+ *    4..6 iterations), d below. A synthetic clustered 1M set (bench/make_synthetic.py) gave
+ *    recall@10 0.69 at 64 CTAs with d per CTA against 0.95 with 3d
+ *    (bench/results/logs/latency-h200-5061e6c.txt); SIFT-wall-1M needed only d. Below 100K rows
+ *    (one sampling) it stays d. */
+constexpr uint32_t kAutoMaxCtas = 64;
+constexpr uint32_t kAutoManyCtas = 32;
+constexpr uint32_t kAutoMaxInitRounds = 3;
+uint32_t auto_ctas_per_query(int64_t batch, int sm_count) {
+  if (sm_count <= 0 || batch <= 0) return 1;
+  const double target = double(sm_count) / (2.0 * std::sqrt(double(batch)));
+  if (target <= 1.0) return 1;
+  const long e = std::min<long>(std::lround(std::log2(target)), 30);
+  return std::min(uint32_t{1} << e, kAutoMaxCtas);
+}
+uint32_t auto_min_iterations(uint32_t ctas) {
+  uint32_t floor = gpu::kMultiCtaMinIterations;
+  for (uint32_t c = ctas; c < kAutoMaxCtas; c *= 2) floor += 2;
+  return floor;
+}
+
 /** The multi-CTA kernel: several CTAs per query, each with its own 32-entry list and one parent
- *  per iteration, sharing a visited hash in device memory (paper §IV-C2). */
-void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& shape) {
+ *  per iteration, sharing a visited hash in device memory (paper §IV-C2). `automatic`: the CTA
+ *  count, initial nodes and iteration floor follow the batch (auto_ctas_per_query). */
+void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& shape,
+                    bool automatic, int64_t batch, int sm_count) {
   CAGRA_EXPECTS(s.itopk <= gpu::kMultiCtaMaxItopk,
                 "the multi-CTA search handles itopk_size <= %u (got %u)", gpu::kMultiCtaMaxItopk,
                 s.itopk);
@@ -187,22 +224,29 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
   // that found more than 32 of the top k loses the rest, so with lists for only k entries
   // recall@k drops (bigann10k, itopk = k = 64, 2 CTAs: 0.879 against the CPU's 0.994; with 4:
   // parity, docs/cuda.md). At most 4096 entries (the merge's limit).
-  s.ctas_per_query = std::min(std::max({s.search_width, lists_for(s.itopk), lists_for(2 * s.k)}),
+  const uint32_t width = automatic ? auto_ctas_per_query(batch, sm_count) : s.search_width;
+  s.ctas_per_query = std::min(std::max({width, lists_for(s.itopk), lists_for(2 * s.k)}),
                               lists_for(gpu::kMultiCtaMaxItopk));
   // Random initial nodes: d per CTA (one round of distances). The CTAs together draw n_ctas x d
   // nodes, already more than the single-CTA search's d x samplings; drawing d x samplings per CTA
   // as well (3 rounds on 1M rows) cost ~4 us of batch-1 latency. An explicit
-  // num_random_samplings is kept.
-  s.initial_nodes = shape.degree * (p.num_random_samplings ? s.random_samplings : 1u);
+  // num_random_samplings is kept. The automatic shape draws more from 32 CTAs up (above).
+  const uint32_t rounds = p.num_random_samplings ? s.random_samplings
+                          : automatic && s.ctas_per_query >= kAutoManyCtas
+                              ? std::min(s.random_samplings, kAutoMaxInitRounds)
+                              : 1u;
+  s.initial_nodes = shape.degree * rounds;
   // Iterations per CTA: an explicit max_iterations is each CTA's cap; the automatic one is the
   // single-CTA budget shared by the CTAs, at least kMultiCtaMinIterations each. Each CTA expands
   // one parent per iteration, so without the split a CTA ran until its own 32 entries were all
   // expanded (>= 32 dependent iterations, ~2 us each): batch-1 latency did not fall with more
   // CTAs. Fashion-MNIST, H200, batch 1, itopk 32, 16 CTAs: recall@10 0.9955 at 4 iterations
-  // each (40 us a query) against 1.0000 uncapped (120 us); docs/cuda.md.
+  // each (40 us a query) against 1.0000 uncapped (120 us); docs/cuda.md. The automatic shape
+  // raises the minimum as the CTAs get fewer (auto_min_iterations).
   if (!p.max_iterations)
-    s.max_iterations = std::max(gpu::kMultiCtaMinIterations,
-                                (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
+    s.max_iterations =
+        std::max(automatic ? auto_min_iterations(s.ctas_per_query) : gpu::kMultiCtaMinIterations,
+                 (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
   s.min_iterations = std::min(s.min_iterations, s.max_iterations);
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
   // expected to visit (the CTAs' lists x d, plus the initial nodes), at most N; 2^10..2^24 slots
@@ -260,10 +304,15 @@ search_plan make_search_plan(backend target, const search_params& p, const index
            : batch < int64_t{sm_count} || s.itopk > gpu::kSingleCtaMaxItopk
                ? search_algo::multi_cta
                : search_algo::single_cta;
+  // The automatic multi-CTA shape applies when the user set neither the kernel nor the CTA
+  // count (search_width, at its default of 1) and no filter changes the walk (the rule was
+  // measured without one).
+  const bool auto_shape =
+      p.algo == search_algo::automatic && p.search_width == 1 && filter == filter_kind::none;
   if (s.algo == search_algo::single_cta)
     plan_single_cta(s, p, shape);
   else
-    plan_multi_cta(s, p, shape);
+    plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space);
   return s;
 }

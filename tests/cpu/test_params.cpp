@@ -7,6 +7,7 @@
 
 #include <cagra/plan.hpp>
 
+#include "core/plan.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -205,6 +206,90 @@ TEST(Plan, DefaultsResolve) {
   std::vector<uint32_t> ids(5 * 10);
   EXPECT_NO_THROW(search(cpu, sp, idx, q, 10, {ids.data(), 5, 10}, {}));
   for (uint32_t id : ids) EXPECT_LT(id, 300u);
+}
+
+// The automatic CTA count of the multi-CTA search (core/plan.cpp, auto_ctas_per_query), planned
+// for a 132-SM GPU without one (make_search_plan takes the SM count): SIFT-wall-1M's shape
+// (1M x 128 u8, degree 32), defaults (itopk 64, search_width 1), k 10. The sweep it follows
+// found 64 CTAs best at batch 1, 16 at 10, 8 at 100; a search_width the user sets, a forced
+// kernel, an explicit max_iterations or num_random_samplings are kept as before.
+TEST(Plan, AutomaticCtasFollowTheBatch) {
+  const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
+  const auto plan = [&](const search_params& p, int64_t batch, const core::index_shape& shape) {
+    return core::make_search_plan(backend::cuda, p, shape, 10, batch, memory_space::host, 132);
+  };
+  struct want {
+    int64_t batch;
+    uint32_t ctas, iterations, initial_nodes;
+  };
+  // Budget itopk + 16 + log2 N = 100 split over the CTAs, at least 4 at 64 CTAs and 2 more per
+  // halving; 3d initial nodes per CTA from 32 CTAs up (5 samplings at 1M rows, at most 3).
+  for (const want& w : {want{1, 64, 4, 96}, want{2, 64, 4, 96}, want{4, 32, 6, 96},
+                        want{10, 16, 8, 32}, want{100, 8, 13, 32}, want{131, 8, 13, 32}}) {
+    const search_plan s = plan(search_params{}, w.batch, sift);
+    EXPECT_EQ(s.algo, search_algo::multi_cta) << w.batch;
+    EXPECT_EQ(s.ctas_per_query, w.ctas) << "batch " << w.batch;
+    EXPECT_EQ(s.max_iterations, w.iterations) << "batch " << w.batch;
+    EXPECT_EQ(s.initial_nodes, w.initial_nodes) << "batch " << w.batch;
+    EXPECT_EQ(s.search_width, 1u);
+    EXPECT_NE(to_string(s).find(" ctas_per_query=" + std::to_string(w.ctas)), std::string::npos)
+        << to_string(s);
+  }
+  // Batch >= SM count: the single-CTA kernel, as before (search_width 1).
+  const search_plan big = plan(search_params{}, 10000, sift);
+  EXPECT_EQ(big.algo, search_algo::single_cta);
+  EXPECT_EQ(big.ctas_per_query, 1u);
+  EXPECT_EQ(big.search_width, 1u);
+  EXPECT_EQ(big.max_iterations, 100u);
+  // Degree 64: the same counts, 3d = 192 initial nodes per CTA at 64 CTAs.
+  core::index_shape d64 = sift;
+  d64.degree = 64;
+  EXPECT_EQ(plan(search_params{}, 1, d64).initial_nodes, 192u);
+  EXPECT_EQ(plan(search_params{}, 1, d64).ctas_per_query, 64u);
+  // Below 100K rows (one sampling) the initial nodes stay d per CTA.
+  const core::index_shape small{10000, 128, 32, dtype::u8, metric::l2};
+  EXPECT_EQ(plan(search_params{}, 1, small).initial_nodes, 32u);
+  // A long list needs more CTAs than the rule gives: the lists win (itopk 1024: 32).
+  search_params long_list;
+  long_list.itopk_size = 1024;
+  EXPECT_EQ(plan(long_list, 100, sift).ctas_per_query, 32u);
+
+  // An explicit search_width is the CTA count, with the plain split budget and d initial nodes.
+  search_params w2;
+  w2.search_width = 2;
+  const search_plan e2 = plan(w2, 1, sift);
+  EXPECT_EQ(e2.ctas_per_query, 2u);
+  EXPECT_EQ(e2.max_iterations, 50u);
+  EXPECT_EQ(e2.initial_nodes, 32u);
+  search_params w32;
+  w32.search_width = 32;
+  const search_plan e32 = plan(w32, 10, sift);
+  EXPECT_EQ(e32.ctas_per_query, 32u);
+  EXPECT_EQ(e32.max_iterations, 4u);
+  EXPECT_EQ(e32.initial_nodes, 32u);
+  // A forced kernel keeps the old count (max(width, lists for itopk and 2k) = 2).
+  search_params forced;
+  forced.algo = search_algo::multi_cta;
+  EXPECT_EQ(plan(forced, 1, sift).ctas_per_query, 2u);
+  EXPECT_EQ(plan(forced, 1, sift).max_iterations, 50u);
+  // Explicit iterations and samplings are kept under the automatic count.
+  search_params it;
+  it.max_iterations = 10;
+  EXPECT_EQ(plan(it, 1, sift).ctas_per_query, 64u);
+  EXPECT_EQ(plan(it, 1, sift).max_iterations, 10u);
+  search_params smp;
+  smp.num_random_samplings = 2;
+  EXPECT_EQ(plan(smp, 1, sift).initial_nodes, 64u);
+  // A filtered search keeps the old count (the rule was measured without a filter).
+  EXPECT_EQ(core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host,
+                                   132, filter_kind::shared, 900000)
+                .ctas_per_query,
+            2u);
+  // Another SM count scales the rule: 46 SMs, batch 1: 2^round(log2 23) = 32.
+  EXPECT_EQ(
+      core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 46)
+          .ctas_per_query,
+      32u);
 }
 
 // Python's `cagra.build(x, graph_degree=256)`: no intermediate degree given, so the automatic one

@@ -200,6 +200,7 @@ TEST_F(CudaFilter, PersistentPlanFallsBackToALaunchWithAFilter) {
   const row_bitset b = random_subset(u8_->size(), 0.5, 37);
   search_params p;
   p.persistent = true;
+  p.algo = search_algo::multi_cta;  // 2 CTAs (not the automatic 64): a == a2 below
   resources res;
   res.target = backend::cuda;
   EXPECT_EQ(plan_search(res, p, *u8_, kK, 1).io, search_io::persistent);

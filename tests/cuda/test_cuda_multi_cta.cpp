@@ -193,6 +193,20 @@ TEST_F(CudaMultiCta, AutomaticChoice) {
   EXPECT_EQ(algo_for(132, 10000, 1024), A::multi_cta);
   EXPECT_EQ(algo_for(132, 10000, 64, A::multi_cta), A::multi_cta);  // forced
   EXPECT_EQ(algo_for(132, 1, 64, A::single_cta), A::single_cta);    // forced
+  // The automatic CTA count (core/plan.cpp, auto_ctas_per_query; tests/cpu/test_params.cpp has
+  // the whole rule): 64 / 16 / 8 CTAs at batch 1 / 10 / 100 on 132 SMs; a forced kernel keeps
+  // max(width, lists for itopk and 2k) = 2.
+  const auto ctas_for = [&](int64_t batch, A requested = A::automatic) {
+    search_params p = itopk(64);
+    p.algo = requested;
+    return core::make_search_plan(backend::cuda, p, core::shape_of(*u8_), 10, batch,
+                                  memory_space::host, 132)
+        .ctas_per_query;
+  };
+  EXPECT_EQ(ctas_for(1), 64u);
+  EXPECT_EQ(ctas_for(10), 16u);
+  EXPECT_EQ(ctas_for(100), 8u);
+  EXPECT_EQ(ctas_for(1, A::multi_cta), 2u);
   // The device's SM count.
   const int sm = cuda::cuda_info(0).sm_count;
   const auto device_algo = [&](int64_t batch, uint32_t m) {

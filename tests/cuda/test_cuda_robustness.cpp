@@ -64,11 +64,15 @@ TEST_F(CudaRobustness, OutOfDeviceMemoryIsAClearErrorAndRecovers) {
   const search_params p = itopk(64);
   search_params single = p;
   single.algo = search_algo::single_cta;
+  // The 100-query batch: multi-CTA, forced so that it keeps 2 CTAs a query (the automatic count
+  // is 8 on 132 SMs): `got == want` below needs the CTAs' races for nodes to stay rare.
+  search_params multi = p;
+  multi.algo = search_algo::multi_cta;
   std::vector<uint32_t> want(size_t(q.rows()) * k), got(want.size(), 12345u);
   std::vector<uint32_t> want_single(want.size());
   {
     const cagra::index other = build(cpu, ip, set_->base);  // the same graph (CPU build)
-    search(gpu(), p, other, q, k, {want.data(), q.rows(), k}, {});
+    search(gpu(), multi, other, q, k, {want.data(), q.rows(), k}, {});
   }
   search(gpu(), single, *u8_, q, k, {want_single.data(), q.rows(), k}, {});  // small workspace
   const host_matrix big = repeat_rows(q, 100000);  // single-CTA (a batch above the SM count)
@@ -76,7 +80,7 @@ TEST_F(CudaRobustness, OutOfDeviceMemoryIsAClearErrorAndRecovers) {
   {
     device_hog hog;
     try {
-      search(gpu(), p, idx, q, k, {got.data(), q.rows(), k}, {});
+      search(gpu(), multi, idx, q, k, {got.data(), q.rows(), k}, {});
       ADD_FAILURE() << "a search with < 1 MiB of device memory left should fail";
     } catch (const cagra::error& e) {
       const std::string m = e.what();
@@ -88,7 +92,7 @@ TEST_F(CudaRobustness, OutOfDeviceMemoryIsAClearErrorAndRecovers) {
     EXPECT_THROW(search(gpu(), p, *u8_, big, k, {big_ids.data(), big.rows(), k}, {}), cagra::error);
   }
   // Memory is back: the same calls work and give the answers of searches that never failed.
-  search(gpu(), p, idx, q, k, {got.data(), q.rows(), k}, {});
+  search(gpu(), multi, idx, q, k, {got.data(), q.rows(), k}, {});
   EXPECT_EQ(got, want);
   search(gpu(), p, *u8_, big, k, {big_ids.data(), big.rows(), k}, {});
   for (int64_t r = 0; r < big.rows(); r += 997)
@@ -128,11 +132,13 @@ void hammer(const cagra::index& idx, const host_matrix& q, uint32_t k, const sea
 TEST_F(CudaRobustness, EightThreadsOneIndex) {
   const host_matrix& q = set_->queries;
   const uint32_t k = 10;
-  // Deterministic plans, so "the same answer" is exact: single-CTA for the batch, and for batch 1
-  // a multi-CTA search of one CTA (itopk 32, k 10: ceil(max(32, 2k) / 32) = 1 list), launched per
-  // query or through the persistent kernel.
+  // Deterministic plans, so "the same answer" is exact: a multi-CTA search of one CTA per query
+  // (itopk 32, k 10: ceil(max(32, 2k) / 32) = 1 list; the kernel forced, which keeps that count
+  // instead of the automatic one that grows with the SMs), for the batch and for batch 1,
+  // launched per query or through the persistent kernel.
   for (bool persistent : {false, true}) {
     search_params p = itopk(32);
+    p.algo = search_algo::multi_cta;
     p.persistent = persistent;
     std::vector<uint32_t> batch_want(size_t(q.rows()) * k), one_want(batch_want.size());
     search(gpu(), p, *u8_, q, k, {batch_want.data(), q.rows(), k}, {});
