@@ -4,7 +4,7 @@
 // in parallel. On the host: the lists arrive there anyway (the host API returns host memory),
 // and the merge costs O(nq x k x S) comparisons, far below one shard's search (docs/multi_gpu.md
 // gives the measured share).
-#include <cmath>
+#include <algorithm>
 #include <limits>
 
 #include <cagra/multi_gpu.hpp>
@@ -32,30 +32,47 @@ void merge_topk(const std::vector<matrix_view<const uint32_t>>& ids,
                   "merge_topk: list %zu is not [%lld, w] ids with [%lld, w] distances", s,
                   (long long)nq, (long long)nq);
   constexpr float kInf = std::numeric_limits<float>::infinity();
-#pragma omp parallel for num_threads(core::host_threads(0)) schedule(static)
-  for (int64_t q = 0; q < nq; ++q) {
-    std::vector<int64_t> at(s_count, 0);
-    for (uint32_t slot = 0; slot < k; ++slot) {
-      size_t best = s_count;
-      float best_d = kInf;
-      uint32_t best_id = kInvalidId;
+  const int64_t nt = core::host_threads(0);
+#pragma omp parallel num_threads(int(std::min <int64_t>(nt, (nq + 255) / 256))) if (nq >= 512)
+  {
+    // Per thread: the heads of the S lists (id, distance, end) of the query at hand.
+    std::vector<const uint32_t*> id_at(s_count), id_end(s_count);
+    std::vector<const float*> d_at(s_count);
+#pragma omp for schedule(static)
+    for (int64_t q = 0; q < nq; ++q) {
       for (size_t s = 0; s < s_count; ++s) {
-        if (at[s] >= ids[s].cols) continue;
-        const uint32_t id = ids[s].row(q)[at[s]];
-        if (id == kInvalidId) continue;  // the list ends here (empty slots come last)
-        const float d = distances[s].row(q)[at[s]];
-        // (distance, id) order; a NaN distance (never written by a search) sorts last.
-        const bool better = best == s_count || d < best_d || (d == best_d && id < best_id) ||
-                            (std::isnan(best_d) && !std::isnan(d));
-        if (better) {
-          best = s;
-          best_d = d;
-          best_id = id;
-        }
+        id_at[s] = ids[s].data + q * ids[s].cols;
+        id_end[s] = id_at[s] + ids[s].cols;
+        d_at[s] = distances[s].data + q * distances[s].cols;
       }
-      if (best != s_count) ++at[best];
-      out_ids.row(q)[slot] = best_id;
-      if (out_distances.data) out_distances.row(q)[slot] = best == s_count ? kInf : best_d;
+      uint32_t* out = out_ids.data + q * int64_t{k};
+      float* out_d = out_distances.data ? out_distances.data + q * int64_t{k} : nullptr;
+      for (uint32_t slot = 0; slot < k; ++slot) {
+        size_t best = s_count;
+        float best_d = kInf;
+        uint32_t best_id = kInvalidId;
+        for (size_t s = 0; s < s_count; ++s) {
+          // A list ends at its first empty slot (kInvalidId; empty slots come last).
+          if (id_at[s] == id_end[s] || *id_at[s] == kInvalidId) continue;
+          const float d = *d_at[s];
+          const uint32_t id = *id_at[s];
+          // (distance, id) order; a NaN distance (never written by a search) sorts last.
+          if (best == s_count || d < best_d || (d == best_d && id < best_id) ||
+              (best_d != best_d && d == d)) {
+            best = s;
+            best_d = d;
+            best_id = id;
+          }
+        }
+        if (best != s_count) {
+          ++id_at[best];
+          ++d_at[best];
+        } else {
+          best_d = kInf;
+        }
+        out[slot] = best_id;
+        if (out_d) out_d[slot] = best_d;
+      }
     }
   }
 }
