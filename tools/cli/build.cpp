@@ -78,14 +78,14 @@ int run_build(const args& a) {
                        " rows: a shard needs at least one row (use fewer shards)");
   }
   // What the build will do, every automatic value resolved (the library's rules, not ours). A
-  // sharded build runs the plan of each shard: that of shard 0 (the shards differ by at most one
-  // row) is printed.
+  // sharded build runs the plan of each shard: that of the largest is printed (the shards differ
+  // by at most one row).
   const int64_t plan_rows =
       sharded ? (view.rows + int64_t(shards) - 1) / int64_t(shards) : view.rows;
   const build_plan plan = plan_build(res, ip, plan_rows, view.type);
   if (a.has("--explain")) {
     if (sharded)
-      std::printf("plan: %zu shards; each (shard 0: %lld rows): %s\n", shards,
+      std::printf("plan: %zu shards of up to %lld rows; each: %s\n", shards,
                   static_cast<long long>(plan_rows), to_string(plan).c_str());
     else
       std::printf("plan: %s\n", to_string(plan).c_str());

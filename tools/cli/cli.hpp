@@ -173,8 +173,8 @@ struct any_index {
     return is_sharded ? sharded.storage_dtype() : single.storage_dtype();
   }
   size_t shard_count() const { return is_sharded ? sharded.shard_count() : 1; }
-  /** The index whose search plan stands for every search: the index, or shard 0 (the largest:
-   *  shard sizes differ by at most one row). */
+  /** The index whose search plan stands for every search: the index, or shard 0 (the shards
+   *  differ by at most one row). */
   const index& plan_index() const { return is_sharded ? sharded.shard(0) : single; }
   /** cagra::search of the index, or the sharded search (global row ids). */
   void search(const resources& res, const search_params& sp, dataset_view queries, uint32_t k,
