@@ -44,6 +44,10 @@ class sharded_index {
   /** Assembles shards (in global row order): all with the same metric, dimension, storage
    *  dtype and graph degree, none empty, none with labels or deleted rows (throws otherwise). */
   explicit sharded_index(std::vector<index> shards);
+  sharded_index(sharded_index&&) noexcept = default;
+  sharded_index& operator=(sharded_index&&) noexcept = default;
+  sharded_index(const sharded_index&) = delete;
+  sharded_index& operator=(const sharded_index&) = delete;
 
   /** Rows of all shards together. */
   int64_t size() const { return offsets_.empty() ? 0 : offsets_.back(); }

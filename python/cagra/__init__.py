@@ -5,7 +5,8 @@ same parameters under the same names and defaults, the same index files as the `
 command-line tool. The package's modules hold the pythonic layer (keyword defaults, string
 options, docstrings): ``_options`` (string options, C++ defaults, argument checks), ``_arrays``
 (array input), ``_filter`` (search filters), ``_index`` (:class:`Index`, :func:`load`),
-``_living`` (extend, remove, compact, labels), ``_build`` (build and its stages) and ``_io``
+``_living`` (extend, remove, compact, labels), ``_sharded`` (:class:`ShardedIndex`, several
+GPUs), ``_build`` (build and its stages) and ``_io``
 (files, recall); the extension ``cagra._cagra`` only converts arrays and releases the GIL.
 
 Example::
@@ -65,11 +66,13 @@ from ._index import Index, from_hnswlib, load
 from ._io import PathLike as PathLike
 from ._io import read_matrix, read_neighbors, recall
 from ._options import _BACKENDS, _choice, _uint
+from ._sharded import ShardedIndex, load_sharded
 
 __all__ = [
     "INVALID_ID",
     "CagraError",
     "Index",
+    "ShardedIndex",
     "analyze",
     "brute_force",
     "build",
@@ -80,6 +83,7 @@ __all__ = [
     "explain_build",
     "from_hnswlib",
     "load",
+    "load_sharded",
     "optimize",
     "read_matrix",
     "read_neighbors",
@@ -122,7 +126,9 @@ def cuda_device_name(device: int = 0) -> str:
 # The public names are cagra.<name> wherever they are defined: help() and repr() say so.
 for _obj in (
     Index,
+    ShardedIndex,
     load,
+    load_sharded,
     from_hnswlib,
     analyze,
     brute_force,

@@ -23,10 +23,12 @@ from ._options import (
     _METRICS,
     _REORDERS,
     _choice,
+    _devices,
     _index_params,
     _threads,
     _uint,
 )
+from ._sharded import ShardedIndex
 
 
 def build(
@@ -45,8 +47,16 @@ def build(
     backend: str = "auto",
     num_threads: int = 0,
     labels: ArrayLike | None = None,
-) -> Index:
+    shards: int | None = None,
+    devices: list[int] | None = None,
+) -> Index | ShardedIndex:
     """Builds a CAGRA index: a kNN graph, then rank-based pruning and reverse edges.
+
+    With ``shards`` (an int >= 1), or a ``devices`` list of two or more devices, it builds a
+    :class:`ShardedIndex` instead (docs/multi_gpu.md): the rows split into ``shards``
+    contiguous ranges (as equal as possible; ``None`` with several devices: one shard per
+    device), one graph each, shard ``s`` on ``devices[s % len(devices)]``. Otherwise an
+    :class:`Index`, built on ``devices[0]`` when ``devices`` names one device.
 
     Args:
         dataset: ``[n, dim]`` vectors, float32, float16, uint8 or int8, C-contiguous. float64
@@ -74,7 +84,11 @@ def build(
             CagraError (the default count shrinks to what it can start).
         labels: one int64 label per row (any 1-D integer array), all different: searches
             then return labels instead of row numbers (see :attr:`Index.labels`). ``None``:
-            each row's label is its row number.
+            each row's label is its row number. Not with ``shards`` (a sharded index numbers
+            its rows globally).
+        shards: build a :class:`ShardedIndex` of this many shards (1 <= shards <= rows).
+        devices: CUDA devices, a list of distinct ordinals (``None``: device 0); several
+            build a :class:`ShardedIndex`. The CPU backend builds the same shards on the CPU.
     """
     p = _index_params(
         metric,
@@ -88,12 +102,33 @@ def build(
         storage,
         seed,
     )
+    devs = _devices(devices)
+    if shards is not None or len(devs) > 1:
+        n = 0 if shards is None else _uint("shards", shards)
+        if shards is not None and n < 1:
+            raise ValueError(f"shards must be >= 1, got {shards}")
+        if labels is not None:
+            raise ValueError(
+                "labels are not supported on a sharded index (its rows are numbered "
+                "globally): build without shards, or without labels"
+            )
+        return ShardedIndex(
+            _ext.build_sharded(
+                _vectors(dataset, "dataset"),
+                p,
+                _choice("backend", backend, _BACKENDS),
+                _threads(num_threads),
+                n,
+                devs,
+            )
+        )
     impl = _ext.build(
         _vectors(dataset, "dataset"),
         p,
         _choice("backend", backend, _BACKENDS),
         _threads(num_threads),
         None if labels is None else labels_array(labels),
+        devs,
     )
     return Index(impl)
 
@@ -114,6 +149,8 @@ def explain_build(
     seed: int = _IP.seed,
     backend: str = "auto",
     num_threads: int = 0,
+    shards: int | None = None,
+    devices: list[int] | None = None,
 ) -> str:
     """What :func:`build` will do with these arguments (the same keywords and defaults), every
     automatic value resolved: one line such as ``"backend=cpu knn=brute_force graph_degree=64
@@ -125,6 +162,9 @@ def explain_build(
         dtype: with a row count, the vectors' dtype (default float32): anything
             ``numpy.dtype`` takes, e.g. ``"uint8"``; float64 plans the float32 copy
             :func:`build` makes of it.
+
+    With ``shards`` (or several ``devices``), as :func:`build` takes them, the line is the plan
+    of the largest shard (the shards differ by at most one row), each shard being built alike.
 
     The line is the C++ ``cagra::to_string(cagra::plan_build(...))``, the one the CLI's
     ``cagra build --explain`` prints. Raises CagraError for parameters :func:`build` would
@@ -158,6 +198,12 @@ def explain_build(
         storage,
         seed,
     )
+    devs = _devices(devices)
+    n = len(devs) if shards is None else _uint("shards", shards)
+    if shards is not None or n > 1:
+        if n < 1:
+            raise ValueError(f"shards must be >= 1, got {shards}")
+        rows = -(-rows // n)  # the largest shard
     return _ext.explain_build(
         rows, dt, p, _choice("backend", backend, _BACKENDS), _threads(num_threads)
     )

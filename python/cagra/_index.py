@@ -25,10 +25,12 @@ from ._options import (
     _METRICS,
     _SP,
     _choice,
+    _devices,
     _search_params,
     _threads,
     _uint,
 )
+from ._sharded import ShardedIndex, load_sharded
 
 
 class Index(LivingIndex, HnswlibExport):
@@ -113,6 +115,7 @@ class Index(LivingIndex, HnswlibExport):
         num_threads: int = 0,
         filter: ArrayLike | None = None,
         filter_algo: str = _DEFAULT_FILTER_ALGO,
+        devices: list[int] | None = None,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` (one batch).
 
@@ -169,6 +172,13 @@ class Index(LivingIndex, HnswlibExport):
                 ``k``), else the graph; :meth:`explain` with the same ``filter`` shows the
                 choice (``filter_path=``). Ignored without a filter; any other value raises
                 CagraError.
+            devices: the CUDA devices to search on (a list of distinct ordinals; ``None``:
+                device 0). With two or more the search is replicated (docs/multi_gpu.md): each
+                device keeps its own copy of the index (made on first use); a batch of at
+                least 512 queries per device is split into one contiguous slice per device,
+                searched in parallel, and a smaller batch goes whole to the next device in
+                turn. The results are those of a one-device search. Host queries only; the
+                CPU backend ignores the list.
 
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
@@ -213,6 +223,7 @@ class Index(LivingIndex, HnswlibExport):
             _framework(queries),
             words,
             per_query,
+            _devices(devices),
         )
 
     def explain(
@@ -283,12 +294,15 @@ class Index(LivingIndex, HnswlibExport):
         _ext.save(self._impl, os.fspath(path))
 
 
-def load(path: PathLike) -> Index:
+def load(path: PathLike) -> Index | ShardedIndex:
     """Reads an index written by :meth:`Index.save` or ``cagra build``; every header field
-    and the checksum are verified."""
+    and the checksum are verified. The manifest of a sharded index (:meth:`ShardedIndex.save`,
+    ``cagra build --shards``) gives a :class:`ShardedIndex` (:func:`load_sharded`)."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no index file at '{path}'")
+    if _ext.is_sharded_file(path):
+        return load_sharded(path)
     return Index(_ext.load(path))
 
 

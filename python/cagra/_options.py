@@ -103,6 +103,21 @@ def _uint(name: str, value: Any, bits: int = 32) -> int:
     return v
 
 
+def _devices(value: Any) -> list[int]:
+    """``devices=``: None (the default device) or a list of distinct CUDA device ordinals."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(
+            f"devices must be a list of CUDA device ordinals such as [0, 1], got "
+            f"{type(value).__name__}"
+        )
+    out = [_uint("devices entry", d, 31) for d in value]
+    if len(set(out)) != len(out):
+        raise ValueError(f"devices lists a device twice: {out} (each device once)")
+    return out
+
+
 def _threads(value: Any) -> int:
     # Any int32 count: the library clamps it to 4 x the hardware threads (cagra::resolve_threads).
     return _uint("num_threads", value, 31)

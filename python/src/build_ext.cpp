@@ -44,11 +44,13 @@ void check_labels(const labels_in& labels, int64_t rows, const char* rows_what) 
 
 std::unique_ptr<py_index> build(any_array dataset, const cagra::index_params& params,
                                 cagra::backend target, int num_threads,
-                                std::optional<labels_in> labels) {
+                                std::optional<labels_in> labels, std::vector<int> devices) {
   vectors_in data(std::move(dataset), "dataset");
   if (labels) check_labels(*labels, data.rows(), "the dataset");
   nb::gil_scoped_release nogil;
-  cagra::index idx = cagra::build(make_resources(target, num_threads), params, data.host());
+  // A devices list builds on its first device (cagra::build).
+  cagra::index idx =
+      cagra::build(make_resources(target, num_threads, std::move(devices)), params, data.host());
   if (labels) idx.set_labels({labels->data(), labels->data() + labels->shape(0)});
   return std::make_unique<py_index>(std::move(idx));
 }

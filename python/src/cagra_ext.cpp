@@ -8,7 +8,8 @@
 //
 // This file is the module's table of contents; the work is in one file per stage:
 // arrays.cpp (checked vector input, numpy output), params_ext.cpp (enums, parameter structs),
-// index_ext.cpp (the Index class, save, load), build_ext.cpp, living_ext.cpp (extend, remove,
+// index_ext.cpp (the Index class, save, load), multi_gpu_ext.cpp (the ShardedIndex class,
+// build_sharded, its save and load), build_ext.cpp, living_ext.cpp (extend, remove,
 // compact), search_ext.cpp, io_ext.cpp and hnswlib_ext.cpp (Index.to_hnswlib). The order of the
 // definitions below is the order of python/cagra/_cagra.pyi (nanobind.stubgen follows it).
 #include <exception>
@@ -56,15 +57,23 @@ NB_MODULE(_cagra, m) {
   bind_params(m);
   bind_index_class(m);
 
+  bind_sharded_class(m);
+
   m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a,
-        "labels"_a.none() = nb::none());
+        "labels"_a.none() = nb::none(), "devices"_a = std::vector<int>());
+  m.def("build_sharded", &build_sharded, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a,
+        "shards"_a, "devices"_a);
   m.def("extend", &extend, "index"_a, "vectors"_a, "labels"_a.none(), "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("remove", &remove_rows, "index"_a, "labels"_a, "compact_above"_a, "backend"_a,
         "num_threads"_a);
   m.def("compact", &compact, "index"_a, "backend"_a, "num_threads"_a);
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
-        "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false);
+        "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false,
+        "devices"_a = std::vector<int>());
+  m.def("search_sharded", &search_sharded, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a,
+        "num_threads"_a, "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false,
+        "devices"_a = std::vector<int>());
   m.def("explain_build", &explain_build, "rows"_a, "dtype"_a, "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,
@@ -87,6 +96,9 @@ NB_MODULE(_cagra, m) {
         "backend"_a, "num_threads"_a);
   m.def("save", &save, "index"_a, "path"_a);
   m.def("load", &load, "path"_a);
+  m.def("save_sharded", &save_sharded, "index"_a, "path"_a);
+  m.def("load_sharded", &load_sharded, "path"_a);
+  m.def("is_sharded_file", &cagra::is_sharded_file, "path"_a);
   m.def("read_matrix", &read_matrix, "path"_a);
   m.def("read_neighbors", &read_neighbors, "path"_a);
   m.def("recall", &recall, "found"_a, "truth"_a, "k"_a);

@@ -20,8 +20,10 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
 #include <cagra/cagra.hpp>
+#include <cagra/multi_gpu.hpp>
 
 namespace cagra_py {
 
@@ -52,6 +54,13 @@ struct py_index {
   mutable std::shared_mutex mu;
   mutable std::atomic<int64_t> views{0};
   explicit py_index(cagra::index i) : idx(std::move(i)) {}
+};
+
+/** The extension's ShardedIndex (cagra::sharded_index): nothing changes it after it is made, so
+ *  searches, saves and property reads share it without a lock. */
+struct py_sharded {
+  cagra::sharded_index idx;
+  explicit py_sharded(cagra::sharded_index i) : idx(std::move(i)) {}
 };
 
 /** f(idx) with the GIL released and the index held for reading. */
@@ -127,10 +136,12 @@ numpy_out<T> to_numpy(std::vector<T>&& v, size_t rows, size_t cols) {
 /** Hands a host_matrix to numpy without a copy. */
 nb::ndarray<nb::numpy, nb::ndim<2>> to_numpy(cagra::host_matrix&& m);
 
-inline cagra::resources make_resources(cagra::backend target, int num_threads) {
+inline cagra::resources make_resources(cagra::backend target, int num_threads,
+                                       std::vector<int> devices = {}) {
   cagra::resources res;
   res.target = target;
   res.num_threads = num_threads;
+  res.devices = std::move(devices);
   return res;
 }
 
@@ -148,7 +159,7 @@ std::unique_ptr<py_index> load(const std::string& path);
 // build_ext.cpp: build and its two stages, brute force, graph analysis, the build plan.
 std::unique_ptr<py_index> build(any_array dataset, const cagra::index_params& params,
                                 cagra::backend target, int num_threads,
-                                std::optional<labels_in> labels);
+                                std::optional<labels_in> labels, std::vector<int> devices);
 nb::tuple build_knn_graph(any_array dataset, const cagra::index_params& params,
                           cagra::backend target, int num_threads);
 numpy_out<uint32_t> optimize(const ids_in& knn_ids, std::optional<dist_in> knn_distances,
@@ -174,11 +185,23 @@ void compact(py_index& p, cagra::backend target, int num_threads);
 nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query);
+                 bool filter_per_query, std::vector<int> devices);
+nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
+                         const cagra::search_params& params, cagra::backend target, int num_threads,
+                         std::optional<filter_words_in> filter_words, bool filter_per_query,
+                         std::vector<int> devices);
 std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, std::optional<filter_words_in> filter_words,
                            bool filter_per_query);
+
+// multi_gpu_ext.cpp: the ShardedIndex class, build_sharded, its save and load.
+void bind_sharded_class(nb::module_& m);
+std::unique_ptr<py_sharded> build_sharded(any_array dataset, const cagra::index_params& params,
+                                          cagra::backend target, int num_threads, uint32_t shards,
+                                          std::vector<int> devices);
+void save_sharded(const py_sharded& p, const std::string& path);
+std::unique_ptr<py_sharded> load_sharded(const std::string& path);
 
 // io_ext.cpp: vector and neighbor files, recall.
 nb::ndarray<nb::numpy, nb::ndim<2>> read_matrix(const std::string& path);

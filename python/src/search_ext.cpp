@@ -23,9 +23,8 @@ namespace {
 /** The row_filter over `words` (none: no filter) for `idx`; the words stay owned by the caller's
  *  array. The shape is checked here against the index; the batch is checked by the library. */
 cagra::row_filter to_row_filter(const std::optional<filter_words_in>& words, bool per_query,
-                                const cagra::index& idx) {
+                                int64_t rows) {
   if (!words) return {};
-  const int64_t rows = idx.size();
   const int64_t expected = cagra::row_filter::words_for(rows);
   const size_t want_ndim = per_query ? 2 : 1;
   if (words->ndim() != want_ndim || static_cast<int64_t>(words->shape(want_ndim - 1)) != expected)
@@ -153,7 +152,7 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
 nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query) {
+                 bool filter_per_query, std::vector<int> devices) {
   vectors_in q(std::move(queries), "queries");
   // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
   std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
@@ -165,10 +164,15 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
   // `filter_words` (held by this frame) keeps the bitset alive while the GIL is released.
-  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
+  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx.size());
 #ifdef CAGRA_PY_CUDA
-  if (q.on_device())
+  if (q.on_device()) {
+    if (devices.size() > 1)
+      throw cagra::error(
+          "queries are a CUDA array, searched on the GPU that holds them: a devices list of " +
+          std::to_string(devices.size()) + " devices takes host queries (numpy)");
     return search_on_device(idx, q, k, params, target, num_threads, framework, filter);
+  }
 #else
   (void)framework;
 #endif
@@ -178,7 +182,7 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
     std::vector<int64_t> labels(distances.size());
     {
       nb::gil_scoped_release nogil;
-      cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
+      cagra::search(make_resources(target, num_threads, devices), params, idx, q.host(), k,
                     cagra::matrix_view<int64_t>{labels.data(), nq, k}, {distances.data(), nq, k},
                     filter);
     }
@@ -188,7 +192,31 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
   std::vector<uint32_t> ids(distances.size());
   {
     nb::gil_scoped_release nogil;
-    cagra::search(make_resources(target, num_threads), params, idx, q.host(), k,
+    cagra::search(make_resources(target, num_threads, std::move(devices)), params, idx, q.host(), k,
+                  {ids.data(), nq, k}, {distances.data(), nq, k}, filter);
+  }
+  return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
+}
+
+nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
+                         const cagra::search_params& params, cagra::backend target, int num_threads,
+                         std::optional<filter_words_in> filter_words, bool filter_per_query,
+                         std::vector<int> devices) {
+  vectors_in q(std::move(queries), "queries");
+  const cagra::sharded_index& idx = p.idx;
+  if (q.on_device())
+    throw cagra::error(
+        "queries are a CUDA array, but a sharded index searches host queries (each shard's "
+        "device gets a copy): pass a numpy array");
+  // Checked before the outputs are allocated: a huge k must fail, not allocate.
+  params.validate(k, idx.size(), idx.graph_degree());
+  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx.size());
+  const int64_t nq = q.rows();
+  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  std::vector<float> distances(ids.size());
+  {
+    nb::gil_scoped_release nogil;
+    cagra::search(make_resources(target, num_threads, std::move(devices)), params, idx, q.host(), k,
                   {ids.data(), nq, k}, {distances.data(), nq, k}, filter);
   }
   return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
@@ -201,7 +229,7 @@ std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
                            int num_threads, std::optional<filter_words_in> filter_words,
                            bool filter_per_query) {
   return read_locked(p, [&](const cagra::index& idx) {
-    const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx);
+    const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx.size());
     return cagra::to_string(cagra::plan_search(make_resources(target, num_threads), params, idx, k,
                                                batch, cagra::memory_space::host, filter));
   });

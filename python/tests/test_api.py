@@ -68,7 +68,8 @@ def test_build_defaults():
 
 def test_search_defaults():
     d = defaults(cagra.Index.search)
-    assert d == SEARCH_DEFAULTS
+    # devices (a replicated search; docs/multi_gpu.md) does not change a one-device plan.
+    assert d == {**SEARCH_DEFAULTS, "devices": None}
     assert defaults(cagra.Index.explain) == {**SEARCH_DEFAULTS, "batch": 1}
 
 

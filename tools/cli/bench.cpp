@@ -48,7 +48,7 @@ std::vector<double> selectivity_list(const args& a) {
 }
 
 // One timed pass over all queries, `batch` rows per search call (0 = all in one call).
-pass_result run_pass(const resources& res, const search_params& sp, const index& idx,
+pass_result run_pass(const resources& res, const search_params& sp, const any_index& idx,
                      const host_matrix& queries, uint32_t k, int64_t batch,
                      std::vector<uint32_t>& ids, std::vector<float>& dist,
                      const row_filter& filter = {}) {
@@ -61,8 +61,8 @@ pass_result run_pass(const resources& res, const search_params& sp, const index&
   for (int64_t i = 0; i < nq; i += step) {
     const int64_t rows = std::min(step, nq - i);
     dataset_view q(base + static_cast<size_t>(i) * row_bytes, queries.type(), rows, queries.cols());
-    search(res, sp, idx, q, k, {ids.data() + i * k, rows, k}, {dist.data() + i * k, rows, k},
-           filter);
+    idx.search(res, sp, q, k, {ids.data() + i * k, rows, k}, {dist.data() + i * k, rows, k},
+               filter);
     ++r.calls;
   }
   r.seconds = now_seconds() - t0;
@@ -108,9 +108,19 @@ int run_bench(const args& a) {
 
   for (const auto& p : {index_path, queries_path, truth_path}) check_input(p);
   // The JSON file is appended to, never replaced, so an existing one is fine; an input is not.
-  if (!json_path.empty()) check_output(json_path, {index_path, queries_path, truth_path}, true);
+  std::vector<std::string> inputs = input_files(index_path);
+  inputs.push_back(queries_path);
+  inputs.push_back(truth_path);
+  if (!json_path.empty()) check_output(json_path, inputs, true);
+  if (want_stats && manifest_shard_count(index_path) > 0) {
+    throw cagra::error("--stats counts the CPU search of a single index, and '" + index_path +
+                       "' is a sharded index (" + std::to_string(manifest_shard_count(index_path)) +
+                       " shards): run --stats on one shard file");
+  }
 
-  index idx = load(index_path);
+  const any_index x = load_any(index_path);
+  const any_index& idx = x;
+  const index& single = x.single;  // labels and --stats: a single index only
   host_matrix queries = read_vectors(queries_path);
   check_queries(idx, queries, queries_path);
   io::neighbors_file truth = io::read_neighbors(truth_path);
@@ -129,8 +139,8 @@ int run_bench(const args& a) {
   }
   // An index with labels is measured by its labels (GROUNDTRUTH lists labels, as search writes
   // them); ground truth holds uint32 ids, so every label must fit there.
-  if (idx.has_labels()) {
-    for (int64_t label : idx.labels()) {
+  if (single.has_labels()) {
+    for (int64_t label : single.labels()) {
       if (label < 0 || label >= int64_t{kInvalidId}) {
         throw cagra::error("index '" + index_path + "' holds label " + std::to_string(label) +
                            ", which no ground-truth id (uint32) can match");
@@ -156,9 +166,13 @@ int run_bench(const args& a) {
   rec.run_id = make_run_id();
   rec.system = std::string("cagra-") + backend_name(res);
   rec.threads = effective_threads(res.num_threads);
-  rec.device = rec.system == "cagra-cuda" ? cuda_device_name(res.device)
-                                          : cpu_model() + " (" + std::to_string(rec.threads) +
-                                                (rec.threads == 1 ? " thread)" : " threads)");
+  rec.devices = devices_of(res);
+  rec.shards = static_cast<int64_t>(x.shard_count());
+  rec.device = rec.system == "cagra-cuda"
+                   ? cuda_device_name(rec.devices[0]) +
+                         (rec.devices.size() > 1 ? " x " + std::to_string(rec.devices.size()) : "")
+                   : cpu_model() + " (" + std::to_string(rec.threads) +
+                         (rec.threads == 1 ? " thread)" : " threads)");
   rec.commit = commit_id();
   rec.dataset = a.has("--dataset") ? a.str("--dataset")
                                    : std::filesystem::path(queries_path).filename().string();
@@ -179,12 +193,16 @@ int run_bench(const args& a) {
   rec.hash_reset_interval = hash_reset;
   rec.persistent = persistent;
 
-  std::printf("index     %s: %lld x %u %s, degree %u, metric %s\n", index_path.c_str(),
+  std::printf("index     %s: %lld x %u %s, degree %u, metric %s", index_path.c_str(),
               static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
               idx.graph_degree(), to_string(idx.metric()));
-  std::printf("queries   %lld, k %u, batch %s, %s, %s, best of %d\n", static_cast<long long>(nq), k,
+  if (x.is_sharded) std::printf(", %zu shards", x.shard_count());
+  std::printf("\n");
+  std::printf("queries   %lld, k %u, batch %s, %s, %s, best of %d", static_cast<long long>(nq), k,
               batch == 0 ? "all" : std::to_string(batch).c_str(), rec.system.c_str(),
               rec.device.c_str(), repeat);
+  if (!res.devices.empty()) std::printf(", devices %s", devices_text(res.devices).c_str());
+  std::printf("\n");
   std::printf("\n%6s %6s %4s %10s %12s", "itopk", "width", "team",
               ("recall@" + std::to_string(k)).c_str(), "QPS");
   if (batch > 0) std::printf(" %12s", batch == 1 ? "latency ms" : "ms/batch");
@@ -208,8 +226,8 @@ int run_bench(const args& a) {
       filtered_truth = host_matrix(dtype::u32, nq, k);
       std::vector<float> tmp(static_cast<size_t>(nq) * k);
       const double t0 = now_seconds();
-      search(res, ex, idx, queries.view(), k, filtered_truth.as<uint32_t>(), {tmp.data(), nq, k},
-             allowed.view());
+      idx.search(res, ex, queries.view(), k, filtered_truth.as<uint32_t>(), {tmp.data(), nq, k},
+                 allowed.view());
       std::printf(
           "filter    %.4g%% of rows allowed (%lld), seed %llu; exact filtered ground "
           "truth in %.2f s\n",
@@ -237,9 +255,8 @@ int run_bench(const args& a) {
           sp.persistent = persistent;
           sp.filter = falgo;
           // The plan of one search call of this point (a last, shorter batch may differ).
-          const search_plan plan = plan_search(
-              res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, memory_space::host, fview);
-          rec.plan = to_string(plan);
+          // A sharded index: the plan of shard 0 (each shard runs its own).
+          rec.plan = plan_line(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, fview);
           if (explain) {
             std::printf("plan: %s\n", rec.plan.c_str());
             std::fflush(stdout);
@@ -253,11 +270,11 @@ int run_bench(const args& a) {
           rec.search_width = width;
           rec.team_size = team;
           // The file's ground truth lists labels; the filtered one (an exact search) rows.
-          const bool by_label = idx.has_labels() && fview.empty();
+          const bool by_label = single.has_labels() && fview.empty();
           if (by_label) {
             found = ids;
             for (uint32_t& id : found)
-              if (id != kInvalidId) id = static_cast<uint32_t>(idx.label_of(id));
+              if (id != kInvalidId) id = static_cast<uint32_t>(single.label_of(id));
           }
           rec.recall = recall({(by_label ? found : ids).data(), nq, k}, truth_ids, k);
           if (share >= 0) {  // every returned id of every query checked against the filter
@@ -276,7 +293,8 @@ int run_bench(const args& a) {
             // read (one row per distance) + graph rows read (one per parent).
             bench_hooks::search_stats st;
             std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
-            bench_hooks::cpu_search_with_stats(res, sp, idx, queries.view(), k, sids.data(), &st);
+            bench_hooks::cpu_search_with_stats(res, sp, single, queries.view(), k, sids.data(),
+                                               &st);
             const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
             rec.dists_per_query = st.distances / q;
             rec.parents_per_query = st.parents / q;
@@ -315,7 +333,8 @@ const command_spec& bench_command() {
       "Searches every query of QUERIES with each itopk x search-width pair (itopk < k skipped),\n"
       "measures recall@k against GROUNDTRUTH and QPS (best of --repeat passes), prints a table\n"
       "and appends one JSON object per point to --json FILE (fields: docs/cli.md; \"plan\" is\n"
-      "the search plan the library resolved, as --explain prints it).",
+      "the search plan the library resolved, as --explain prints it; \"devices\" and\n"
+      "\"shards\" the configuration). INDEX may be a sharded index (its manifest).",
       {
           {"-k", nullptr, "K", "neighbors per query (default 10)"},
           {"--itopk", nullptr, "LIST", "itopk values (default 16,32,64,96,128,192,256,384,512)"},
@@ -336,6 +355,9 @@ const command_spec& bench_command() {
           {"--threads", nullptr, "T",
            "CPU threads (default: all, 1 with --batch 1; at most 4 per hardware thread)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
+          {"--devices", nullptr, "LIST",
+           "CUDA devices, comma-separated (0,1,...): a single index is replicated over them, a "
+           "sharded index puts shard s on device s mod count (docs/multi_gpu.md)"},
           {"--json", nullptr, "FILE", "append one JSON line per point to FILE"},
           {"--dataset", nullptr, "NAME", "dataset name in the JSON (default: QUERIES file name)"},
           {"--build-s", nullptr, "S", "build time to record in the JSON (default null)"},

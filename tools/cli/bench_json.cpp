@@ -79,13 +79,19 @@ std::string source_dir() {
 std::string to_json(const bench_record& r) {
   std::ostringstream o;
   o << "{\"run_id\":" << json_quote(r.run_id) << ",\"system\":" << json_quote(r.system)
-    << ",\"device\":" << json_quote(r.device) << ",\"commit\":" << json_quote(r.commit)
-    << ",\"dataset\":" << json_quote(r.dataset) << ",\"metric\":" << json_quote(r.metric)
-    << ",\"n\":" << r.n << ",\"dim\":" << r.dim << ",\"nq\":" << r.nq << ",\"batch\":" << r.batch
-    << ",\"k\":" << r.k << ",\"params\":{\"itopk\":" << r.itopk
-    << ",\"search_width\":" << r.search_width << ",\"max_iterations\":" << r.max_iterations
-    << ",\"threads\":" << r.threads << ",\"storage\":" << json_quote(r.storage)
-    << ",\"graph_degree\":" << r.graph_degree;
+    << ",\"device\":" << json_quote(r.device);
+  if (!r.devices.empty()) {
+    o << ",\"devices\":[";
+    for (size_t i = 0; i < r.devices.size(); ++i) o << (i ? "," : "") << r.devices[i];
+    o << "]";
+  }
+  if (r.shards > 0) o << ",\"shards\":" << r.shards;
+  o << ",\"commit\":" << json_quote(r.commit) << ",\"dataset\":" << json_quote(r.dataset)
+    << ",\"metric\":" << json_quote(r.metric) << ",\"n\":" << r.n << ",\"dim\":" << r.dim
+    << ",\"nq\":" << r.nq << ",\"batch\":" << r.batch << ",\"k\":" << r.k
+    << ",\"params\":{\"itopk\":" << r.itopk << ",\"search_width\":" << r.search_width
+    << ",\"max_iterations\":" << r.max_iterations << ",\"threads\":" << r.threads
+    << ",\"storage\":" << json_quote(r.storage) << ",\"graph_degree\":" << r.graph_degree;
   if (r.team_size) o << ",\"team_size\":" << r.team_size;
   if (!r.algo.empty()) o << ",\"algo\":" << json_quote(r.algo);
   if (r.hash_bits) o << ",\"hash_bits\":" << r.hash_bits;

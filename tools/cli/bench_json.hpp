@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <cagra/filter.hpp>
 
@@ -14,6 +15,11 @@ struct bench_record {
   std::string run_id;  // shared by all points of one sweep
   std::string system;  // "cagra-cpu" or "cagra-cuda"
   std::string device;  // "Intel Xeon ... (2 threads)"
+  // The configuration (docs/multi_gpu.md): the CUDA device list (resources::devices, or the one
+  // device; recorded on the CPU backend too, where it changes nothing) and the shard count (1 for
+  // a single index). Both left out when empty / 0 (a peer's record).
+  std::vector<int> devices;
+  int64_t shards = 0;
   std::string commit;
   std::string dataset;
   std::string metric;

@@ -2,6 +2,8 @@
 // optimization of paper §III) and saves it. Every option is checked and the output path is
 // validated before the dataset is read, so a typo fails in milliseconds instead of after a long
 // build; the build shows its progress on stderr because it can take minutes on large sets.
+#include <algorithm>
+
 #include <cagra/plan.hpp>
 
 #include "cli.hpp"
@@ -50,9 +52,18 @@ int run_build(const args& a) {
   ip.seed = a.uint("--seed", 0, 0, UINT64_MAX);
   const int64_t limit = static_cast<int64_t>(a.uint("--limit", 0, 1, kMaxRows));
   resources res = make_resources(a);
+  // Sharded: --shards N (N >= 1), or a --devices list of several devices (one shard per device,
+  // also with --shards 0). Otherwise one index (on devices[0] when --devices names one).
+  const bool shards_given = a.has("--shards");
+  const auto shards_opt = static_cast<uint32_t>(a.uint("--shards", 0, 0, 4096));
+  const bool sharded = shards_given || res.devices.size() > 1;
+  const size_t shards = shards_opt ? shards_opt : std::max<size_t>(1, res.devices.size());
 
   check_input(dataset_path);
-  check_output(out, {dataset_path}, a.has("--force"));
+  if (sharded)
+    check_sharded_output(out, shards, {dataset_path}, a.has("--force"));
+  else
+    check_output(out, {dataset_path}, a.has("--force"));
 
   const double t0 = now_seconds();
   host_matrix data = read_vectors(dataset_path);
@@ -62,15 +73,34 @@ int run_build(const args& a) {
               static_cast<long long>(view.rows), static_cast<long long>(view.cols),
               to_string(view.type), view.rows < data.rows() ? " (--limit)" : "",
               now_seconds() - t0);
-  // What the build will do, every automatic value resolved (the library's rules, not ours).
-  const build_plan plan = plan_build(res, ip, view.rows, view.type);
-  if (a.has("--explain")) std::printf("plan: %s\n", to_string(plan).c_str());
+  if (sharded && static_cast<int64_t>(shards) > view.rows) {
+    throw cagra::error(std::to_string(shards) + " shards for " + std::to_string(view.rows) +
+                       " rows: a shard needs at least one row (use fewer shards)");
+  }
+  // What the build will do, every automatic value resolved (the library's rules, not ours). A
+  // sharded build runs the plan of each shard: that of the largest is printed (the shards differ
+  // by at most one row).
+  const int64_t plan_rows =
+      sharded ? (view.rows + int64_t(shards) - 1) / int64_t(shards) : view.rows;
+  const build_plan plan = plan_build(res, ip, plan_rows, view.type);
+  if (a.has("--explain")) {
+    if (sharded)
+      std::printf("plan: %zu shards of up to %lld rows; each: %s\n", shards,
+                  static_cast<long long>(plan_rows), to_string(plan).c_str());
+    else
+      std::printf("plan: %s\n", to_string(plan).c_str());
+  }
   std::fflush(stdout);
 
   progress_display progress("build");
   res.progress = progress.callback();
   build_report report;
-  index idx = build(res, ip, view, &report);
+  index idx;
+  sharded_index sh;
+  if (sharded)
+    sh = build_sharded(res, ip, view, static_cast<uint32_t>(shards_opt), &report);
+  else
+    idx = build(res, ip, view, &report);
   progress.finish();
 
   std::printf("build     backend %s, knn %s", to_string(report.backend_used),
@@ -78,13 +108,32 @@ int run_build(const args& a) {
   if (report.knn_used == knn_algo::nn_descent) {
     std::printf(" (%u iterations)", report.knn_iterations);
   }
-  std::printf(", degree %u (intermediate %u), metric %s, reorder %s\n", idx.graph_degree(),
-              plan.intermediate_graph_degree, to_string(idx.metric()), to_string(ip.reorder));
-  std::printf("time      knn %.3f s, optimize %.3f s, total %.3f s\n", report.knn_seconds,
-              report.optimize_seconds, report.total_seconds);
+  std::printf(", degree %u (intermediate %u), metric %s, reorder %s\n",
+              sharded ? sh.graph_degree() : idx.graph_degree(), plan.intermediate_graph_degree,
+              to_string(sharded ? sh.metric() : idx.metric()), to_string(ip.reorder));
+  std::printf("time      knn %.3f s, optimize %.3f s, total %.3f s%s\n", report.knn_seconds,
+              report.optimize_seconds, report.total_seconds,
+              sharded ? " (knn and optimize summed over the shards)" : "");
+  if (sharded) {
+    const std::vector<int> devices = devices_of(res);
+    const bool gpu = report.backend_used == backend::cuda;
+    std::printf("sharded   %zu shards over %lld rows%s\n", sh.shard_count(),
+                static_cast<long long>(sh.size()),
+                gpu ? (", devices " + devices_text(devices)).c_str() : "");
+    for (size_t s = 0; s < sh.shard_count(); ++s) {
+      const int64_t first = sh.shard_offset(s), rows = sh.shard(s).size();
+      std::printf("shard %-3zu rows %lld .. %lld (%lld rows)", s, static_cast<long long>(first),
+                  static_cast<long long>(first + rows - 1), static_cast<long long>(rows));
+      if (gpu) std::printf(", device %d", devices[s % devices.size()]);
+      std::printf("\n");
+    }
+  }
   std::fflush(stdout);
 
-  save_index(idx, out);
+  if (sharded)
+    save_sharded(sh, out);
+  else
+    save_index(idx, out);
   return 0;
 }
 
@@ -97,7 +146,9 @@ const command_spec& build_command() {
       "DATASET -o INDEX [options]",
       "Reads DATASET (.fbin/.u8bin/.i8bin, .fvecs/.bvecs, .npy, IDX(.gz), .hdf5[:name]), builds a\n"
       "CAGRA graph (kNN graph by NN-descent or brute force, then rank-based pruning, reverse\n"
-      "edges and merge) and saves the index to INDEX. Progress goes to stderr, times to stdout.",
+      "edges and merge) and saves the index to INDEX. Progress goes to stderr, times to stdout.\n"
+      "With --shards or several --devices it builds a sharded index: one graph per contiguous\n"
+      "row range, saved as the manifest INDEX and the files INDEX.shard-S-of-N.",
       {
           {"--output", "-o", "INDEX", "where to write the index (required)", true},
           {"--graph-degree", nullptr, "D", "out-degree of the final graph (default 64)"},
@@ -111,6 +162,12 @@ const command_spec& build_command() {
           {"--storage", nullptr, "S", "vector storage: input (default), f32 or f16"},
           {"--seed", nullptr, "S", "seed of all randomness of the build (default 0)"},
           {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
+          {"--shards", nullptr, "N",
+           "build a sharded index of N shards (contiguous row ranges, one graph each), saved as "
+           "INDEX plus INDEX.shard-S-of-N; 0 = one per --devices entry (docs/multi_gpu.md)"},
+          {"--devices", nullptr, "LIST",
+           "CUDA devices, comma-separated (0,1,...): several build a sharded index, one shard "
+           "per device unless --shards says otherwise (shard s on device s mod count)"},
           {"--limit", nullptr, "N", "use only the first N rows of DATASET"},
           {"--force", nullptr, nullptr, "replace INDEX if it exists"},
           {"--explain", nullptr, nullptr,

@@ -14,6 +14,7 @@
 
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
+#include <cagra/multi_gpu.hpp>
 
 namespace cagra::cli {
 
@@ -96,8 +97,13 @@ void check_input(const std::string& path);
 /** Lower-cased extension check ("x.IBIN" has ".ibin"). */
 bool has_extension(const std::string& path, const std::string& ext);
 
-/** Resources from the common options (--backend, --threads); no progress callback. */
+/** Resources from the common options (--backend, --threads, --devices); no progress callback. */
 resources make_resources(const args& a);
+/** --devices LIST: comma-separated CUDA device ordinals, each >= 0 and listed once (usage error
+ *  otherwise); empty when the option is absent. */
+std::vector<int> devices_option(const args& a);
+/** "0,1,3". */
+std::string devices_text(const std::vector<int>& devices);
 /** Parsers of the enum options that turn a library error into a usage error. */
 metric metric_option(const args& a, metric fallback);
 /** The thread count a run actually uses (resolves 0 = all). */
@@ -129,6 +135,64 @@ void print_index_line(const index& idx, const std::string& path);
 /** Saves `idx` to `path` (cagra::save: temporary file, then rename) and prints "saved ...". */
 void save_index(const index& idx, const std::string& path);
 
+// ---- sharded indexes (cagra/multi_gpu.hpp) --------------------------------------------------
+/** The shard count a sharded manifest declares ("shards N" on its second line; 0 when `path` is
+ *  not a manifest or the line is unreadable). Reads the manifest only, no shard. */
+size_t manifest_shard_count(const std::string& path);
+/** The file `path.shard-S-of-N` of shard `s` of a set of `n`, as cagra::save(sharded_index)
+ *  names it. */
+std::string shard_file(const std::string& path, size_t s, size_t n);
+/** `path`, and when it is a sharded manifest the files of its shards too: the inputs an output
+ *  must not name. */
+std::vector<std::string> input_files(const std::string& path);
+/** Throws cagra::error when `path` is a sharded manifest: "'PATH' is a sharded index (N shards):
+ *  COMMAND works on a single index". For the commands that take one cagra::index. */
+void refuse_sharded(const std::string& path, const char* command);
+/** Saves a sharded index (cagra::save: the shard files, then the manifest) and prints "saved ...".
+ */
+void save_sharded(const sharded_index& idx, const std::string& path);
+/** check_output for the file set of a sharded index of `shards` shards at `output`: the manifest
+ *  and every PATH.shard-S-of-N file (none may be an input, none may exist without `force`). */
+void check_sharded_output(const std::string& output, size_t shards,
+                          const std::vector<std::string>& inputs, bool force);
+
+/** The index a search-like command (search, bench, info) runs on: one cagra::index, or a sharded
+ *  index read from a manifest (load_sharded). */
+struct any_index {
+  index single;
+  sharded_index sharded;
+  bool is_sharded = false;
+
+  int64_t size() const { return is_sharded ? sharded.size() : single.size(); }
+  uint32_t dim() const { return is_sharded ? sharded.dim() : single.dim(); }
+  uint32_t graph_degree() const {
+    return is_sharded ? sharded.graph_degree() : single.graph_degree();
+  }
+  cagra::metric metric() const { return is_sharded ? sharded.metric() : single.metric(); }
+  dtype storage_dtype() const {
+    return is_sharded ? sharded.storage_dtype() : single.storage_dtype();
+  }
+  size_t shard_count() const { return is_sharded ? sharded.shard_count() : 1; }
+  /** The index whose search plan stands for every search: the index, or shard 0 (the shards
+   *  differ by at most one row). */
+  const index& plan_index() const { return is_sharded ? sharded.shard(0) : single; }
+  /** cagra::search of the index, or the sharded search (global row ids). */
+  void search(const resources& res, const search_params& sp, dataset_view queries, uint32_t k,
+              matrix_view<uint32_t> ids, matrix_view<float> dist,
+              const row_filter& filter = {}) const;
+};
+/** Loads `path`: a sharded manifest (is_sharded_file) with load_sharded, else cagra::load. */
+any_index load_any(const std::string& path);
+/** The filter `f` (over all rows of a sharded index) cut to its first `rows` rows: the filter of
+ *  shard 0, which plan_search takes with plan_index(). Written into `storage`. */
+row_filter first_rows(const row_filter& f, int64_t rows, std::vector<uint32_t>& storage);
+/** The plan line of a search of `x` (plan_search on plan_index(), the filter cut to it). */
+std::string plan_line(const resources& res, const search_params& sp, const any_index& x, uint32_t k,
+                      int64_t batch, const row_filter& filter);
+/** Checks that the queries fit the index (same dim), with a message that names the file. */
+void check_queries(const any_index& idx, const host_matrix& queries,
+                   const std::string& queries_path);
+
 /** Labels from a file (`extend --labels`, `remove IDS`; labels.cpp): .npy of any integer dtype
  *  (int8 .. int64, uint8 .. uint64 below 2^63) or .ibin (int32), any shape, in C order. Throws
  *  cagra::error naming the file for anything else, an empty file included. */
@@ -145,8 +209,6 @@ std::string human_bytes(uint64_t bytes);
  *  Python package too), one line says so on stderr: "note: base.npy is float64, converted to
  *  float32". */
 host_matrix read_vectors(const std::string& path);
-/** Checks that the queries fit the index (same dim), with a message that names the file. */
-void check_queries(const index& idx, const host_matrix& queries, const std::string& queries_path);
 
 /** A filter read from a file (`--filter`): the bitsets it holds and the library's view. */
 struct filter_file {

@@ -14,6 +14,7 @@ int run_compact(const args& a) {
   resources res = make_resources(a);
 
   check_input(index_path);
+  refuse_sharded(index_path, "compact");
   check_output(out, {index_path}, a.has("--force"));
 
   index idx = load(index_path);

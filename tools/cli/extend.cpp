@@ -24,6 +24,7 @@ int run_extend(const args& a) {
   resources res = make_resources(a);
 
   check_input(index_path);
+  refuse_sharded(index_path, "extend");
   check_input(vectors_path);
   std::vector<std::string> inputs = {index_path, vectors_path};
   if (!labels_path.empty()) {

@@ -31,6 +31,7 @@ int run_export(const args& a) {
   resources res = make_resources(a);
 
   check_input(index_path);
+  refuse_sharded(index_path, "export-hnsw");
   check_output(out, {index_path}, a.has("--force"));
 
   index idx = load(index_path);

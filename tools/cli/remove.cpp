@@ -16,6 +16,7 @@ int run_remove(const args& a) {
   resources res = make_resources(a);
 
   check_input(index_path);
+  refuse_sharded(index_path, "remove");
   check_input(ids_path);
   check_output(out, {index_path, ids_path}, a.has("--force"));
 

@@ -3,6 +3,8 @@
 // other tools read, or as .npy of int64 ids; an index with labels returns its labels. Inputs and
 // the output path are checked before the index is loaded, and the search is timed on its own (no
 // file I/O) so the printed QPS means what it says.
+#include <algorithm>
+
 #include <cagra/plan.hpp>
 
 #include "cli.hpp"
@@ -34,14 +36,17 @@ int run_search(const args& a) {
     throw usage_error("output '" + out +
                       "' must end in .ibin (ids, then distances) or .npy (int64 labels)");
   }
-  check_output(out, {index_path, queries_path}, a.has("--force"));
+  std::vector<std::string> inputs = input_files(index_path);
+  inputs.push_back(queries_path);
+  check_output(out, inputs, a.has("--force"));
 
-  index idx = load(index_path);
+  const any_index x = load_any(index_path);
+  const index& idx = x.single;  // labels and deleted rows: a single index only
   host_matrix queries = read_vectors(queries_path);
-  check_queries(idx, queries, queries_path);
-  if (static_cast<int64_t>(k) > idx.size()) {
+  check_queries(x, queries, queries_path);
+  if (static_cast<int64_t>(k) > x.size()) {
     throw cagra::error("-k " + std::to_string(k) + " is larger than the index (" +
-                       std::to_string(idx.size()) + " vectors)");
+                       std::to_string(x.size()) + " vectors)");
   }
 
   // An index with labels returns labels: the .ibin format stores ids as int32 (-1 = no
@@ -57,10 +62,20 @@ int run_search(const args& a) {
   }
   const int64_t nq = queries.rows();
   filter_file filter;
-  if (!filter_path.empty()) filter = read_filter(filter_path, idx.size(), nq);
-  // What the search will do (all queries in one call), every automatic value resolved.
-  const search_plan plan = plan_search(res, sp, idx, k, nq, memory_space::host, filter.view);
-  if (a.has("--explain")) std::printf("plan: %s\n", to_string(plan).c_str());
+  if (!filter_path.empty()) filter = read_filter(filter_path, x.size(), nq);
+  // What the search will do (all queries in one call), every automatic value resolved; for a
+  // sharded index, the search of shard 0 (each shard runs its own).
+  std::vector<uint32_t> plan_filter;
+  const search_plan plan = plan_search(
+      res, sp, x.plan_index(), std::min<uint32_t>(k, uint32_t(x.plan_index().size())), nq,
+      memory_space::host, first_rows(filter.view, x.plan_index().size(), plan_filter));
+  if (a.has("--explain")) {
+    if (x.is_sharded)
+      std::printf("plan: %zu shards; each (shard 0): %s\n", x.shard_count(),
+                  to_string(plan).c_str());
+    else
+      std::printf("plan: %s\n", to_string(plan).c_str());
+  }
   std::fflush(stdout);
   // Labels (row numbers for an index without labels, -1 for an empty slot) for .npy and for an
   // index with labels; ids for the rest, as before labels existed.
@@ -69,7 +84,16 @@ int run_search(const args& a) {
   std::vector<int64_t> labels(want_labels ? static_cast<size_t>(nq) * k : 0);
   std::vector<float> dist(static_cast<size_t>(nq) * k);
   const double t0 = now_seconds();
-  if (want_labels) {
+  if (x.is_sharded) {  // global row numbers, never labels
+    std::vector<uint32_t> rows(static_cast<size_t>(nq) * k);
+    x.search(res, sp, queries.view(), k, {rows.data(), nq, k}, {dist.data(), nq, k}, filter.view);
+    if (want_labels) {
+      for (size_t i = 0; i < rows.size(); ++i)
+        labels[i] = rows[i] == kInvalidId ? -1 : int64_t{rows[i]};
+    } else {
+      ids = std::move(rows);
+    }
+  } else if (want_labels) {
     search(res, sp, idx, queries.view(), k, matrix_view<int64_t>{labels.data(), nq, k},
            {dist.data(), nq, k}, filter.view);
   } else {
@@ -77,12 +101,15 @@ int run_search(const args& a) {
   }
   const double seconds = now_seconds() - t0;
 
-  std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), idx.dim(),
+  std::printf("queries   %lld x %u %s\n", static_cast<long long>(nq), x.dim(),
               to_string(queries.type()));
-  std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d\n", k, plan.itopk,
+  std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d", k, plan.itopk,
               plan.search_width, to_string(plan.target), effective_threads(res.num_threads));
+  if (!res.devices.empty()) std::printf(", devices %s", devices_text(res.devices).c_str());
+  if (x.is_sharded) std::printf(", %zu shards merged", x.shard_count());
+  std::printf("\n");
   if (!filter_path.empty()) {
-    const double rows = double(idx.size()) * double(filter.view.queries ? nq : 1);
+    const double rows = double(x.size()) * double(filter.view.queries ? nq : 1);
     std::printf("filter    %s: %s, %.4g%% of rows allowed, path %s\n", filter_path.c_str(),
                 filter.view.queries ? "one bitset per query" : "one bitset for all queries",
                 100.0 * double(filter.allowed) / rows, to_string(plan.filter_path));
@@ -124,7 +151,9 @@ const command_spec& search_command() {
       "query count, wall time and QPS. The ids are the index's labels when it has labels\n"
       "(.ibin: every label must be in [0, 2^31)), else row numbers. Deleted rows are never\n"
       "returned. With --filter (over row numbers, not labels), only allowed rows are returned;\n"
-      "slots beyond them hold id 4294967295 in .ibin, -1 in .npy, and distance inf.",
+      "slots beyond them hold id 4294967295 in .ibin, -1 in .npy, and distance inf.\n"
+      "INDEX may be a sharded index (the manifest 'cagra build --shards' wrote): every shard is\n"
+      "searched and the lists merged; the ids are global row numbers.",
       {
           {"-k", nullptr, "K", "neighbors per query (required)", true},
           {"--output", "-o", "NEIGHBORS",
@@ -140,6 +169,9 @@ const command_spec& search_command() {
            "filtered search path: auto (default), graph or exact (docs/filter.md)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
+          {"--devices", nullptr, "LIST",
+           "CUDA devices, comma-separated (0,1,...): a single index is replicated over them, a "
+           "sharded index puts shard s on device s mod count (docs/multi_gpu.md)"},
           {"--force", nullptr, nullptr, "replace NEIGHBORS if it exists"},
           {"--explain", nullptr, nullptr,
            "print the search plan (every automatic value resolved) before searching"},

@@ -9,7 +9,10 @@
 #include <cctype>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+
+#include <cagra/plan.hpp>
 
 #include "cli.hpp"
 
@@ -107,10 +110,40 @@ resources make_resources(const args& a) {
   // The library clamps the count and checks that the system can start that many threads; doing
   // it here reports a count it cannot start before any input is read.
   (void)resolve_threads(res.num_threads);
+  res.devices = devices_option(a);
   if (res.target == backend::cuda && !cuda_available()) {
     throw cagra::error("--backend cuda: this build has no CUDA backend or no GPU is visible");
   }
   return res;
+}
+
+std::vector<int> devices_option(const args& a) {
+  if (!a.has("--devices")) return {};
+  std::vector<uint32_t> list;
+  try {
+    list = a.uint_list("--devices", {}, 0, INT32_MAX);
+  } catch (const usage_error&) {
+    throw usage_error(
+        "--devices: expected CUDA device ordinals separated by commas (0,1,...: "
+        "non-negative integers), got '" +
+        a.str("--devices") + "'");
+  }
+  std::vector<int> out;
+  for (uint32_t d : list) {
+    if (std::find(out.begin(), out.end(), int(d)) != out.end()) {
+      throw usage_error("--devices: device " + std::to_string(d) + " is listed twice in '" +
+                        a.str("--devices") + "' (each device once; shards share devices " +
+                        "when there are more shards than devices)");
+    }
+    out.push_back(int(d));
+  }
+  return out;
+}
+
+std::string devices_text(const std::vector<int>& devices) {
+  std::string s;
+  for (int d : devices) s += (s.empty() ? "" : ",") + std::to_string(d);
+  return s;
 }
 
 metric metric_option(const args& a, metric fallback) {
@@ -148,6 +181,101 @@ void save_index(const index& idx, const std::string& path) {
               ec ? "size unknown" : human_bytes(size).c_str(), now_seconds() - t0);
 }
 
+// ---- sharded indexes -----------------------------------------------------------------------
+
+size_t manifest_shard_count(const std::string& path) {
+  if (!is_sharded_file(path)) return 0;
+  std::ifstream in(path);
+  std::string magic, version, word;
+  size_t n = 0;
+  in >> magic >> version >> word >> n;
+  return in && word == "shards" ? n : 0;
+}
+
+std::string shard_file(const std::string& path, size_t s, size_t n) {
+  return path + ".shard-" + std::to_string(s) + "-of-" + std::to_string(n);
+}
+
+std::vector<std::string> input_files(const std::string& path) {
+  std::vector<std::string> files = {path};
+  const size_t n = manifest_shard_count(path);
+  for (size_t s = 0; s < n && s < 4096; ++s) files.push_back(shard_file(path, s, n));
+  return files;
+}
+
+void refuse_sharded(const std::string& path, const char* command) {
+  if (!is_sharded_file(path)) return;
+  const size_t n = manifest_shard_count(path);
+  throw cagra::error("'" + path + "' is a sharded index (" +
+                     (n ? std::to_string(n) : std::string("?")) + (n == 1 ? " shard" : " shards") +
+                     "): " + command + " works on a single index");
+}
+
+void check_sharded_output(const std::string& output, size_t shards,
+                          const std::vector<std::string>& inputs, bool force) {
+  check_output(output, inputs, force);
+  for (size_t s = 0; s < shards; ++s) check_output(shard_file(output, s, shards), inputs, force);
+}
+
+void save_sharded(const sharded_index& idx, const std::string& path) {
+  const double t0 = now_seconds();
+  save(idx, path);
+  const size_t n = idx.shard_count();
+  std::error_code ec;
+  uint64_t total = fs::file_size(path, ec);
+  for (size_t s = 0; s < n && !ec; ++s) total += fs::file_size(shard_file(path, s, n), ec);
+  std::printf("saved     %s and %s .. %s (%s in all, %.2f s)\n", path.c_str(),
+              fs::path(shard_file(path, 0, n)).filename().c_str(),
+              fs::path(shard_file(path, n - 1, n)).filename().c_str(),
+              ec ? "size unknown" : human_bytes(total).c_str(), now_seconds() - t0);
+}
+
+void any_index::search(const resources& res, const search_params& sp, dataset_view queries,
+                       uint32_t k, matrix_view<uint32_t> ids, matrix_view<float> dist,
+                       const row_filter& filter) const {
+  if (is_sharded)
+    cagra::search(res, sp, sharded, queries, k, ids, dist, filter);
+  else
+    cagra::search(res, sp, single, queries, k, ids, dist, filter);
+}
+
+any_index load_any(const std::string& path) {
+  any_index x;
+  if (is_sharded_file(path)) {
+    x.sharded = load_sharded(path);
+    x.is_sharded = true;
+  } else {
+    x.single = load(path);
+  }
+  return x;
+}
+
+row_filter first_rows(const row_filter& f, int64_t rows, std::vector<uint32_t>& storage) {
+  if (f.empty() || rows >= f.rows) return f;
+  const int64_t in_words = row_filter::words_for(f.rows), out_words = row_filter::words_for(rows);
+  const int64_t sets = f.queries ? f.queries : 1;
+  storage.assign(static_cast<size_t>(sets * out_words), 0u);
+  for (int64_t q = 0; q < sets; ++q) {
+    std::copy(f.words + q * in_words, f.words + q * in_words + out_words,
+              storage.begin() + q * out_words);
+    if (rows & 31)
+      storage[static_cast<size_t>((q + 1) * out_words - 1)] &= (1u << (rows & 31)) - 1u;
+  }
+  return f.queries ? row_filter::per_query(storage.data(), f.queries, rows)
+                   : row_filter::shared(storage.data(), rows);
+}
+
+std::string plan_line(const resources& res, const search_params& sp, const any_index& x, uint32_t k,
+                      int64_t batch, const row_filter& filter) {
+  std::vector<uint32_t> storage;
+  const index& idx = x.plan_index();
+  // A shard smaller than k is searched for all its rows (the sharded search's rule).
+  const search_plan plan =
+      plan_search(res, sp, idx, std::min<uint32_t>(k, static_cast<uint32_t>(idx.size())), batch,
+                  memory_space::host, first_rows(filter, idx.size(), storage));
+  return to_string(plan);
+}
+
 host_matrix read_vectors(const std::string& path) {
   io::read_notes notes;
   host_matrix m = io::read_matrix(path, notes);
@@ -158,7 +286,7 @@ host_matrix read_vectors(const std::string& path) {
   return m;
 }
 
-void check_queries(const index& idx, const host_matrix& queries, const std::string& path) {
+void check_queries(const any_index& idx, const host_matrix& queries, const std::string& path) {
   if (queries.cols() != static_cast<int64_t>(idx.dim())) {
     throw cagra::error("queries '" + path + "' have dim " + std::to_string(queries.cols()) +
                        " but the index has dim " + std::to_string(idx.dim()));

@@ -135,15 +135,24 @@ void search(const resources& res, const search_params& params, const sharded_ind
   CAGRA_EXPECTS(!distances.data || (distances.rows == nq && distances.cols == k),
                 "distances must be a [%lld, %u] matrix or empty (got [%lld, %lld])", (long long)nq,
                 k, (long long)distances.rows, (long long)distances.cols);
+  CAGRA_EXPECTS(k >= 1 && int64_t{k} <= idx.size(), "k = %u must be in [1, %lld] (the index size)",
+                k, (long long)idx.size());
   if (!filter.empty()) core::check_filter(filter, idx.size(), nq);
 
   const size_t n = idx.shard_count();
   const bool gpu = core::resolve_backend(res) == backend::cuda;
   const int threads =
       gpu ? std::max(1, core::host_threads(res.num_threads) / int(n)) : res.num_threads;
-  const size_t words = size_t(nq) * k;
-  std::vector<std::vector<uint32_t>> ids(n, std::vector<uint32_t>(words));
-  std::vector<std::vector<float>> dist(n, std::vector<float>(words));
+  // A shard smaller than k returns all its rows (a search's k may not exceed its index's size):
+  // the merge takes lists of any width.
+  std::vector<uint32_t> ks(n);
+  for (size_t s = 0; s < n; ++s) ks[s] = uint32_t(std::min<int64_t>(k, idx.shard(s).size()));
+  std::vector<std::vector<uint32_t>> ids(n);
+  std::vector<std::vector<float>> dist(n);
+  for (size_t s = 0; s < n; ++s) {
+    ids[s].resize(size_t(nq) * ks[s]);
+    dist[s].resize(size_t(nq) * ks[s]);
+  }
   core::run_tasks(n, gpu, [&](size_t s) {
     const index& shard = idx.shard(s);
     const int64_t offset = idx.shard_offset(s);
@@ -151,15 +160,15 @@ void search(const resources& res, const search_params& params, const sharded_ind
     const row_filter f =
         filter.empty() ? filter : core::slice_rows(filter, offset, shard.size(), storage);
     search(core::single_device(res, devices[s % devices.size()], threads), params, shard, queries,
-           k, {ids[s].data(), nq, int64_t{k}}, {dist[s].data(), nq, int64_t{k}}, f);
+           ks[s], {ids[s].data(), nq, int64_t{ks[s]}}, {dist[s].data(), nq, int64_t{ks[s]}}, f);
     for (uint32_t& id : ids[s])
       if (id != kInvalidId) id = uint32_t(int64_t{id} + offset);
   });
   std::vector<matrix_view<const uint32_t>> id_views;
   std::vector<matrix_view<const float>> dist_views;
   for (size_t s = 0; s < n; ++s) {
-    id_views.push_back({ids[s].data(), nq, int64_t{k}});
-    dist_views.push_back({dist[s].data(), nq, int64_t{k}});
+    id_views.push_back({ids[s].data(), nq, int64_t{ks[s]}});
+    dist_views.push_back({dist[s].data(), nq, int64_t{ks[s]}});
   }
   merge_topk(id_views, dist_views, k, neighbors, distances);
 }
