@@ -15,7 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <omp.h>
 
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
@@ -78,6 +81,46 @@ point measure(const resources& res, const Index& idx, const host_matrix& q, cons
   return p;
 }
 
+/** `rows` rows cycling through m's rows. */
+host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
+  host_matrix out(m.type(), rows, m.cols());
+  const size_t rb = size_t(m.cols()) * dtype_size(m.type());
+  for (int64_t i = 0; i < rows; ++i)
+    std::memcpy(static_cast<uint8_t*>(out.data()) + size_t(i) * rb, m.row_bytes(i % m.rows()), rb);
+  return out;
+}
+
+/** `callers` host threads, each searching its share of the queries one per call (itopk 64,
+ *  defaults otherwise); QPS over all calls, after one warm-up round on every device. */
+point batch1_callers(const resources& res, const cagra::index& idx, const host_matrix& q,
+                     const host_matrix& gt, uint32_t k, int callers) {
+  const int64_t nq = std::min<int64_t>(q.rows(), 4000);
+  std::vector<uint32_t> ids(size_t(nq) * k);
+  const size_t rb = size_t(q.cols()) * dtype_size(q.type());
+  auto one = [&](int64_t i) {
+    resources r = res;
+    r.num_threads = 1;
+    search(r, search_params{}, idx, dataset_view(q.row_bytes(i), q.type(), 1, q.cols()), k,
+           {ids.data() + size_t(i) * k, 1, k}, {});
+  };
+  for (size_t w = 0; w < std::max<size_t>(1, res.devices.size()) * 2; ++w) one(0);
+  const auto t = clk::now();
+  std::vector<std::thread> threads;
+  for (int c = 0; c < callers; ++c)
+    threads.emplace_back([&, c] {
+      for (int64_t i = c; i < nq; i += callers) one(i);
+    });
+  for (auto& th : threads) th.join();
+  point p;
+  p.seconds = since(t);
+  p.qps = double(nq) / p.seconds;
+  (void)rb;
+  host_matrix part(gt.type(), nq, gt.cols());
+  std::memcpy(part.data(), gt.data(), size_t(nq) * size_t(gt.cols()) * 4);
+  p.recall = recall({ids.data(), nq, k}, part.as<uint32_t>(), k);
+  return p;
+}
+
 /** Seconds merge_topk takes over the shards' own answers (best of `repeat`). */
 double merge_seconds(const resources& res, const sharded_index& sh, const host_matrix& q,
                      uint32_t k, uint32_t itopk, int repeat) {
@@ -111,7 +154,7 @@ double merge_seconds(const resources& res, const sharded_index& sh, const host_m
 struct recorder {
   options o;
   std::string run_id = cli::make_run_id(), device;
-  int64_t n = 0;
+  int64_t n = 0, nq = 0, batch = 0;  // batch 0: every query in one call
   FILE* f = nullptr;
   void put(const char* experiment, const std::vector<int>& devices, size_t shards, uint32_t itopk,
            const point& p, double build_s, double merge_s) {
@@ -125,12 +168,12 @@ struct recorder {
     std::fprintf(f,
                  "{\"run_id\":%s,\"system\":\"cagra-cuda\",\"device\":%s,\"commit\":%s,"
                  "\"dataset\":%s,\"experiment\":%s,\"devices\":[%s],\"gpus\":%zu,\"shards\":%zu,"
-                 "\"n\":%lld,\"nq\":%lld,\"batch\":0,\"k\":%u,\"itopk\":%u,\"graph_degree\":%u,"
+                 "\"n\":%lld,\"nq\":%lld,\"batch\":%lld,\"k\":%u,\"itopk\":%u,\"graph_degree\":%u,"
                  "\"recall\":%s,\"qps\":%s,\"search_s\":%s,\"build_s\":%s,\"merge_s\":%s}\n",
                  cli::json_quote(run_id).c_str(), cli::json_quote(device).c_str(),
                  cli::json_quote(cli::commit_id()).c_str(), cli::json_quote(o.dataset).c_str(),
                  cli::json_quote(experiment).c_str(), list.c_str(), devices.size(), shards,
-                 (long long)n, (long long)0, o.k, itopk, o.degree,
+                 (long long)n, (long long)nq, (long long)batch, o.k, itopk, o.degree,
                  cli::json_number(p.recall).c_str(), cli::json_number(p.qps).c_str(),
                  cli::json_number(p.seconds).c_str(), cli::json_number(build_s).c_str(),
                  cli::json_number(merge_s).c_str());
@@ -147,8 +190,10 @@ int run(const options& o) {
   const host_matrix q = io::read_matrix(o.queries);
   const host_matrix gt = io::read_neighbors(o.gt).ids;
   rec.n = base.rows();
-  std::printf("%s: %lld x %lld, %lld queries; %s\n", o.dataset.c_str(), (long long)base.rows(),
-              (long long)base.cols(), (long long)q.rows(), rec.device.c_str());
+  rec.nq = q.rows();
+  std::printf("%s: %lld x %lld, %lld queries; %s; %d OpenMP threads\n", o.dataset.c_str(),
+              (long long)base.rows(), (long long)base.cols(), (long long)q.rows(),
+              rec.device.c_str(), omp_get_max_threads());
   index_params ip;
   ip.graph_degree = o.degree;
   resources first;
@@ -168,6 +213,25 @@ int run(const options& o) {
     for (uint32_t itopk : o.itopk)
       rec.put("replicated", r.devices, 1, itopk, measure(r, single, q, gt, o.k, itopk, o.repeat),
               single_s, -1);
+  }
+  // Larger calls: the queries repeated 10 times in one call (same recall, less overhead per
+  // query), and concurrent batch-1 callers (one query per call from `callers` host threads; a
+  // replicated index sends each call to the next device in turn).
+  const host_matrix big = repeat_rows(q, q.rows() * 10);
+  const host_matrix big_gt = repeat_rows(gt, gt.rows() * 10);
+  for (size_t m : counts) {
+    resources r = first;
+    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+    rec.nq = big.rows();
+    for (uint32_t itopk : o.itopk)
+      rec.put("replicated-100k", r.devices, 1, itopk,
+              measure(r, single, big, big_gt, o.k, itopk, o.repeat), single_s, -1);
+    rec.batch = 1;
+    rec.nq = std::min<int64_t>(q.rows(), 4000);
+    rec.put("replicated-batch1", r.devices, 1, 64, batch1_callers(r, single, q, gt, o.k, 16),
+            single_s, -1);
+    rec.batch = 0;
+    rec.nq = q.rows();
   }
   // Sharded over G devices, then the same shards on the first device alone.
   for (size_t m : counts) {

@@ -6,6 +6,8 @@
 # batch 10K at its defaults. JSON lines to $OUT/batch-sweep-NAME-DEVICE-COMMIT.jsonl, the log
 # to $OUT/batch-sweep.log.
 #
+# NAME=synthetic-1m makes the SYNTHETIC clustered set here when DATA_ROOT has none.
+#
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), METRIC (l2), DATA_ROOT (/tmp/cagra-data),
 # BUILD_DIR (build-device), ITOPK (16,32,64,128), WIDTH (1,2,4,8,16,32,64), CAGRA_COMMIT.
 set -uo pipefail
@@ -29,6 +31,17 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli >>"$W/build.log" 2>&1 ||
   { say "build failed"; tail -30 "$W/build.log"; exit 1; }
 C="$BUILD_DIR/cagra"
+if [[ $NAME == synthetic-1m && ! -s $DATA/gt.ibin ]]; then
+  # The SYNTHETIC clustered set (bench/make_synthetic.py: 1M x 128 f32, 1,000 clusters, seed 1),
+  # made here with its exact ground truth: the set where d random initial nodes per CTA at 64
+  # CTAs lost recall (issue 18).
+  say "making $NAME in $DATA"
+  mkdir -p "$DATA"
+  python3 bench/make_synthetic.py "$DATA" --n 1000000 --queries 10000 --dim 128 --clusters 1000 \
+    --seed 1 2>&1 | tail -1 | tee -a "$L"
+  "$C" gt "$DATA/base.fbin" "$DATA/query.fbin" -k 100 -o "$DATA/gt.ibin" --backend cuda --force \
+    2>&1 | tail -1 | tee -a "$L"
+fi
 pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
 base=$(pick base) queries=$(pick query) gt="$DATA/gt.ibin"
 ext=${base##*.}
