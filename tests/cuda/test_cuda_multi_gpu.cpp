@@ -12,6 +12,7 @@
 #include <cagra/multi_gpu.hpp>
 
 #include "bigann_fixture.hpp"
+#include "cuda/testing.hpp"
 #include "search_results.hpp"
 
 namespace cagra::test {
