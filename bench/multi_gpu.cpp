@@ -9,7 +9,10 @@
 // One JSON line per measured point.
 //
 //   multi_gpu BASE QUERIES GT [--devices 0,1,2,3] [--degree 32] [--itopk 32,64,128]
-//             [--repeat 5] [--dataset NAME] [--json FILE]
+//             [--repeat 5] [--dataset NAME] [--json FILE] [--shards 2,4] [--no-single]
+//             [--no-one-gpu]
+// --no-single skips the single index and the replicated runs (a set too large for one GPU),
+// --no-one-gpu the shards-on-one-device runs; the host memory peak is printed at the end.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
@@ -38,6 +42,9 @@ struct options {
   uint32_t degree = 32, k = 10;
   int repeat = 5;
   std::vector<uint32_t> itopk = {32, 64, 128};
+  std::vector<uint32_t> shards;  // empty: 2, 4, ... up to the device count
+  bool single = true;            // the single index and the replicated runs
+  bool one_gpu = true;           // the shards all on the first device as well
 };
 
 template <typename T>
@@ -200,55 +207,70 @@ int run(const options& o) {
   first.target = backend::cuda;
   first.device = o.devices[0];
 
-  auto t = clk::now();
-  const cagra::index single = build(first, ip, base);
-  const double single_s = since(t);
-  // Replicated: 1, 2, 4, ... of the devices (and all of them).
+  // 1, 2, 4, ... of the devices (and all of them).
   std::vector<size_t> counts;
   for (size_t m = 1; m < o.devices.size(); m *= 2) counts.push_back(m);
   counts.push_back(o.devices.size());
-  for (size_t m : counts) {
-    resources r = first;
-    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
-    for (uint32_t itopk : o.itopk)
-      rec.put("replicated", r.devices, 1, itopk, measure(r, single, q, gt, o.k, itopk, o.repeat),
+  auto t = clk::now();
+  if (o.single) {
+    const cagra::index single = build(first, ip, base);
+    const double single_s = since(t);
+    // Replicated over each count of devices, every query in one call.
+    for (size_t m : counts) {
+      resources r = first;
+      r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+      for (uint32_t itopk : o.itopk)
+        rec.put("replicated", r.devices, 1, itopk, measure(r, single, q, gt, o.k, itopk, o.repeat),
+                single_s, -1);
+    }
+    // Larger calls: the queries repeated 10 times in one call (same recall, less overhead per
+    // query), and concurrent batch-1 callers (one query per call from `callers` host threads; a
+    // replicated index sends each call to the next device in turn).
+    const host_matrix big = repeat_rows(q, q.rows() * 10);
+    const host_matrix big_gt = repeat_rows(gt, gt.rows() * 10);
+    for (size_t m : counts) {
+      resources r = first;
+      r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+      rec.nq = big.rows();
+      for (uint32_t itopk : o.itopk)
+        rec.put("replicated-100k", r.devices, 1, itopk,
+                measure(r, single, big, big_gt, o.k, itopk, o.repeat), single_s, -1);
+      rec.batch = 1;
+      rec.nq = std::min<int64_t>(q.rows(), 4000);
+      rec.put("replicated-batch1", r.devices, 1, 64, batch1_callers(r, single, q, gt, o.k, 16),
               single_s, -1);
-  }
-  // Larger calls: the queries repeated 10 times in one call (same recall, less overhead per
-  // query), and concurrent batch-1 callers (one query per call from `callers` host threads; a
-  // replicated index sends each call to the next device in turn).
-  const host_matrix big = repeat_rows(q, q.rows() * 10);
-  const host_matrix big_gt = repeat_rows(gt, gt.rows() * 10);
-  for (size_t m : counts) {
-    resources r = first;
-    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
-    rec.nq = big.rows();
-    for (uint32_t itopk : o.itopk)
-      rec.put("replicated-100k", r.devices, 1, itopk,
-              measure(r, single, big, big_gt, o.k, itopk, o.repeat), single_s, -1);
-    rec.batch = 1;
-    rec.nq = std::min<int64_t>(q.rows(), 4000);
-    rec.put("replicated-batch1", r.devices, 1, 64, batch1_callers(r, single, q, gt, o.k, 16),
-            single_s, -1);
-    rec.batch = 0;
-    rec.nq = q.rows();
+      rec.batch = 0;
+      rec.nq = q.rows();
+    }
   }
   // Sharded over G devices, then the same shards on the first device alone.
-  for (size_t m : counts) {
-    if (m < 2) continue;
+  std::vector<size_t> shard_counts(o.shards.begin(), o.shards.end());
+  if (shard_counts.empty())
+    for (size_t m : counts)
+      if (m >= 2) shard_counts.push_back(m);
+  for (size_t m : shard_counts) {
     resources r = first;
-    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+    r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(std::min(m, o.devices.size())));
     t = clk::now();
-    const sharded_index sh = build_sharded(r, ip, base, uint32_t(m));
+    build_report rep;
+    const sharded_index sh = build_sharded(r, ip, base, uint32_t(m), &rep);
     const double build_s = since(t);
+    std::printf(
+        "sharded build: %zu shards on %zu devices in %.1f s (summed over the shards: kNN "
+        "%.1f s, optimize %.1f s)\n",
+        m, r.devices.size(), build_s, rep.knn_seconds, rep.optimize_seconds);
     for (uint32_t itopk : o.itopk) {
       const double merge_s = merge_seconds(first, sh, q, o.k, itopk, o.repeat);
       rec.put("sharded", r.devices, m, itopk, measure(r, sh, q, gt, o.k, itopk, o.repeat), build_s,
               merge_s);
-      rec.put("sharded-one-gpu", {o.devices[0]}, m, itopk,
-              measure(first, sh, q, gt, o.k, itopk, o.repeat), build_s, merge_s);
+      if (o.one_gpu)
+        rec.put("sharded-one-gpu", {o.devices[0]}, m, itopk,
+                measure(first, sh, q, gt, o.k, itopk, o.repeat), build_s, merge_s);
     }
   }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("host memory peak (max resident set): %.1f GiB\n", double(ru.ru_maxrss) / (1 << 20));
   if (rec.f) std::fclose(rec.f);
   return 0;
 }

@@ -5,8 +5,14 @@
 # searches over 2, 4 ... GPUs against the same shards on one GPU. JSON lines to
 # $OUT/multi-gpu-NAME-DEVICE-COMMIT.jsonl, the log to $OUT/multi-gpu.log.
 #
+# NAME=synthetic-100m (any synthetic-*) makes a SYNTHETIC clustered 96-d set of ROWS rows here
+# (bench/make_synthetic_large.py); BENCH_ARGS passes options to the bench (e.g. "--no-single
+# --shards 4 --no-one-gpu" for a set that does not fit one GPU). Device memory in use is sampled
+# during the bench and its peak per device logged.
+#
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
-# (build-device), ITOPK (32,64,128), DEGREE (32), CAGRA_COMMIT. NVLink multicast stays off.
+# (build-device), ITOPK (32,64,128), DEGREE (32), GT_K (100), ROWS, BENCH_ARGS, CAGRA_COMMIT.
+# NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 export NCCL_NVLS_ENABLE=0
@@ -29,15 +35,27 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DCAGRA_BUILD_BENCH=ON >"$W/build.log" 2>&1 &&
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli multi_gpu_bench >>"$W/build.log" 2>&1 ||
   { say "build failed"; tail -30 "$W/build.log"; exit 1; }
+if [[ $NAME == synthetic-* && ! -s $DATA/base.fbin ]]; then
+  # SYNTHETIC clustered 96-d set of ROWS rows (bench/make_synthetic_large.py), made here.
+  say "making $NAME: ${ROWS:-100000000} x 96 in $DATA"
+  python3 bench/make_synthetic_large.py "$DATA" --n "${ROWS:-100000000}" --queries 10000 --dim 96 \
+    2>&1 | tail -1 | tee -a "$L"
+fi
 pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
 base=$(pick base) queries=$(pick query) gt="$DATA/gt.ibin"
 [[ -n $base && -n $queries ]] || { say "no staged data in $DATA"; exit 1; }
 if [[ ! -s $gt ]]; then
   gt="$W/$NAME-gt.ibin"
-  [[ -s $gt ]] || { say "exact ground truth on the GPU (k = 100)";
-    "$BUILD_DIR/cagra" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda --force 2>&1 | tail -2 | tee -a "$L"; }
+  [[ -s $gt ]] || { say "exact ground truth on the GPU (k = ${GT_K:-100})";
+    "$BUILD_DIR/cagra" gt "$base" "$queries" -k "${GT_K:-100}" -o "$gt" --backend cuda --force 2>&1 | tail -2 | tee -a "$L"; }
 fi
 say "bench: $base"
+# Device memory in use, sampled every 0.5 s while the bench runs (its peak goes to the log).
+nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 500 >"$W/gpu-mem.csv" 2>/dev/null &
+smi=$!
 "$BUILD_DIR/multi_gpu_bench" "$base" "$queries" "$gt" --dataset "$NAME" --degree "${DEGREE:-32}" \
-  --itopk "${ITOPK:-32,64,128}" --json "$J" 2>&1 | tee -a "$L"
+  --itopk "${ITOPK:-32,64,128}" --json "$J" ${BENCH_ARGS:-} 2>&1 | tee -a "$L"
+kill $smi 2>/dev/null
+awk -F', ' '$2 > m[$1] {m[$1] = $2} END {for (d in m) printf "device %s: peak %d MiB in use\n", d, m[d]}' \
+  "$W/gpu-mem.csv" | sort | tee -a "$L"
 say "done: $J"
