@@ -15,6 +15,7 @@ script draws all rows from one stream).
 
 writes OUT_DIR/base.fbin and OUT_DIR/query.fbin and prints what it made.
 """
+
 import argparse
 import multiprocessing as mp
 import os
@@ -66,7 +67,7 @@ def fill_chunk(job):
     params = cluster_parameters(a["seed"], a["clusters"], dim, a["rank"], a["spread"])
     rng = np.random.default_rng([a["seed"], stream])
     m = np.memmap(path, dtype=np.float32, mode="r+", offset=8, shape=(rows, dim))
-    m[first:first + count] = draw(rng, count, params, a["noise"])
+    m[first : first + count] = draw(rng, count, params, a["noise"])
     m.flush()
     del m
     return count
@@ -95,16 +96,20 @@ def main():
     query = os.path.join(a.out_dir, "query.fbin")
     create_fbin(base, a.n, a.dim)
     create_fbin(query, a.queries, a.dim)
-    jobs = [(base, a.n, a.dim, first, min(a.chunk, a.n - first), i, opts)
-            for i, first in enumerate(range(0, a.n, a.chunk))]
+    jobs = [
+        (base, a.n, a.dim, first, min(a.chunk, a.n - first), i, opts)
+        for i, first in enumerate(range(0, a.n, a.chunk))
+    ]
     jobs.append((query, a.queries, a.dim, 0, a.queries, QUERY_STREAM, opts))
     with mp.get_context("fork").Pool(max(1, min(a.workers, len(jobs)))) as pool:
         done = sum(pool.imap_unordered(fill_chunk, jobs))
     assert done == a.n + a.queries
-    print(f"SYNTHETIC clustered data (not a real dataset): base {a.n} x {a.dim} f32, queries "
-          f"{a.queries}, {a.clusters} clusters of rank {a.rank}, cluster scale lognormal(ln 0.5, "
-          f"0.35), noise {a.noise}, seed {a.seed}, chunks of {a.chunk}, numpy {np.__version__}, "
-          f"{a.workers} workers, {time.time() - t0:.1f} s -> {a.out_dir}")
+    print(
+        f"SYNTHETIC clustered data (not a real dataset): base {a.n} x {a.dim} f32, queries "
+        f"{a.queries}, {a.clusters} clusters of rank {a.rank}, cluster scale lognormal(ln 0.5, "
+        f"0.35), noise {a.noise}, seed {a.seed}, chunks of {a.chunk}, numpy {np.__version__}, "
+        f"{a.workers} workers, {time.time() - t0:.1f} s -> {a.out_dir}"
+    )
 
 
 if __name__ == "__main__":
