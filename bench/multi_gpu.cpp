@@ -299,6 +299,12 @@ int main(int argc, char** argv) {
         o.dataset = value();
       else if (a == "--json")
         o.json = value();
+      else if (a == "--shards")
+        o.shards = parse_list<uint32_t>(value());
+      else if (a == "--no-single")
+        o.single = false;
+      else if (a == "--no-one-gpu")
+        o.one_gpu = false;
       else if (a.rfind("--", 0) == 0)
         throw error("unknown option " + a);
       else
