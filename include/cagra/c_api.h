@@ -140,6 +140,29 @@ typedef struct cagra_resources {
    *  it. */
   int32_t num_threads;
   int32_t device; /**< CUDA device ordinal (CUDA backend only); default 0 */
+  /* The device list (docs/multi_gpu.md) is a count + pointer pair appended after the fields
+   * above, not a fixed-size array (no device limit, no 4 x N bytes in every params struct):
+   *  - the fields above keep their offsets, and every params struct ends with its
+   *    cagra_resources_t (their new fields go after it), so their earlier fields keep theirs;
+   *  - code written for the struct without the list keeps its meaning when recompiled: the
+   *    *_default initializers, and C brace or designated initializers, leave the new fields
+   *    0 / NULL, the single-device behaviour of before;
+   *  - the library copies the list: the caller's array is read only during the call.
+   * It is a source-compatible change, not a binary one: on 64-bit targets this struct grows
+   * from 12 to 24 bytes and its alignment from 4 to 8 (which also moves
+   * cagra_extend_params_t.resources from offset 12 to 16), so a program built against the
+   * header without the list must be recompiled to run with this library (its *_default calls
+   * would write past its structs). No release shipped that layout (0.1.0); after a release, a
+   * change of these structs' sizes needs a new major version of the library. */
+  /** Devices in `devices`; 0 (the default) = `device` alone. */
+  int32_t num_devices;
+  /** Several CUDA device ordinals, each >= 0 and listed once, or NULL when num_devices is 0.
+   *  A build runs on the first; a search of a cagra_index_t with two or more is replicated over
+   *  them (a large batch split across the devices, a small one sent to the next device in
+   *  turn; the same results as one device); a sharded index puts shard s on
+   *  devices[s % num_devices]. Extend, remove and compact run on `device`. The CPU backend
+   *  checks the list and otherwise ignores it. Default NULL. */
+  const int32_t* devices;
 } cagra_resources_t;
 
 /** Parameters of cagra_index_build (docs/params.md explains each). 0 = automatic where noted. */

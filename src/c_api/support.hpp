@@ -96,8 +96,9 @@ cagra_status_t guarded(cagra_status_t fallback, F&& body) noexcept {
 
 /** The element type of a C dtype; throws for a value outside cagra_dtype_t. */
 dtype to_dtype(cagra_dtype_t t, const char* function);
-/** The C++ resources of `r` (NULL = defaults); a CUDA backend on a machine without one is
- *  CAGRA_ERROR_UNSUPPORTED. */
+/** The C++ resources of `r` (NULL = defaults), the device list copied and checked (count >= 0,
+ *  no NULL list with a count, ordinals >= 0 and distinct); a CUDA backend on a machine without
+ *  one is CAGRA_ERROR_UNSUPPORTED. */
 resources to_resources(const cagra_resources_t* r, const char* function);
 /** The C++ parameters of the C structs (NULL = defaults); an enum value outside its C enum is an
  *  invalid argument. */

@@ -1,6 +1,7 @@
 /* The C interface (include/cagra/c_api.h) exercised from C99, as a binding would use it: build
  * on bigann10k, search (recall against the ground truth), save/load round trip, filtered search,
- * labels, extend / remove / compact, and the error paths (status, message, index unchanged).
+ * labels, extend / remove / compact, device lists (replicated search) and the error paths
+ * (status, message, index unchanged).
  * No test framework: each failed check prints its line, and main returns 1 if any failed.
  * Usage: test_c_api OUTPUT_DIR (where the index file is written; the data folder comes from
  * CAGRA_DATA_DIR or the source tree, as for the C++ tests). */
@@ -144,10 +145,15 @@ static void test_library(void) {
   CHECK(sp.itopk_size == 64 && sp.search_width == 1 && sp.persistent == 0);
   CHECK_OK(cagra_extend_params_default(&ep));
   CHECK(ep.chunk_size == 0 && ep.resources.num_threads == 0);
+  /* No device list by default: `device` alone, as before the list existed. */
+  CHECK(bp.resources.num_devices == 0 && bp.resources.devices == NULL);
+  CHECK(sp.resources.num_devices == 0 && sp.resources.devices == NULL);
+  CHECK(ep.resources.num_devices == 0 && ep.resources.devices == NULL);
   CHECK_FAILS(cagra_build_params_default(NULL), CAGRA_ERROR_INVALID_ARGUMENT, "NULL");
   CHECK_FAILS(cagra_search_params_default(NULL), CAGRA_ERROR_INVALID_ARGUMENT, "NULL");
   CHECK(cagra_filter_words(33) == 2 && cagra_filter_words(0) == 0);
   CHECK_OK(cagra_index_free(NULL));
+  CHECK_FAILS(cagra_resources_default(NULL), CAGRA_ERROR_INVALID_ARGUMENT, "NULL");
 }
 
 typedef struct data_set {
@@ -513,6 +519,72 @@ static void test_errors(const data_set* d, cagra_index_t* index) {
   free(ids), free(ids_before), free(dist), free(ids64), free(labels), free(halves);
 }
 
+/* A device list on the CPU backend: checked, then the CPU ignores it, so a build and a
+ * (replicated) search give exactly the results of no list. A bad list is refused by every call
+ * that takes resources, before any work. */
+static void test_device_lists(const data_set* d, const cagra_index_t* index) {
+  const int64_t dim = d->base.cols, nq = d->queries.rows;
+  const size_t n = (size_t)nq * K;
+  const int32_t two[2] = {0, 1}, three[3] = {2, 0, 1}, negative[2] = {0, -1}, twice[3] = {1, 0, 1};
+  cagra_build_params_t bp = build_params();
+  cagra_search_params_t sp = search_params();
+  cagra_index_t* built = NULL;
+  cagra_index_t* out = NULL;
+  uint32_t* ids = malloc(n * sizeof *ids);
+  uint32_t* ids2 = malloc(n * sizeof *ids2);
+  float* dist = malloc(n * sizeof *dist);
+  float* dist2 = malloc(n * sizeof *dist2);
+  int64_t* ids64 = malloc(n * sizeof *ids64);
+
+  search_all(index, d, ids, dist, ids64);
+  sp.resources.devices = two, sp.resources.num_devices = 2;
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2, dist2,
+                              NULL));
+  CHECK(memcmp(ids, ids2, n * sizeof *ids) == 0 && memcmp(dist, dist2, n * sizeof *dist) == 0);
+  sp.resources.devices = three, sp.resources.num_devices = 3;
+  memset(ids2, 0, n * sizeof *ids2);
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2, dist2,
+                              NULL));
+  CHECK(memcmp(ids, ids2, n * sizeof *ids) == 0 && memcmp(dist, dist2, n * sizeof *dist) == 0);
+
+  /* A build with a list runs on its first device: on the CPU, the same index as without. */
+  bp.resources.devices = three, bp.resources.num_devices = 3;
+  CHECK_OK(cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, dim, &built));
+  if (built != NULL) {
+    sp = search_params();
+    CHECK_OK(cagra_index_search(built, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2,
+                                dist2, NULL));
+    CHECK(memcmp(ids, ids2, n * sizeof *ids) == 0 && memcmp(dist, dist2, n * sizeof *dist) == 0);
+    CHECK_OK(cagra_index_free(built));
+  }
+
+  /* Bad lists: a negative ordinal, a repeated one, a negative count, a NULL list. */
+  sp = search_params();
+  sp.resources.devices = negative, sp.resources.num_devices = 2;
+  CHECK_FAILS(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2,
+                                 dist2, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "resources.devices[1] is -1");
+  sp.resources.devices = twice, sp.resources.num_devices = 3;
+  CHECK_FAILS(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2,
+                                 dist2, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "twice");
+  sp.resources.devices = two, sp.resources.num_devices = -1;
+  CHECK_FAILS(cagra_index_search_labels(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K,
+                                        ids64, NULL, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "num_devices");
+  sp.resources.devices = NULL, sp.resources.num_devices = 2;
+  CHECK_FAILS(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2,
+                                 dist2, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "resources.devices is NULL");
+  bp.resources.devices = twice, bp.resources.num_devices = 3;
+  CHECK_FAILS(cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, dim, &out),
+              CAGRA_ERROR_INVALID_ARGUMENT, "twice");
+  CHECK(out == NULL);
+  CHECK_FAILS(cagra_index_compact((cagra_index_t*)index, &bp.resources),
+              CAGRA_ERROR_INVALID_ARGUMENT, "twice");
+  free(ids), free(ids2), free(dist), free(dist2), free(ids64);
+}
+
 int main(int argc, char** argv) {
   const char* dir = data_dir();
   char path[4096];
@@ -548,6 +620,7 @@ int main(int argc, char** argv) {
     test_build_search_save_load(&d, index, argv[1]);
     test_filters(&d, index);
     test_errors(&d, index);
+    test_device_lists(&d, index);
     CHECK_OK(cagra_index_free(index));
   }
   test_living_index(&d);
