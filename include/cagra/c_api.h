@@ -154,7 +154,8 @@ typedef struct cagra_resources {
    * cagra_extend_params_t.resources from offset 12 to 16), so a program built against the
    * header without the list must be recompiled to run with this library (its *_default calls
    * would write past its structs). No release shipped that layout (0.1.0); after a release, a
-   * change of these structs' sizes needs a new major version of the library. */
+   * change of these structs' sizes needs a new soname (libcagra.so.MAJOR.MINOR, so a new minor
+   * version while the major is 0). */
   /** Devices in `devices`; 0 (the default) = `device` alone. */
   int32_t num_devices;
   /** Several CUDA device ordinals, each >= 0 and listed once, or NULL when num_devices is 0.
