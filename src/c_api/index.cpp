@@ -111,6 +111,11 @@ cagra_status_t cagra_index_load(const char* path, cagra_index_t** index) {
   return guarded(CAGRA_ERROR_IO, [&] {
     require(path != nullptr, f, "path is NULL");
     require(index != nullptr, f, "index (where the new handle goes) is NULL");
+    // cagra::load refuses a manifest too, but its message names the C++ function to use.
+    if (cagra::is_sharded_file(path))
+      throw status_error(CAGRA_ERROR_IO, std::string(f) + ": '" + path +
+                                             "' is the manifest of a sharded index: load it with "
+                                             "cagra_sharded_index_load");
     cagra::index loaded = cagra::load(path);
     *index = new cagra_index(std::move(loaded));
   });

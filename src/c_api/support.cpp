@@ -2,9 +2,29 @@
 // last error text, status names, version, the *_params_default initializers, and the checked
 // conversion of the C structs into cagra/params.hpp's. Defaults come from the C++ structs
 // themselves, so the two interfaces cannot drift apart.
+#include <cstddef>
 #include <cstring>
 
 #include "c_api/support.hpp"
+
+// The layout rules c_api.h states for cagra_resources_t: fields only appended (the first three
+// at their old offsets), and each params struct ending with its resources, so that fields added
+// to a params struct go after them. A change that breaks these is an ABI change: see c_api.h.
+static_assert(offsetof(cagra_resources_t, backend) == 0 &&
+                  offsetof(cagra_resources_t, num_threads) == 4 &&
+                  offsetof(cagra_resources_t, device) == 8 &&
+                  offsetof(cagra_resources_t, num_devices) == 12,
+              "cagra_resources_t: fields may only be appended");
+static_assert(sizeof(void*) != 8 ||
+                  (offsetof(cagra_resources_t, devices) == 16 && sizeof(cagra_resources_t) == 24),
+              "cagra_resources_t: 24 bytes on 64-bit targets (c_api.h says so)");
+static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources_t) ==
+                      sizeof(cagra_build_params_t) &&
+                  offsetof(cagra_search_params_t, resources) + sizeof(cagra_resources_t) ==
+                      sizeof(cagra_search_params_t) &&
+                  offsetof(cagra_extend_params_t, resources) + sizeof(cagra_resources_t) ==
+                      sizeof(cagra_extend_params_t),
+              "each params struct ends with its cagra_resources_t");
 
 namespace cagra::c_api {
 namespace {
@@ -64,6 +84,25 @@ resources to_resources(const cagra_resources_t* r, const char* function) {
   res.target = to_backend(r->backend, function);
   res.num_threads = r->num_threads;
   res.device = r->device;
+  // The list is checked here, before any work, with the C field names (cagra::devices_of makes
+  // the same checks, but its messages name resources::devices).
+  require(r->num_devices >= 0, function, "resources.num_devices must be >= 0");
+  require(r->num_devices == 0 || r->devices != nullptr, function,
+          "resources.devices is NULL but resources.num_devices is above 0");
+  for (int32_t i = 0; i < r->num_devices; ++i) {
+    const int32_t d = r->devices[i];
+    if (d < 0)
+      throw status_error(CAGRA_ERROR_INVALID_ARGUMENT,
+                         std::string(function) + ": resources.devices[" + std::to_string(i) +
+                             "] is " + std::to_string(d) + " (device ordinals are >= 0)");
+    for (int32_t j = 0; j < i; ++j)
+      if (r->devices[j] == d)
+        throw status_error(CAGRA_ERROR_INVALID_ARGUMENT,
+                           std::string(function) + ": resources.devices lists device " +
+                               std::to_string(d) + " twice (at " + std::to_string(j) + " and " +
+                               std::to_string(i) + "; each device may appear once)");
+  }
+  res.devices.assign(r->devices, r->devices + r->num_devices);
   if (res.target == backend::cuda && !cuda_available())
     throw status_error(CAGRA_ERROR_UNSUPPORTED,
                        std::string(function) +
@@ -173,6 +212,8 @@ cagra_status_t cagra_resources_default(cagra_resources_t* resources) {
     resources->backend = static_cast<cagra_backend_t>(d.target);
     resources->num_threads = d.num_threads;
     resources->device = d.device;
+    resources->num_devices = static_cast<int32_t>(d.devices.size());  // 0: `device` alone
+    resources->devices = nullptr;
   });
 }
 

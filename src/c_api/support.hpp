@@ -1,7 +1,8 @@
-// What every function of the C interface (include/cagra/c_api.h) shares: the handle behind
-// cagra_index_t, the exception-to-status boundary (`guarded`), argument checks, and the
-// conversion of the C parameter structs and enums into the C++ ones. Kept apart from the index
-// functions (c_api/index.cpp) so that those read as plain calls into cagra/cagra.hpp.
+// What every function of the C interface (include/cagra/c_api.h) shares: the handles behind
+// cagra_index_t and cagra_sharded_index_t, the exception-to-status boundary (`guarded`), argument
+// checks, and the conversion of the C parameter structs and enums into the C++ ones. Kept apart
+// from the index functions (c_api/index.cpp) so that those read as plain calls into
+// cagra/cagra.hpp.
 #pragma once
 
 #include <exception>
@@ -14,6 +15,7 @@
 
 #include <cagra/c_api.h>
 #include <cagra/cagra.hpp>
+#include <cagra/multi_gpu.hpp>
 
 namespace cagra::c_api {
 
@@ -49,6 +51,13 @@ struct cagra_index {
   cagra::index idx;
   cagra::c_api::index_lock lock;
   explicit cagra_index(cagra::index i) : idx(std::move(i)) {}
+};
+
+/** The object behind cagra_sharded_index_t. No lock: nothing changes a sharded index once made,
+ *  and concurrent searches of a cagra::sharded_index are safe as those of a cagra::index. */
+struct cagra_sharded_index {
+  cagra::sharded_index idx;
+  explicit cagra_sharded_index(cagra::sharded_index i) : idx(std::move(i)) {}
 };
 
 namespace cagra::c_api {
@@ -96,8 +105,9 @@ cagra_status_t guarded(cagra_status_t fallback, F&& body) noexcept {
 
 /** The element type of a C dtype; throws for a value outside cagra_dtype_t. */
 dtype to_dtype(cagra_dtype_t t, const char* function);
-/** The C++ resources of `r` (NULL = defaults); a CUDA backend on a machine without one is
- *  CAGRA_ERROR_UNSUPPORTED. */
+/** The C++ resources of `r` (NULL = defaults), the device list copied and checked (count >= 0,
+ *  no NULL list with a count, ordinals >= 0 and distinct); a CUDA backend on a machine without
+ *  one is CAGRA_ERROR_UNSUPPORTED. */
 resources to_resources(const cagra_resources_t* r, const char* function);
 /** The C++ parameters of the C structs (NULL = defaults); an enum value outside its C enum is an
  *  invalid argument. */
