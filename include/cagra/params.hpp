@@ -104,8 +104,9 @@ struct search_params {
    *  k, as hnswlib raises ef (cagra::plan_search shows the value used). */
   uint32_t itopk_size = 64;
   /** p: parents expanded per iteration. GPU multi-CTA search: the CTAs per query (at least the
-   *  lists itopk and 2k need); left at 1 with algo `automatic`, the plan picks the CTA count
-   *  from the batch and the SM count instead (docs/cuda.md; cagra::plan_search shows it). */
+   *  lists itopk and 2k need). Left at 1 with algo `automatic` and no filter, the GPU plan
+   *  chooses: the multi-CTA kernel's CTA count from the batch and the SM count, and 2 parents
+   *  per iteration for the single-CTA kernel (docs/cuda.md; cagra::plan_search shows it). */
   uint32_t search_width = 1;
   /** Iteration cap; 0 = auto (grows with itopk and log N, never shrinks with search_width). */
   uint32_t max_iterations = 0;

@@ -73,6 +73,13 @@ uint32_t plan_filter(search_plan& s, const search_params& p, const index_shape& 
 
 namespace {
 
+/** Random initial draws of the single-CTA kernel and the CPU search: itopk + width * degree *
+ *  samplings (the whole buffer, as cuVS fills it; seeding only width * degree slots lost recall
+ *  on clustered data). */
+uint32_t single_initial_nodes(const search_plan& s, const index_shape& shape) {
+  return s.itopk + s.search_width * shape.degree * s.random_samplings;
+}
+
 /** The search algorithm's settings that every backend shares (paper §IV-A); `itopk` is the
  *  list length (a filtered search's is grown, plan_filter). */
 void resolve_common(search_plan& s, const search_params& p, const index_shape& shape, uint32_t k,
@@ -92,10 +99,8 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
           ? p.num_random_samplings
           : 1 + (shape.rows > 100000 ? ceil_log2(static_cast<uint64_t>(shape.rows / 100000)) : 0);
   s.hash_reset_interval = p.hash_reset_interval;
-  // Random initial draws: itopk + width * degree * samplings (the whole buffer, as cuVS fills
-  // it; seeding only width * degree slots lost recall on clustered data). The single-CTA kernel
-  // draws exactly these, so it stays bit-identical to the CPU.
-  s.initial_nodes = s.itopk + s.search_width * shape.degree * s.random_samplings;
+  // The single-CTA kernel draws exactly these, so it stays bit-identical to the CPU.
+  s.initial_nodes = single_initial_nodes(s, shape);
 }
 
 /** The smallest visited hash (log2 of its slots) a search can run with, for the tables that are
@@ -193,6 +198,14 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
  *    (bench/results/logs/latency-h200-5061e6c.txt); SIFT-wall-1M needed only d. Below 100K rows
  *    (one sampling) it stays d. */
 constexpr uint32_t kAutoMaxCtas = 64;
+/** The single-CTA kernel's parents per iteration when the user left search_width at 1 (algo
+ *  automatic, no filter): 2. At batch 10K, width 2 against width 1 at equal recall: 1.16x the QPS
+ *  on SIFT-wall-1M (H200, bench/results/batch-sweep-sift-wall-1m-h200-9620ea9.jsonl), 1.21x on
+ *  MiniLM-1M (H100, batch-sweep-minilm-1m-h100-4c97295.jsonl), even on the synthetic clustered
+ *  set; twice the candidates per iteration keep a CTA's teams busier. The CPU backend keeps the
+ *  width it is given (1), so at default parameters a large GPU batch no longer gives the CPU's
+ *  answer bit for bit; at equal parameters it still does. */
+constexpr uint32_t kAutoSingleCtaWidth = 2;
 constexpr uint32_t kAutoManyCtas = 32;
 constexpr uint32_t kAutoMaxInitRounds = 3;
 uint32_t auto_ctas_per_query(int64_t batch, int sm_count) {
@@ -309,9 +322,13 @@ search_plan make_search_plan(backend target, const search_params& p, const index
   // measured without one).
   const bool auto_shape =
       p.algo == search_algo::automatic && p.search_width == 1 && filter == filter_kind::none;
-  if (s.algo == search_algo::single_cta)
+  if (s.algo == search_algo::single_cta) {
+    if (auto_shape) {
+      s.search_width = kAutoSingleCtaWidth;
+      s.initial_nodes = single_initial_nodes(s, shape);
+    }
     plan_single_cta(s, p, shape);
-  else
+  } else
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space);
   return s;

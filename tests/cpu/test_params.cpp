@@ -235,12 +235,22 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
     EXPECT_NE(to_string(s).find(" ctas_per_query=" + std::to_string(w.ctas)), std::string::npos)
         << to_string(s);
   }
-  // Batch >= SM count: the single-CTA kernel, as before (search_width 1).
+  // Batch >= SM count: the single-CTA kernel with 2 parents per iteration (search_width left at
+  // 1), the budget unchanged, the initial draws those of width 2 (64 + 2 x 32 x 5 = 384).
   const search_plan big = plan(search_params{}, 10000, sift);
   EXPECT_EQ(big.algo, search_algo::single_cta);
   EXPECT_EQ(big.ctas_per_query, 1u);
-  EXPECT_EQ(big.search_width, 1u);
+  EXPECT_EQ(big.search_width, 2u);
   EXPECT_EQ(big.max_iterations, 100u);
+  EXPECT_EQ(big.initial_nodes, 384u);
+  // A forced kernel, an explicit width or a filter keep the width as given.
+  search_params single;
+  single.algo = search_algo::single_cta;
+  EXPECT_EQ(plan(single, 10000, sift).search_width, 1u);
+  EXPECT_EQ(plan(single, 10000, sift).initial_nodes, 224u);
+  search_params w3;
+  w3.search_width = 3;
+  EXPECT_EQ(plan(w3, 10000, sift).search_width, 3u);
   // Degree 64: the same counts, 3d = 192 initial nodes per CTA at 64 CTAs.
   core::index_shape d64 = sift;
   d64.degree = 64;
