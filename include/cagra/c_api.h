@@ -179,6 +179,11 @@ typedef struct cagra_build_params {
   cagra_storage_t storage;                /**< default CAGRA_STORAGE_SAME_AS_INPUT */
   uint64_t seed;               /**< all randomness of the build; same seed, same CPU graph */
   cagra_resources_t resources; /**< backend, threads, device */
+  /** Device memory (bytes) the GPU build may use; 0 (the default) = the device's free memory.
+   *  A build whose peak does not fit fails before any work with CAGRA_ERROR_OUT_OF_MEMORY and
+   *  a message saying what it needs and what lowers it. Appended after `resources` (the
+   *  rule above): source-compatible, and the struct grows by 8 bytes. */
+  uint64_t max_device_memory;
 } cagra_build_params_t;
 
 /** Parameters of the searches. 0 = automatic where noted. */

@@ -93,6 +93,12 @@ struct index_params {
    *  (any thread count). The GPU NN-descent is not bit-deterministic (which proposals survive a
    *  full buffer depends on timing); the GPU optimize is (it equals the CPU's bit for bit). */
   uint64_t seed = 0;
+  /** Device memory (bytes) the GPU build may use; 0 = no limit beyond the device's free memory.
+   *  Before any work, the CUDA build compares its peak (cagra::build_plan::device_bytes, a model
+   *  of its allocations: docs/cuda.md) with min(max_device_memory, the device's free memory)
+   *  and throws a cagra::error saying what it needs and what lowers it when it does not fit.
+   *  The CPU backend ignores it. */
+  uint64_t max_device_memory = 0;
 
   /** Throws one cagra::error listing every violated constraint (`rows` = dataset size). */
   void validate(int64_t rows) const;

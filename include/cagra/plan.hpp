@@ -34,11 +34,16 @@ struct build_plan {
   uint32_t graph_degree = 0;               ///< d
   uint32_t intermediate_graph_degree = 0;  ///< d_init: 2d when automatic, at most rows - 1
   dtype storage = dtype::f32;              ///< element type the index stores
+  /** Peak device memory of the build in bytes (the larger of its kNN and optimize stages, from
+   *  a model of their allocations: docs/cuda.md); 0 on the CPU. */
+  uint64_t device_bytes = 0;
 };
 
 /** Resolves `params` for a dataset of `rows` x `dim` of type `input` on `res`'s backend.
- *  Throws cagra::error for invalid parameters or a backend that is not available. */
-build_plan plan_build(const resources& res, const index_params& params, int64_t rows, dtype input);
+ *  Throws cagra::error for invalid parameters or a backend that is not available.
+ *  device_bytes needs the dimension: with `dim` = 0 (unknown) it stays 0. */
+build_plan plan_build(const resources& res, const index_params& params, int64_t rows, int64_t dim,
+                      dtype input);
 
 /** How the query batch travels between the host and the GPU kernels (CUDA backend only). */
 enum class search_io : uint32_t {

@@ -44,6 +44,7 @@ def build(
     reorder: str = _DEFAULT_REORDER,
     storage: str = _DEFAULT_STORAGE,
     seed: int = _IP.seed,
+    max_device_memory: int | None = None,
     backend: str = "auto",
     num_threads: int = 0,
     labels: ArrayLike | None = None,
@@ -77,6 +78,11 @@ def build(
         storage: stored element type: ``"same"`` as the input, ``"f32"`` or ``"f16"``.
         seed: all randomness of the build; same seed and data, same graph on the CPU backend
             (the GPU NN-descent is not bit-deterministic; its graphs reach the same recall).
+        max_device_memory: bytes of device memory the GPU build may use (``None`` or 0: the
+            device's free memory). A build whose peak (``device_bytes`` of
+            :func:`explain_build`) does not fit is refused with CagraError before any work,
+            saying what it needs and what lowers it (smaller degrees, f16 storage, shards).
+            The CPU backend ignores it.
         backend: ``"auto"`` (the GPU when built and visible), ``"cpu"`` or ``"cuda"``; a
             backend this build or machine cannot run raises CagraError.
         num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per hardware
@@ -101,6 +107,7 @@ def build(
         reorder,
         storage,
         seed,
+        max_device_memory,
     )
     devs = _devices(devices)
     if shards is not None or len(devs) > 1:
@@ -147,10 +154,12 @@ def explain_build(
     reorder: str = _DEFAULT_REORDER,
     storage: str = _DEFAULT_STORAGE,
     seed: int = _IP.seed,
+    max_device_memory: int | None = None,
     backend: str = "auto",
     num_threads: int = 0,
     shards: int | None = None,
     devices: list[int] | None = None,
+    dim: int | None = None,
 ) -> str:
     """What :func:`build` will do with these arguments (the same keywords and defaults), every
     automatic value resolved: one line such as ``"backend=cpu knn=brute_force graph_degree=64
@@ -162,6 +171,8 @@ def explain_build(
         dtype: with a row count, the vectors' dtype (default float32): anything
             ``numpy.dtype`` takes, e.g. ``"uint8"``; float64 plans the float32 copy
             :func:`build` makes of it.
+        dim: with a row count, the vectors' dimension: the GPU plan's ``device_bytes`` (the
+            build's peak device memory) needs it and is 0 without it. An array has its own.
 
     With ``shards`` (or several ``devices``), as :func:`build` takes them, the line is the plan
     of the largest shard (the shards differ by at most one row), each shard being built alike.
@@ -173,6 +184,7 @@ def explain_build(
     if isinstance(dataset, (int, np.integer)) and not isinstance(dataset, bool):
         rows = _uint("dataset (a row count)", dataset, 63)
         dt = _dtype_name(np.float32 if dtype is None else dtype)
+        cols = 0 if dim is None else _uint("dim", dim, 63)
     else:
         if dtype is not None:
             raise TypeError("dtype is taken with a row count only; an array has its own")
@@ -184,7 +196,10 @@ def explain_build(
         shape = getattr(v, "shape", ())
         if len(shape) != 2:
             raise ValueError(f"dataset must be a 2-D array [rows, dim], got shape {tuple(shape)}")
+        if dim is not None:
+            raise TypeError("dim is taken with a row count only; an array has its own")
         rows = int(shape[0])
+        cols = int(shape[1])
         dt = _dtype_name(v.dtype)
     p = _index_params(
         metric,
@@ -197,6 +212,7 @@ def explain_build(
         reorder,
         storage,
         seed,
+        max_device_memory,
     )
     devs = _devices(devices)
     n = len(devs) if shards is None else _uint("shards", shards)
@@ -205,7 +221,7 @@ def explain_build(
             raise ValueError(f"shards must be >= 1, got {shards}")
         rows = -(-rows // n)  # the largest shard
     return _ext.explain_build(
-        rows, dt, p, _choice("backend", backend, _BACKENDS), _threads(num_threads)
+        rows, cols, dt, p, _choice("backend", backend, _BACKENDS), _threads(num_threads)
     )
 
 

@@ -134,6 +134,7 @@ def _index_params(
     reorder: str,
     storage: str,
     seed: int,
+    max_device_memory: int | None = None,
 ) -> Any:
     p = _ext.IndexParams()
     p.metric = _choice("metric", metric, _METRICS)
@@ -146,6 +147,8 @@ def _index_params(
     p.reorder = _choice("reorder", reorder, _REORDERS)
     p.storage = _choice("storage", storage, _STORAGES)
     p.seed = _uint("seed", seed, 64)
+    if max_device_memory is not None:
+        p.max_device_memory = _uint("max_device_memory", max_device_memory, 64)
     return p
 
 

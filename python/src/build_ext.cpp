@@ -122,10 +122,12 @@ nb::tuple brute_force(any_array dataset, any_array queries, uint32_t k, cagra::m
                         to_numpy(std::move(g.distances), g.rows, g.k));
 }
 
-/** The build plan line (cagra::plan_build + to_string) for `rows` vectors of `dtype` ("f32",
- *  "f16", "u8" or "i8": the names python/cagra/__init__.py maps numpy dtypes to). */
-std::string explain_build(int64_t rows, const std::string& dtype, const cagra::index_params& params,
-                          cagra::backend target, int num_threads) {
+/** The build plan line (cagra::plan_build + to_string) for `rows` x `dim` vectors of `dtype`
+ *  ("f32", "f16", "u8" or "i8": the names python/cagra/__init__.py maps numpy dtypes to; dim 0:
+ *  unknown, device_bytes 0). */
+std::string explain_build(int64_t rows, int64_t dim, const std::string& dtype,
+                          const cagra::index_params& params, cagra::backend target,
+                          int num_threads) {
   cagra::dtype t;
   if (dtype == "f32")
     t = cagra::dtype::f32;
@@ -137,7 +139,8 @@ std::string explain_build(int64_t rows, const std::string& dtype, const cagra::i
     t = cagra::dtype::i8;
   else
     throw nb::value_error(("unknown vector dtype '" + dtype + "'").c_str());
-  return cagra::to_string(cagra::plan_build(make_resources(target, num_threads), params, rows, t));
+  return cagra::to_string(
+      cagra::plan_build(make_resources(target, num_threads), params, rows, dim, t));
 }
 
 }  // namespace cagra_py

@@ -169,8 +169,9 @@ numpy_out<uint32_t> optimize(const ids_in& knn_ids, std::optional<dist_in> knn_d
 nb::dict analyze(const ids_in& graph, int64_t two_hop_samples, int num_threads);
 nb::tuple brute_force(any_array dataset, any_array queries, uint32_t k, cagra::metric metric,
                       bool exclude_self, cagra::backend target, int num_threads);
-std::string explain_build(int64_t rows, const std::string& dtype, const cagra::index_params& params,
-                          cagra::backend target, int num_threads);
+std::string explain_build(int64_t rows, int64_t dim, const std::string& dtype,
+                          const cagra::index_params& params, cagra::backend target,
+                          int num_threads);
 /** Checks `labels` for `rows` rows before any work (count, uniqueness); living_ext.cpp too. */
 void check_labels(const labels_in& labels, int64_t rows, const char* rows_what);
 

@@ -56,7 +56,8 @@ void bind_params(nb::module_& m) {
           [](ip& p, float v) { p.knn.sample_rate = v; })
       .def_rw("reorder", &ip::reorder)
       .def_rw("storage", &ip::storage)
-      .def_rw("seed", &ip::seed);
+      .def_rw("seed", &ip::seed)
+      .def_rw("max_device_memory", &ip::max_device_memory);
   using sp = cagra::search_params;
   nb::class_<sp>(m, "SearchParams")
       .def(nb::init<>())

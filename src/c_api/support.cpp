@@ -19,12 +19,12 @@ static_assert(sizeof(void*) != 8 ||
                   (offsetof(cagra_resources_t, devices) == 16 && sizeof(cagra_resources_t) == 24),
               "cagra_resources_t: 24 bytes on 64-bit targets (c_api.h says so)");
 static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources_t) ==
-                      sizeof(cagra_build_params_t) &&
+                      offsetof(cagra_build_params_t, max_device_memory) &&
                   offsetof(cagra_search_params_t, resources) + sizeof(cagra_resources_t) ==
                       sizeof(cagra_search_params_t) &&
                   offsetof(cagra_extend_params_t, resources) + sizeof(cagra_resources_t) ==
                       sizeof(cagra_extend_params_t),
-              "each params struct ends with its cagra_resources_t");
+              "each params struct ends with its cagra_resources_t (new build fields after it)");
 
 namespace cagra::c_api {
 namespace {
@@ -130,6 +130,7 @@ index_params to_index_params(const cagra_build_params_t* p) {
   ip.knn.sample_rate = p->nn_descent_sample_rate;
   ip.storage = static_cast<storage_type>(p->storage);
   ip.seed = p->seed;
+  ip.max_device_memory = p->max_device_memory;
   return ip;
 }
 
@@ -231,6 +232,7 @@ cagra_status_t cagra_build_params_default(cagra_build_params_t* params) {
     params->storage = static_cast<cagra_storage_t>(d.storage);
     params->seed = d.seed;
     cagra_resources_default(&params->resources);
+    params->max_device_memory = d.max_device_memory;
   });
 }
 

@@ -50,6 +50,10 @@ class backend_ops {
   virtual int sm_count(int device) const = 0;
   /** One line for logs: "NVIDIA H200 (sm_90, 132 SMs, 143771 MiB, driver 13000, runtime 13000)". */
   virtual std::string describe(int device) const = 0;
+  /** Free memory of `device` in bytes now (cudaMemGetInfo; what a build may allocate, the
+   *  context and other allocations already taken out); throws when it does not exist. The CPU:
+   *  0. */
+  virtual uint64_t free_device_memory(int device) const = 0;
 
   /** Exact k nearest rows of `data` for every row of `queries`, sorted by (distance, id). */
   virtual knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m,

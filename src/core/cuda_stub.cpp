@@ -19,6 +19,7 @@ class no_cuda_ops final : public backend_ops {
   }
   int sm_count(int) const override { no_cuda(); }
   std::string describe(int) const override { no_cuda(); }
+  uint64_t free_device_memory(int) const override { no_cuda(); }
   knn_graph brute_force(const host_matrix&, const host_matrix&, metric, uint32_t, bool,
                         const resources&) const override {
     no_cuda();

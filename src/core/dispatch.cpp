@@ -10,6 +10,7 @@
 
 #include "core/backend.hpp"
 #include "core/convert.hpp"
+#include "core/device_memory.hpp"
 #include "core/filter.hpp"
 #include "core/multi_gpu/multi_gpu.hpp"
 #include "core/plan.hpp"
@@ -84,7 +85,9 @@ index build(const resources& res, const index_params& params, dataset_view datas
                  report);
   const auto t0 = clock_type::now();
   check_dataset(dataset, "dataset");
-  const build_plan plan = plan_build(res, params, dataset.rows, dataset.type);
+  const build_plan plan = plan_build(res, params, dataset.rows, dataset.cols, dataset.type);
+  // Before any work: a build that cannot fit the device is refused with what it needs.
+  core::check_build_memory(res, params, plan, dataset.rows, dataset.cols);
   build_report rep;
   rep.backend_used = plan.target;
   rep.knn_used = plan.knn;
@@ -112,7 +115,7 @@ index build(const resources& res, const index_params& params, dataset_view datas
 
 knn_graph build_knn_graph(const resources& res, const index_params& params, dataset_view dataset) {
   check_dataset(dataset, "dataset");
-  const build_plan plan = plan_build(res, params, dataset.rows, dataset.type);
+  const build_plan plan = plan_build(res, params, dataset.rows, dataset.cols, dataset.type);
   host_matrix compute = compute_matrix(dataset, params, threads(res));
   return knn_stage(res, plan, params, compute, nullptr);
 }

@@ -11,6 +11,7 @@
 #include "core/backend.hpp"
 #include "core/bits.hpp"
 #include "core/convert.hpp"
+#include "core/device_memory.hpp"
 #include "core/filter.hpp"
 
 namespace cagra::core {
@@ -338,7 +339,8 @@ search_plan make_search_plan(backend target, const search_params& p, const index
 
 namespace cagra {
 
-build_plan plan_build(const resources& res, const index_params& params, int64_t rows, dtype input) {
+build_plan plan_build(const resources& res, const index_params& params, int64_t rows, int64_t dim,
+                      dtype input) {
   params.validate(rows);
   build_plan b;
   b.target = core::resolve_backend(res);
@@ -350,6 +352,8 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
           : static_cast<uint32_t>(std::min<int64_t>(2 * int64_t{params.graph_degree}, rows - 1));
   b.knn = core::resolve_knn_algo(params.knn.algo, rows, b.intermediate_graph_degree);
   b.storage = core::storage_dtype_for(input, params.metric, params.storage);
+  if (b.target == backend::cuda && dim > 0)
+    b.device_bytes = core::gpu_build_memory(b, params, rows, dim).peak();
   return b;
 }
 
@@ -434,10 +438,13 @@ const char* to_string(search_io io) {
 }
 
 std::string to_string(const build_plan& p) {
-  return std::string("backend=") + to_string(p.target) + " knn=" + to_string(p.knn) +
-         " graph_degree=" + std::to_string(p.graph_degree) +
-         " intermediate_graph_degree=" + std::to_string(p.intermediate_graph_degree) +
-         " storage=" + to_string(p.storage);
+  std::string s = std::string("backend=") + to_string(p.target) + " knn=" + to_string(p.knn) +
+                  " graph_degree=" + std::to_string(p.graph_degree) +
+                  " intermediate_graph_degree=" + std::to_string(p.intermediate_graph_degree) +
+                  " storage=" + to_string(p.storage);
+  // The GPU's fields only on the GPU, as in the search plan.
+  if (p.target == backend::cuda) s += " device_bytes=" + std::to_string(p.device_bytes);
+  return s;
 }
 
 std::string to_string(const search_plan& p) {

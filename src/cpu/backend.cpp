@@ -16,6 +16,7 @@ class cpu_ops final : public core::backend_ops {
   int device_count() const override { return 1; }
   const char* unavailable_reason() const override { return ""; }
   int sm_count(int) const override { return 0; }
+  uint64_t free_device_memory(int) const override { return 0; }
   std::string describe(int) const override { return "CPU"; }
 
   knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,

@@ -17,6 +17,7 @@ class cuda_ops final : public core::backend_ops {
   const char* unavailable_reason() const override { return "no CUDA device is visible"; }
   int sm_count(int device) const override { return cuda::sm_count(device); }
   std::string describe(int device) const override { return cuda::describe(cuda_info(device)); }
+  uint64_t free_device_memory(int device) const override { return cuda::free_memory(device); }
 
   knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
                         bool exclude_self, const resources& res) const override {

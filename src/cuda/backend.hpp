@@ -19,6 +19,9 @@ namespace cagra::cuda {
 int device_count();
 /** Multiprocessors of `device` (one attribute query: cheap enough for every search call). */
 int sm_count(int device);
+/** Free memory of `device` in bytes (cudaMemGetInfo on it); throws cagra::error when it does not
+ *  exist. */
+size_t free_memory(int device);
 
 /** A device's identity, for logs and benchmark records. */
 struct device_info {

@@ -25,6 +25,15 @@ int sm_count(int device) {
   return n;
 }
 
+size_t free_memory(int device) {
+  const int n = device_count();
+  CAGRA_EXPECTS(device >= 0 && device < n, "CUDA device %d does not exist (%d visible)", device, n);
+  device_guard guard(device);
+  size_t free_b = 0, total_b = 0;
+  CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  return free_b;
+}
+
 device_info cuda_info(int device) {
   const int n = device_count();
   CAGRA_EXPECTS(device >= 0 && device < n, "CUDA device %d does not exist (%d visible)", device, n);

@@ -80,6 +80,25 @@ TEST(CliUsage, UsageMistakesExitWithStatus2) {
   EXPECT_FALSE(fs::exists(temp_path("x.cagra")));
 }
 
+// --max-device-memory takes bytes or a binary suffix; anything else is a usage error before the
+// dataset is read. The CPU backend ignores the budget (it uses no device memory).
+TEST(CliUsage, MaxDeviceMemorySizes) {
+  const std::string base = bigann("base.u8bin"), out = temp_path("budget.cagra");
+  for (const char* bad : {"", "abc", "-1", "8GB", "8G", "8 XiB", "1.5", "1..5GiB", "GiB", "8GiBs",
+                          "99999999999999999999", "17179869184GiB"}) {
+    const std::string err =
+        expect_error({"build", base, "-o", out, "--backend", "cpu", "--max-device-memory", bad}, 2);
+    if (*bad) EXPECT_NE(err.find("--max-device-memory"), std::string::npos) << err;
+  }
+  EXPECT_FALSE(fs::exists(out));
+  for (const char* good : {"0", "1048576", "512KiB", "8GiB", "1.5 GiB", "2TiB"}) {
+    SCOPED_TRACE(good);
+    cli_result r = run_cli({"build", base, "-o", out, "--force", "--backend", "cpu", "--limit",
+                            "500", "--graph-degree", "8", "--max-device-memory", good});
+    EXPECT_EQ(r.status, 0) << r.err;
+  }
+}
+
 TEST(CliErrors, MissingInputFile) {
   const std::string out = temp_path("missing_out.cagra");
   expect_error({"build", temp_path("does_not_exist.u8bin"), "-o", out}, 1);
@@ -206,7 +225,7 @@ TEST(CliRules, BuildAndSearchFollowTheLibraryDefaults) {
     if (c.d_init != 2 * c.d && c.d_init != 99) ip.intermediate_graph_degree = c.d_init;
     resources cpu;
     cpu.target = backend::cpu;
-    const build_plan plan = plan_build(cpu, ip, c.d_init == 99 ? 100 : 300, dtype::f32);
+    const build_plan plan = plan_build(cpu, ip, c.d_init == 99 ? 100 : 300, 8, dtype::f32);
     EXPECT_EQ(plan.intermediate_graph_degree, c.d_init);
     EXPECT_EQ(plan_line(r.out), to_string(plan)) << r.out;
     EXPECT_NE(r.out.find("degree " + std::to_string(c.d) + " (intermediate " +

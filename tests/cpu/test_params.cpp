@@ -180,15 +180,15 @@ TEST(Plan, DefaultsResolve) {
   cpu.target = backend::cpu;
   const index_params defaults;
   EXPECT_EQ(defaults.intermediate_graph_degree, 0u) << "0 = automatic";
-  build_plan b = plan_build(cpu, defaults, 1000, dtype::f32);
+  build_plan b = plan_build(cpu, defaults, 1000, 8, dtype::f32);
   EXPECT_EQ(b.graph_degree, defaults.graph_degree);
   EXPECT_EQ(b.intermediate_graph_degree, 2 * defaults.graph_degree);
   EXPECT_EQ(b.target, backend::cpu);
   EXPECT_EQ(b.knn, knn_algo::brute_force) << "1000 rows: brute force";
-  EXPECT_EQ(plan_build(cpu, params(16, 0), 1000, dtype::f32).intermediate_graph_degree, 32u);
-  EXPECT_EQ(plan_build(cpu, params(64, 0), 100, dtype::f32).intermediate_graph_degree, 99u)
+  EXPECT_EQ(plan_build(cpu, params(16, 0), 1000, 8, dtype::f32).intermediate_graph_degree, 32u);
+  EXPECT_EQ(plan_build(cpu, params(64, 0), 100, 8, dtype::f32).intermediate_graph_degree, 99u)
       << "rows - 1";
-  EXPECT_EQ(plan_build(cpu, params(16, 48), 1000, dtype::f32).intermediate_graph_degree, 48u)
+  EXPECT_EQ(plan_build(cpu, params(16, 48), 1000, 8, dtype::f32).intermediate_graph_degree, 48u)
       << "as given";
   EXPECT_NE(to_string(b).find("intermediate_graph_degree=128"), std::string::npos) << to_string(b);
 
@@ -310,7 +310,8 @@ TEST(Plan, LargeGraphDegreeWithDefaultIntermediate) {
   index_params p;
   p.graph_degree = 256;
   host_matrix base = random_f32(600, 8);
-  EXPECT_EQ(plan_build(cpu, p, base.rows(), dtype::f32).intermediate_graph_degree, 512u);
+  EXPECT_EQ(plan_build(cpu, p, base.rows(), base.cols(), dtype::f32).intermediate_graph_degree,
+            512u);
   const cagra::index idx = build(cpu, p, base);
   EXPECT_EQ(idx.graph_degree(), 256u);
   host_matrix q = random_f32(3, 8, 5);

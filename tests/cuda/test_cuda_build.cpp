@@ -6,12 +6,21 @@
 //    same CPU search on both), graph metrics (2-hop count, strong components; paper Q-A1)
 //    printed for both, the report names the CUDA backend and its stage times;
 //  - f16 storage builds on the GPU from the f16 rows;
-//  - bad input gives the CPU's errors.
+//  - bad input gives the CPU's errors;
+//  - index_params::max_device_memory: a budget far below the plan's device_bytes is refused
+//    before any work (no progress, no device memory taken) with what it needs and what lowers
+//    it; a budget of exactly device_bytes builds.
 #include <cstdio>
+#include <string>
 
 #include <gtest/gtest.h>
 
+#include <cagra/multi_gpu.hpp>
+#include <cagra/plan.hpp>
+
 #include "bigann_fixture.hpp"
+#include "core/device_memory.hpp"
+#include "cuda/backend.hpp"
 
 namespace cagra::test {
 namespace {
@@ -109,6 +118,65 @@ TEST_F(CudaBuild, BadInputGivesClearErrors) {
   bad.ids = {1, 2, 0, 9, 0, 1, 0, 1};  // row 1 holds id 9 >= rows
   bad.distances.assign(8, 1.0f);
   EXPECT_THROW(optimize(on(backend::cuda), bad, 2), cagra::error);
+}
+
+TEST_F(CudaBuild, MaxDeviceMemoryRefusesBeforeAnyWork) {
+  const host_matrix& base = set_->base;
+  for (knn_algo algo : {knn_algo::brute_force, knn_algo::nn_descent}) {
+    index_params p;
+    p.graph_degree = 32;
+    p.intermediate_graph_degree = 64;
+    p.knn.algo = algo;
+    const build_plan plan = plan_build(on(backend::cuda), p, base.rows(), base.cols(), base.type());
+    ASSERT_GT(plan.device_bytes, 0u);
+    EXPECT_NE(to_string(plan).find("device_bytes=" + std::to_string(plan.device_bytes)),
+              std::string::npos)
+        << to_string(plan);
+    std::printf("[build] %lld x %lld %s, %s: device_bytes %llu\n", (long long)base.rows(),
+                (long long)base.cols(), to_string(base.type()), to_string(algo),
+                (unsigned long long)plan.device_bytes);
+
+    // Far below the need: refused before any work.
+    p.max_device_memory = uint64_t{1} << 20;
+    resources r = on(backend::cuda);
+    bool progressed = false;
+    r.progress = [&](const char*, double) { progressed = true; };
+    const size_t free_before = cuda::free_memory(0);
+    try {
+      build(r, p, base);
+      ADD_FAILURE() << "no error";
+    } catch (const cagra::error& e) {
+      const std::string m = e.what();
+      std::printf("[build] expected error: %s\n", m.c_str());
+      EXPECT_EQ(m.rfind("out of device memory: ", 0), 0u) << m;
+      EXPECT_NE(m.find("needs " + core::format_bytes(plan.device_bytes)), std::string::npos) << m;
+      EXPECT_NE(m.find("max_device_memory allows 1.0 MiB"), std::string::npos) << m;
+      EXPECT_NE(m.find("graph_degree"), std::string::npos) << m;
+      EXPECT_NE(m.find("--shards"), std::string::npos) << m;
+      EXPECT_NE(m.find("build_sharded"), std::string::npos) << m;
+    }
+    EXPECT_FALSE(progressed);
+    EXPECT_EQ(cuda::free_memory(0), free_before) << "device memory was allocated";
+
+    // Exactly the need: it builds.
+    p.max_device_memory = plan.device_bytes;
+    build_report rep;
+    const cagra::index idx = build(on(backend::cuda), p, base, &rep);
+    EXPECT_EQ(rep.backend_used, backend::cuda);
+    EXPECT_EQ(rep.knn_used, algo);
+    EXPECT_GE(search_recall(idx, *set_, 64), 0.98);
+  }
+  // A sharded build checks the largest shard before any shard starts.
+  index_params p;
+  p.graph_degree = 32;
+  p.max_device_memory = uint64_t{1} << 20;
+  try {
+    build_sharded(on(backend::cuda), p, base, 2);
+    ADD_FAILURE() << "no error";
+  } catch (const cagra::error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("out of device memory: 2 shards of at most 5000 rows each: ", 0), 0u) << m;
+  }
 }
 
 }  // namespace

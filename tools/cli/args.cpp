@@ -139,6 +139,43 @@ uint64_t args::uint(const std::string& name, uint64_t fallback, uint64_t lo, uin
   return v;
 }
 
+uint64_t args::bytes(const std::string& name, uint64_t fallback) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const std::string& s = it->second;
+  const auto bad = [&](const std::string& why) {
+    return usage_error(name +
+                       ": expected a size in bytes, plain or with a suffix KiB, MiB, GiB "
+                       "or TiB (e.g. 8GiB), got '" +
+                       s + "'" + why);
+  };
+  size_t digits = 0;
+  while (digits < s.size() && ((s[digits] >= '0' && s[digits] <= '9') || s[digits] == '.'))
+    ++digits;
+  std::string number = s.substr(0, digits), unit = s.substr(digits);
+  if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+  static const std::pair<const char*, int> units[] = {{"", 0},     {"B", 0},    {"KiB", 10},
+                                                      {"MiB", 20}, {"GiB", 30}, {"TiB", 40}};
+  int shift = -1;
+  for (const auto& u : units)
+    if (unit == u.first) shift = u.second;
+  if (shift < 0) {
+    const bool decimal = unit == "KB" || unit == "MB" || unit == "GB" || unit == "TB" ||
+                         unit == "K" || unit == "M" || unit == "G" || unit == "T";
+    throw bad(decimal ? " (binary units only: KiB = 1024 bytes, ...)" : "");
+  }
+  if (number.empty() || number.find('.') != number.rfind('.') || number == ".") throw bad("");
+  uint64_t v = 0;
+  if (number.find('.') == std::string::npos) {
+    if (!parse_uint(number, v) || (shift && v > (UINT64_MAX >> shift))) throw bad(" (too large)");
+    return v << shift;
+  }
+  if (shift == 0) throw bad(" (whole bytes)");
+  const double x = std::strtod(number.c_str(), nullptr) * double(uint64_t{1} << shift);
+  if (!(x < 18446744073709551616.0)) throw bad(" (too large)");
+  return static_cast<uint64_t>(x);
+}
+
 double args::real(const std::string& name, double fallback, double lo, double hi) const {
   auto it = values_.find(name);
   if (it == values_.end()) return fallback;

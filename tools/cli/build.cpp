@@ -50,6 +50,7 @@ int run_build(const args& a) {
   ip.reorder = reorder_option(a);
   ip.storage = storage_option(a);
   ip.seed = a.uint("--seed", 0, 0, UINT64_MAX);
+  ip.max_device_memory = a.bytes("--max-device-memory", 0);
   const int64_t limit = static_cast<int64_t>(a.uint("--limit", 0, 1, kMaxRows));
   resources res = make_resources(a);
   // Sharded: --shards N (N >= 1), or a --devices list of several devices (one shard per device,
@@ -82,7 +83,7 @@ int run_build(const args& a) {
   // by at most one row).
   const int64_t plan_rows =
       sharded ? (view.rows + int64_t(shards) - 1) / int64_t(shards) : view.rows;
-  const build_plan plan = plan_build(res, ip, plan_rows, view.type);
+  const build_plan plan = plan_build(res, ip, plan_rows, view.cols, view.type);
   if (a.has("--explain")) {
     if (sharded)
       std::printf("plan: %zu shards of up to %lld rows; each: %s\n", shards,
@@ -161,6 +162,10 @@ const command_spec& build_command() {
           {"--reorder", nullptr, "R", "edge ordering for pruning: rank (default) or distance"},
           {"--storage", nullptr, "S", "vector storage: input (default), f32 or f16"},
           {"--seed", nullptr, "S", "seed of all randomness of the build (default 0)"},
+          {"--max-device-memory", nullptr, "SIZE",
+           "device memory the GPU build may use, in bytes or with KiB/MiB/GiB/TiB (e.g. 8GiB); "
+           "a build that needs more is refused before it starts (default 0: the device's free "
+           "memory; --explain shows the need as device_bytes)"},
           {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
           {"--shards", nullptr, "N",
            "build a sharded index of N shards (contiguous row ranges, one graph each), saved as "

@@ -61,6 +61,10 @@ class args {
   uint64_t uint(const std::string& name, uint64_t fallback, uint64_t lo = 0,
                 uint64_t hi = UINT32_MAX) const;
   double real(const std::string& name, double fallback, double lo, double hi) const;
+  /** A size in bytes: plain bytes ("1048576") or a number with a binary suffix KiB, MiB, GiB or
+   *  TiB ("8GiB", "1.5 GiB"; the result rounded down to whole bytes), below 2^64; `fallback`
+   *  when the option is absent. */
+  uint64_t bytes(const std::string& name, uint64_t fallback) const;
   /** Comma-separated unsigned integers in [lo, hi] ("16,32,64"). */
   std::vector<uint32_t> uint_list(const std::string& name, std::vector<uint32_t> fallback,
                                   uint64_t lo, uint64_t hi) const;

@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <string>
 
 #include <cagra/multi_gpu.hpp>
 
 #include "core/backend.hpp"
+#include "core/device_memory.hpp"
 #include "core/filter.hpp"
 #include "core/multi_gpu/multi_gpu.hpp"
 
@@ -81,6 +83,23 @@ sharded_index build_sharded(const resources& res, const index_params& params, da
   // Devices in parallel on the GPU; on the CPU one shard after another with every thread.
   const size_t workers = gpu ? std::min(devices.size(), n_shards) : 1;
   const int threads = std::max(1, core::host_threads(res.num_threads) / int(workers));
+  if (gpu) {
+    // Before any shard starts: the largest shard must fit each device that builds one.
+    const int64_t largest = (dataset.rows + int64_t(n_shards) - 1) / int64_t(n_shards);
+    for (size_t w = 0; w < workers; ++w) {
+      const resources r = core::single_device(res, devices[w], threads);
+      const build_plan plan = plan_build(r, params, largest, dataset.cols, dataset.type);
+      try {
+        core::check_build_memory(r, params, plan, largest, dataset.cols, dataset.rows);
+      } catch (const error& e) {
+        // The message keeps its "out of device memory: " lead (the C API's status reads it).
+        const std::string m = e.what(), lead = "out of device memory: ";
+        const bool led = m.compare(0, lead.size(), lead) == 0;
+        CAGRA_FAIL("%s%zu shards of at most %lld rows each: %s", lead.c_str(), n_shards,
+                   (long long)largest, (led ? m.substr(lead.size()) : m).c_str());
+      }
+    }
+  }
   std::mutex progress_mutex;
   resources shared = res;
   if (res.progress)

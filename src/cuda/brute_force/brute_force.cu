@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/bits.hpp"
+#include "core/device_memory.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/brute_force/context.hpp"
 #include "cuda/check.hpp"
@@ -42,8 +43,9 @@ namespace cagra::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int64_t kQueryTile = 16384;
-constexpr size_t kTileBytes = size_t{1} << 30;  // the f32 dot-product tile
+// The tile shapes are core's (core/device_memory.hpp), which models this file's allocations.
+constexpr int64_t kQueryTile = core::gpu::kBruteForceQueryTile;
+constexpr size_t kTileBytes = core::gpu::kBruteForceTileBytes;  // the f32 dot-product tile
 constexpr unsigned long long kMaxKey = ~0ull;
 
 using bits::next_pow2;
@@ -248,7 +250,7 @@ int64_t g_query_tile = 0, g_data_tile = 0;  // test overrides (0: the defaults)
 
 }  // namespace
 
-uint32_t brute_force_max_k() { return 2048; }
+uint32_t brute_force_max_k() { return core::gpu::kBruteForceMaxK; }
 
 void testing::set_brute_force_tiles(int64_t query_tile, int64_t data_tile) {
   g_query_tile = query_tile;
@@ -353,9 +355,9 @@ knn_graph run_brute_force(const data_source& data, const host_matrix& queries, m
 
   const select_sizes sz = sizes_for(k);
   const int64_t qtile = std::min(nq, g_query_tile > 0 ? g_query_tile : kQueryTile);
-  int64_t dtile = g_data_tile > 0
-                      ? g_data_tile
-                      : std::max<int64_t>(1024, int64_t(kTileBytes / sizeof(float)) / qtile);
+  int64_t dtile = g_data_tile > 0 ? g_data_tile
+                                  : std::max<int64_t>(core::gpu::kBruteForceMinDataTile,
+                                                      int64_t(kTileBytes / sizeof(float)) / qtile);
   dtile = std::min(n, dtile);
   device_buffer<float>& dots = c.dots;
   device_buffer<unsigned long long>& state = c.state;

@@ -18,6 +18,7 @@
 //            changed (the CPU's rule).
 // Dataset: one device copy in its storage type, rows zero padded to 16 bytes.
 #include "core/bits.hpp"
+#include "core/device_memory.hpp"
 #include "cuda/graph/nn_descent_detail.cuh"
 
 #include <algorithm>
@@ -37,13 +38,13 @@ namespace {
 using nnd_detail::make_key;
 using u64 = unsigned long long;
 
-constexpr uint32_t kMaxK = 512;
-constexpr uint32_t kMaxSample = 32;
+// The buffer shapes are core's (core/device_memory.hpp), which models this file's allocations.
+constexpr uint32_t kMaxK = core::gpu::kNnDescentMaxK;
 constexpr uint32_t kThreads = 256;
 constexpr uint32_t kFull = 0xFFFFFFFFu;
 
 using bits::mix64;
-uint32_t proposal_capacity(uint32_t k) { return bits::next_pow2(std::max<uint32_t>(2 * k, 128)); }
+uint32_t proposal_capacity(uint32_t k) { return core::gpu::nn_descent_proposal_capacity(k); }
 size_t row_u4_for(int64_t dim, dtype t) { return (size_t(dim) * dtype_size(t) + 15) / 16; }
 
 /** Number of entries of the ascending a[0, n) below key. */
@@ -300,17 +301,9 @@ void launch_init(run_state& r, uint64_t seed, bool dot, bool cosine, cudaStream_
 
 uint32_t nn_descent_max_k() { return kMaxK; }
 
-size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k) {
-  const size_t n = size_t(std::max<int64_t>(rows, 0));
-  // One term a line, each with its comment: not formatted.
-  // clang-format off
-  const size_t per_row = row_u4_for(dim, t) * 16          // the dataset
-                         + size_t(k) * (sizeof(u64) + 1)   // keys + flags
-                         + size_t(proposal_capacity(k)) * sizeof(u64) + sizeof(uint32_t)  // proposals
-                         + 4 * size_t(kMaxSample) * sizeof(uint32_t)  // fwd / rev samples
-                         + 2 * sizeof(uint32_t);                      // reverse counts
-  // clang-format on
-  return n * per_row + 64;
+size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k, float sample_rate) {
+  // run_state's buffers, one term each (core::nn_descent_memory names them).
+  return size_t(core::nn_descent_memory(rows, dim, t, k, sample_rate).total());
 }
 
 knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
@@ -336,7 +329,7 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
                 double(p.sample_rate));
 
   device_guard guard(device);
-  const size_t need = nn_descent_device_bytes(n, dim, t, k);
+  const size_t need = nn_descent_device_bytes(n, dim, t, k, p.sample_rate);
   size_t free_b = 0, total_b = 0;
   CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
   CAGRA_EXPECTS(need <= free_b,
@@ -351,8 +344,7 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
   run_state r;
   r.n = n;
   r.k = k;
-  r.s = std::min<uint32_t>(kMaxSample,
-                           std::max<uint32_t>(1, uint32_t(p.sample_rate * float(k) + 0.5f)));
+  r.s = core::gpu::nn_descent_sample_size(k, p.sample_rate);
   r.cap = proposal_capacity(k);
   r.row_u4 = uint32_t(row_u4_for(dim, t));
   const size_t nk = size_t(n) * k;

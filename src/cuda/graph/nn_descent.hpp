@@ -23,9 +23,12 @@ namespace cagra::cuda {
 uint32_t nn_descent_max_k();
 
 /** Peak device memory (bytes) of cuda::nn_descent on a [rows, dim] matrix of `t` with degree k:
- *  rows * (row bytes padded to 16 + k * 9 + P * 8 + 4 * 32 * 4 + 12), P = the proposal buffer
- *  per node (next power of two >= max(2k, 128)). An upper bound (sample size taken at its cap). */
-size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k);
+ *  rows * (row bytes padded to 16 + k * 9 + P * 8 + 4 + 4 * S * 4 + 8) + 16, each buffer rounded
+ *  up to 2 MiB; P = the proposal buffer per node (next power of two >= max(2k, 128)), S = the
+ *  sample size round(sample_rate * k) in [1, 32] (sample_rate 1, the default, bounds every
+ *  rate). The terms are core::nn_descent_memory's (src/core/device_memory.cpp). */
+size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k,
+                               float sample_rate = 1.0f);
 
 /** Approximate kNN graph of `data` by NN-descent on CUDA device `device` (GNND-style: sample,
  *  reverse, local join with candidate vectors in shared memory, bounded proposal buffers, merge).

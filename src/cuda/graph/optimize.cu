@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/bits.hpp"
+#include "core/device_memory.hpp"
 #include "cuda/check.hpp"
 #include "cuda/graph/optimize.hpp"
 #include "cuda/memory.hpp"
@@ -205,23 +206,6 @@ void launch_reorder(const uint32_t* ids, const float* dist, int64_t n, uint32_t 
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
-/** What cuda::optimize allocates, by phase. */
-struct memory_plan {
-  size_t pruned, reorder_phase, reverse_phase;
-  size_t peak() const {
-    return pruned + std::max(reorder_phase, reverse_phase) + sizeof(unsigned long long);
-  }
-};
-memory_plan plan_memory(int64_t n, uint32_t k, uint32_t degree, bool upload_dist, bool reverse,
-                        size_t temp) {
-  const size_t nk = size_t(n) * k, nd = size_t(n) * degree;
-  memory_plan p;
-  p.pruned = nd * 4;
-  p.reorder_phase = nk * 4 + (upload_dist ? nk * 4 : 0);
-  p.reverse_phase = reverse ? 16 * nd + 16 * size_t(n) + temp : 0;
-  return p;
-}
-
 }  // namespace
 
 size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
@@ -231,10 +215,12 @@ size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
   try {
     temp = detail::sort_temp_bytes(rows, degree);
   } catch (const cagra::error&) {
-    temp = size_t(rows) * degree / 2 + (size_t{64} << 20);
+    temp = size_t(core::gpu::radix_sort_scratch_bound(rows * int64_t{degree}));
   }
-  return plan_memory(rows, knn_degree, degree, reorder == reorder_kind::distance, true, temp)
-      .peak();
+  // The buffers below, one term each (core::optimize_memory names them).
+  return size_t(
+      core::optimize_memory(rows, knn_degree, degree, reorder == reorder_kind::distance, true, temp)
+          .total());
 }
 
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
@@ -272,15 +258,15 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
 
   cuda_stream stream;
   const size_t temp_bytes = steps.reverse ? detail::sort_temp_bytes(n, degree) : 0;
-  const memory_plan plan = plan_memory(n, k, degree, mode == 2, steps.reverse, temp_bytes);
+  const size_t need =
+      size_t(core::optimize_memory(n, k, degree, mode == 2, steps.reverse, temp_bytes).total());
   size_t free_b = 0, total_b = 0;
   CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
   CAGRA_EXPECTS(
-      plan.peak() <= free_b,
+      need <= free_b,
       "the GPU graph optimization of %lld x %u -> %u needs %zu bytes (%.2f GiB) of device memory, "
       "device %d has %zu bytes (%.2f GiB) free",
-      (long long)n, k, degree, plan.peak(), plan.peak() / 1073741824.0, device, free_b,
-      free_b / 1073741824.0);
+      (long long)n, k, degree, need, need / 1073741824.0, device, free_b, free_b / 1073741824.0);
 
   const cudaStream_t s = stream.get();
   const size_t nk = size_t(n) * k, nd = size_t(n) * degree;

@@ -27,10 +27,11 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
                                const core::progress_fn& progress);
 
 /** Peak device memory (bytes) of cuda::optimize for `rows` x `knn_degree` -> `degree` with every
- *  step: 4 n d (pruned graph) + max(4 n K [+ 4 n K distances for reorder_kind::distance],
+ *  step: 4 n d (pruned graph) + 8 + max(4 n K [+ 4 n K distances for reorder_kind::distance],
  *  16 n d (reverse-edge keys/values, double-buffered radix sort) + 16 n (segment bounds) +
- *  CUB's radix-sort scratch) + 8. The scratch is asked from CUB on the current device; without
- *  a usable device a bound (n d / 2 + 64 MiB) stands in. The default (distance) is the larger. */
+ *  CUB's radix-sort scratch), each buffer rounded up to 2 MiB (core::optimize_memory's terms).
+ *  The scratch is asked from CUB on the current device; without a usable device
+ *  core::gpu::radix_sort_scratch_bound stands in. The default (distance) is the larger. */
 size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
                              reorder_kind reorder = reorder_kind::distance);
 
