@@ -44,6 +44,11 @@ struct build_plan {
  *  device_bytes needs the dimension: with `dim` = 0 (unknown) it stays 0. */
 build_plan plan_build(const resources& res, const index_params& params, int64_t rows, int64_t dim,
                       dtype input);
+/** plan_build without the dimension (device_bytes stays 0): the form before device_bytes. */
+inline build_plan plan_build(const resources& res, const index_params& params, int64_t rows,
+                             dtype input) {
+  return plan_build(res, params, rows, 0, input);
+}
 
 /** How the query batch travels between the host and the GPU kernels (CUDA backend only). */
 enum class search_io : uint32_t {
