@@ -175,7 +175,7 @@ TEST_F(CudaBuild, MaxDeviceMemoryRefusesBeforeAnyWork) {
     ADD_FAILURE() << "no error";
   } catch (const cagra::error& e) {
     const std::string m = e.what();
-    EXPECT_EQ(m.rfind("out of device memory: 2 shards of at most 5000 rows each: ", 0), 0u) << m;
+    EXPECT_EQ(m.rfind("out of device memory: 2 shards of at most 4950 rows each: ", 0), 0u) << m;
   }
 }
 
