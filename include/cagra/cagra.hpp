@@ -46,6 +46,10 @@ struct build_report {
   double optimize_seconds = 0;  ///< reorder + prune + reverse + merge
   double total_seconds = 0;     ///< everything, including validation, conversion and transfers
   uint32_t knn_iterations = 0;  ///< NN-descent iterations run (0 for brute force)
+  /** cagra::build_sharded: shards built by this call, and shards loaded from the checkpoint
+   *  folder instead (shard_build_options::checkpoint_dir); 0 and 0 for cagra::build. */
+  uint32_t shards_built = 0;
+  uint32_t shards_resumed = 0;
 };
 
 /** Builds a CAGRA index: kNN graph (NN-descent or brute force), then `optimize` (paper §III).

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,44 @@ std::vector<int> devices_of(const resources& res);
  *  @param[out] report optional: summed stage times; total_seconds is the wall clock */
 sharded_index build_sharded(const resources& res, const index_params& params, dataset_view dataset,
                             uint32_t shards = 0, build_report* report = nullptr);
+
+/** What build_sharded did with one shard (shard_build_options::on_shard). */
+struct shard_event {
+  size_t shard = 0;        ///< its number, 0 .. shard_count - 1
+  size_t shard_count = 0;  ///< shards of the build
+  int64_t first_row = 0;   ///< global id of its first row
+  int64_t rows = 0;        ///< its rows
+  bool resumed = false;    ///< loaded from the checkpoint folder (false: built by this call)
+  /** Why a shard was built although the checkpoint folder had files for it (e.g.
+   *  "graph_degree: 32 in the checkpoint, 64 now"); empty when the folder had none for it or
+   *  there is no folder. */
+  std::string reason;
+};
+
+/** build_sharded's options beyond the parameters of each shard. */
+struct shard_build_options {
+  /** Shards to build; 0 = one per device of devices_of(res). */
+  uint32_t shards = 0;
+  /** Checkpoint folder (made when missing; empty = none). Every shard is saved there as soon as
+   *  it is built (shard-S-of-N.cagra, written to a temporary file and renamed) with a
+   *  fingerprint of its inputs (shard-S-of-N.fingerprint: rows, dimension, dtype, the shard's
+   *  row range and count, every index_params field that changes the graph, and an XXH64 of the
+   *  shard's rows). A later build with the same folder loads each shard whose fingerprint
+   *  matches instead of building it, and builds (and replaces) those that are missing or do not
+   *  match. A fingerprint or shard file that cannot be read (garbled, truncated, not a regular
+   *  file) is an error before any shard is built: the folder is not this build's to overwrite
+   *  blindly. Other files in the folder (a killed save's temporary file among them) are
+   *  ignored. One build per folder at a time (docs/multi_gpu.md, "Checkpoints"). */
+  std::string checkpoint_dir;
+  /** Called once per shard as it is resumed or built (and, with a checkpoint folder, saved),
+   *  from the building thread under a lock: calls never overlap. */
+  std::function<void(const shard_event&)> on_shard;
+};
+
+/** build_sharded with options (a checkpoint folder, a per-shard callback); `report` also counts
+ *  the shards built and resumed. */
+sharded_index build_sharded(const resources& res, const index_params& params, dataset_view dataset,
+                            const shard_build_options& options, build_report* report = nullptr);
 
 /** Searches every shard with the same queries (host memory), shard s on
  *  devices_of(res)[s % n], the shards in parallel, and merges their top-k lists by

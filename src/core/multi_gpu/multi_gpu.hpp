@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <cagra/cagra.hpp>
@@ -37,6 +39,37 @@ void search_replicated(const resources& res, const std::vector<int>& devices,
                        const search_params& params, const index& idx, dataset_view queries,
                        uint32_t k, matrix_view<uint32_t> neighbors, matrix_view<float> distances,
                        const row_filter& filter);
+
+/** The checkpoint of one shard of a sharded build (checkpoint.cpp, docs/multi_gpu.md
+ *  "Checkpoints"): DIR/shard-S-of-N.cagra and its fingerprint DIR/shard-S-of-N.fingerprint. */
+struct shard_checkpoint {
+  std::string index_path, fingerprint_path;
+  /** What the shard is built from, as ordered (key, value) pairs: the fingerprint file holds
+   *  these and the shard file's size and checksum. */
+  std::vector<std::pair<std::string, std::string>> inputs;
+};
+
+/** Size and trailing checksum (last 8 bytes, little-endian) of a saved index file. */
+void index_file_identity(const std::string& path, uint64_t& bytes, uint64_t& sum);
+
+/** Makes `dir` (and its parents) when missing; throws when it is not a writable folder. */
+void prepare_checkpoint_dir(const std::string& dir);
+
+/** The checkpoint of shard s of n, rows [first, first + rows) of `dataset`, built with
+ *  `params` (hashes the shard's rows). */
+shard_checkpoint make_shard_checkpoint(const std::string& dir, const index_params& params,
+                                       dataset_view dataset, size_t s, size_t n, int64_t first,
+                                       int64_t rows);
+
+/** Loads the shard of `c` into `out` when its files exist and match `c.inputs` (true); false
+ *  with `reason` set when they are missing or were made from other inputs (empty when the folder
+ *  has no files of the shard). Throws a cagra::error for a file it cannot read. */
+bool resume_shard(const shard_checkpoint& c, index& out, std::string& reason);
+
+/** Saves a built shard into its checkpoint: the fingerprint is removed first, the shard file
+ *  replaced (cagra::save), then the fingerprint written (temporary file and rename), so that a
+ *  fingerprint always names the shard file beside it. */
+void save_shard_checkpoint(const shard_checkpoint& c, const index& shard);
 
 /** Fewest queries per device for which a replicated search splits its batch: below, one GPU
  *  handles the batch while the others serve concurrent callers (round robin). */

@@ -71,21 +71,70 @@ dataset_view row_range(dataset_view v, int64_t first, int64_t count) {
 
 sharded_index build_sharded(const resources& res, const index_params& params, dataset_view dataset,
                             uint32_t shards, build_report* report) {
+  shard_build_options options;
+  options.shards = shards;
+  return build_sharded(res, params, dataset, options, report);
+}
+
+sharded_index build_sharded(const resources& res, const index_params& params, dataset_view dataset,
+                            const shard_build_options& options, build_report* report) {
   const auto t0 = clock_type::now();
   const std::vector<int> devices = devices_of(res);
   CAGRA_EXPECTS(dataset.data != nullptr && dataset.rows > 0 && dataset.cols > 0,
                 "dataset is empty (%lld x %lld)", (long long)dataset.rows, (long long)dataset.cols);
   CAGRA_EXPECTS(dataset.space == memory_space::host, "a sharded build takes host memory");
-  const size_t n_shards = shards ? shards : devices.size();
+  const size_t n_shards = options.shards ? options.shards : devices.size();
   CAGRA_EXPECTS(int64_t(n_shards) <= dataset.rows, "%zu shards for %lld rows", n_shards,
                 (long long)dataset.rows);
   const bool gpu = core::resolve_backend(res) == backend::cuda;
+  const auto first_row = [&](size_t s) { return shard_start(dataset.rows, s, n_shards); };
+  const auto rows_of = [&](size_t s) { return first_row(s + 1) - first_row(s); };
+
+  std::mutex progress_mutex;  // serializes res.progress and options.on_shard
+  const auto tell = [&](size_t s, bool resumed, const std::string& reason) {
+    if (!options.on_shard) return;
+    shard_event e;
+    e.shard = s;
+    e.shard_count = n_shards;
+    e.first_row = first_row(s);
+    e.rows = rows_of(s);
+    e.resumed = resumed;
+    e.reason = reason;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    options.on_shard(e);
+  };
+
+  // A checkpoint folder: before building anything, fingerprint every shard and load those whose
+  // checkpoint matches (a file that cannot be read stops the build here, not hours later).
+  std::vector<index> built(n_shards);
+  std::vector<char> resumed(n_shards, 0);
+  std::vector<std::string> reasons(n_shards);
+  std::vector<core::shard_checkpoint> checkpoints;
+  if (!options.checkpoint_dir.empty()) {
+    core::prepare_checkpoint_dir(options.checkpoint_dir);
+    checkpoints.resize(n_shards);
+    const size_t hashers = std::min<size_t>(n_shards, size_t(core::host_threads(res.num_threads)));
+    core::run_tasks(hashers, hashers > 1, [&](size_t w) {
+      for (size_t s = w; s < n_shards; s += hashers) {
+        checkpoints[s] = core::make_shard_checkpoint(options.checkpoint_dir, params, dataset, s,
+                                                     n_shards, first_row(s), rows_of(s));
+        resumed[s] = core::resume_shard(checkpoints[s], built[s], reasons[s]);
+      }
+    });
+    for (size_t s = 0; s < n_shards; ++s)
+      if (resumed[s]) tell(s, true, "");
+  }
+  std::vector<size_t> to_build;
+  for (size_t s = 0; s < n_shards; ++s)
+    if (!resumed[s]) to_build.push_back(s);
+
   // Devices in parallel on the GPU; on the CPU one shard after another with every thread.
   const size_t workers = gpu ? std::min(devices.size(), n_shards) : 1;
   const int threads = std::max(1, core::host_threads(res.num_threads) / int(workers));
-  if (gpu) {
-    // Before any shard starts: the largest shard must fit each device that builds one.
-    const int64_t largest = (dataset.rows + int64_t(n_shards) - 1) / int64_t(n_shards);
+  if (gpu && !to_build.empty()) {
+    // Before any shard starts: the largest shard to build must fit each device that builds one.
+    int64_t largest = 0;
+    for (size_t s : to_build) largest = std::max(largest, rows_of(s));
     for (size_t w = 0; w < workers; ++w) {
       const resources r = core::single_device(res, devices[w], threads);
       const build_plan plan = plan_build(r, params, largest, dataset.cols, dataset.type);
@@ -100,36 +149,41 @@ sharded_index build_sharded(const resources& res, const index_params& params, da
       }
     }
   }
-  std::mutex progress_mutex;
   resources shared = res;
   if (res.progress)
     shared.progress = [&](const char* stage, double f) {
       std::lock_guard<std::mutex> lock(progress_mutex);
       res.progress(stage, f);
     };
-  std::vector<index> built(n_shards);
   std::vector<build_report> reports(n_shards);
   core::run_tasks(workers, workers > 1, [&](size_t w) {
     const resources r = core::single_device(shared, devices[w], gpu ? threads : res.num_threads);
     for (size_t s = w; s < n_shards; s += workers) {
-      const int64_t first = shard_start(dataset.rows, s, n_shards);
-      const int64_t count = shard_start(dataset.rows, s + 1, n_shards) - first;
+      if (resumed[s]) continue;
+      const int64_t first = first_row(s), count = rows_of(s);
       try {
         built[s] = build(r, params, row_range(dataset, first, count), &reports[s]);
+        if (!checkpoints.empty()) core::save_shard_checkpoint(checkpoints[s], built[s]);
       } catch (const error& e) {
         CAGRA_FAIL("shard %zu of %zu (rows %lld .. %lld): %s", s, n_shards, (long long)first,
                    (long long)(first + count - 1), e.what());
       }
+      tell(s, false, reasons[s]);
     }
   });
   sharded_index out(std::move(built));
   if (report) {
-    build_report rep = reports[0];
-    for (size_t s = 1; s < n_shards; ++s) {
-      rep.knn_seconds += reports[s].knn_seconds;
-      rep.optimize_seconds += reports[s].optimize_seconds;
-      rep.knn_iterations = std::max(rep.knn_iterations, reports[s].knn_iterations);
+    build_report rep;
+    rep.backend_used = gpu ? backend::cuda : backend::cpu;
+    if (!to_build.empty()) rep = reports[to_build[0]];
+    for (size_t i = 1; i < to_build.size(); ++i) {
+      const build_report& r = reports[to_build[i]];
+      rep.knn_seconds += r.knn_seconds;
+      rep.optimize_seconds += r.optimize_seconds;
+      rep.knn_iterations = std::max(rep.knn_iterations, r.knn_iterations);
     }
+    rep.shards_built = uint32_t(to_build.size());
+    rep.shards_resumed = uint32_t(n_shards - to_build.size());
     rep.total_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     *report = rep;
   }

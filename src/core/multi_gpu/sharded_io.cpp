@@ -21,6 +21,8 @@
 
 #include <cagra/multi_gpu.hpp>
 
+#include "core/multi_gpu/multi_gpu.hpp"
+
 namespace cagra {
 namespace {
 
@@ -36,22 +38,6 @@ std::string folder_of(const std::string& path) {
 std::string base_of(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-/** Size and trailing checksum (last 8 bytes, little-endian) of a saved index file. */
-void file_identity(const std::string& path, uint64_t& bytes, uint64_t& sum) {
-  std::ifstream in(path, std::ios::binary);
-  CAGRA_EXPECTS(in.good(), "cannot open '%s': %s", path.c_str(), std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  CAGRA_EXPECTS(size >= 8, "'%s' is too short to be a CAGRA index file", path.c_str());
-  in.seekg(size - 8);
-  uint8_t b[8] = {};
-  in.read(reinterpret_cast<char*>(b), 8);
-  CAGRA_EXPECTS(in.good(), "cannot read '%s'", path.c_str());
-  sum = 0;
-  for (int i = 7; i >= 0; --i) sum = (sum << 8) | b[i];
-  bytes = uint64_t(size);
 }
 
 }  // namespace
@@ -77,7 +63,7 @@ void save(const sharded_index& idx, const std::string& path) {
     const std::string file = folder_of(path) + name;
     save(idx.shard(s), file);
     uint64_t bytes = 0, sum = 0;
-    file_identity(file, bytes, sum);
+    core::index_file_identity(file, bytes, sum);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);
     manifest << "shard " << s << " rows " << idx.shard(s).size() << " bytes " << bytes
@@ -149,7 +135,7 @@ sharded_index load_sharded(const std::string& path) {
     const std::string file = folder_of(path) + name;
     uint64_t have_bytes = 0, have_sum = 0;
     try {
-      file_identity(file, have_bytes, have_sum);
+      core::index_file_identity(file, have_bytes, have_sum);
     } catch (const error& e) {
       CAGRA_FAIL("cagra::load_sharded: '%s': shard %zu: %s", f, s, e.what());
     }
