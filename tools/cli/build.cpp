@@ -3,6 +3,10 @@
 // validated before the dataset is read, so a typo fails in milliseconds instead of after a long
 // build; the build shows its progress on stderr because it can take minutes on large sets.
 #include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include <cagra/multi_gpu.hpp>
 
 #include <cagra/plan.hpp>
 
@@ -11,6 +15,8 @@
 namespace cagra::cli {
 
 namespace {
+
+namespace fs = std::filesystem;
 
 knn_algo knn_option(const args& a) {
   const std::string s = a.str("--knn", "auto");
@@ -59,6 +65,15 @@ int run_build(const args& a) {
   const auto shards_opt = static_cast<uint32_t>(a.uint("--shards", 0, 0, 4096));
   const bool sharded = shards_given || res.devices.size() > 1;
   const size_t shards = shards_opt ? shards_opt : std::max<size_t>(1, res.devices.size());
+  const std::string checkpoint = a.str("--checkpoint", "");
+  if (a.has("--checkpoint") && !sharded)
+    throw usage_error(
+        "--checkpoint: checkpoints are per shard; give --shards N or several "
+        "--devices");
+  if (a.has("--checkpoint") && checkpoint.empty())
+    throw usage_error("--checkpoint: expected a folder name");
+  if (!checkpoint.empty() && fs::exists(checkpoint) && !fs::is_directory(checkpoint))
+    throw usage_error("--checkpoint: '" + checkpoint + "' exists and is not a folder");
 
   check_input(dataset_path);
   if (sharded)
@@ -98,9 +113,14 @@ int run_build(const args& a) {
   build_report report;
   index idx;
   sharded_index sh;
-  if (sharded)
-    sh = build_sharded(res, ip, view, static_cast<uint32_t>(shards_opt), &report);
-  else
+  std::vector<shard_event> events;
+  if (sharded) {
+    shard_build_options options;
+    options.shards = static_cast<uint32_t>(shards_opt);
+    options.checkpoint_dir = checkpoint;
+    options.on_shard = [&](const shard_event& e) { events.push_back(e); };
+    sh = build_sharded(res, ip, view, options, &report);
+  } else
     idx = build(res, ip, view, &report);
   progress.finish();
 
@@ -121,11 +141,24 @@ int run_build(const args& a) {
     std::printf("sharded   %zu shards over %lld rows%s\n", sh.shard_count(),
                 static_cast<long long>(sh.size()),
                 gpu ? (", devices " + devices_text(devices)).c_str() : "");
+    if (!checkpoint.empty())
+      std::printf("checkpoint %s: %u shards resumed, %u built\n", checkpoint.c_str(),
+                  report.shards_resumed, report.shards_built);
+    std::vector<const shard_event*> event_of(sh.shard_count(), nullptr);
+    for (const shard_event& e : events) event_of[e.shard] = &e;
     for (size_t s = 0; s < sh.shard_count(); ++s) {
       const int64_t first = sh.shard_offset(s), rows = sh.shard(s).size();
       std::printf("shard %-3zu rows %lld .. %lld (%lld rows)", s, static_cast<long long>(first),
                   static_cast<long long>(first + rows - 1), static_cast<long long>(rows));
       if (gpu) std::printf(", device %d", devices[s % devices.size()]);
+      const shard_event* e = event_of[s];
+      if (e && e->resumed)
+        std::printf(", resumed from %s", checkpoint.c_str());
+      else if (!checkpoint.empty())
+        std::printf(", built%s%s%s", e && !e->reason.empty() ? " (checkpoint not used: " : "",
+                    e ? e->reason.c_str() : "", e && !e->reason.empty() ? ")" : "");
+      else
+        std::printf(", built");
       std::printf("\n");
     }
   }
@@ -149,7 +182,9 @@ const command_spec& build_command() {
       "CAGRA graph (kNN graph by NN-descent or brute force, then rank-based pruning, reverse\n"
       "edges and merge) and saves the index to INDEX. Progress goes to stderr, times to stdout.\n"
       "With --shards or several --devices it builds a sharded index: one graph per contiguous\n"
-      "row range, saved as the manifest INDEX and the files INDEX.shard-S-of-N.",
+      "row range, saved as the manifest INDEX and the files INDEX.shard-S-of-N; with\n"
+      "--checkpoint DIR each finished shard is kept in DIR, so that the same command resumes an\n"
+      "interrupted build.",
       {
           {"--output", "-o", "INDEX", "where to write the index (required)", true},
           {"--graph-degree", nullptr, "D", "out-degree of the final graph (default 64)"},
@@ -173,6 +208,10 @@ const command_spec& build_command() {
           {"--devices", nullptr, "LIST",
            "CUDA devices, comma-separated (0,1,...): several build a sharded index, one shard "
            "per device unless --shards says otherwise (shard s on device s mod count)"},
+          {"--checkpoint", nullptr, "DIR",
+           "sharded builds: save each finished shard into DIR with a fingerprint of its inputs, "
+           "and load the shards DIR already holds for the same inputs instead of building them "
+           "again (rerun the same command to resume an interrupted build; docs/multi_gpu.md)"},
           {"--limit", nullptr, "N", "use only the first N rows of DATASET"},
           {"--force", nullptr, nullptr, "replace INDEX if it exists"},
           {"--explain", nullptr, nullptr,
