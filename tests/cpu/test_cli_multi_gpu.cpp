@@ -212,6 +212,60 @@ TEST(CliMultiGpuPipeline, DevicesMakeOneShardPerDevice) {
 
 // ---- errors -----------------------------------------------------------------------------------
 
+TEST(CliMultiGpuPipeline, CheckpointResumesTheShards) {
+  const std::string dir = temp_path("mg_ckpt");
+  fs::remove_all(dir);
+  const std::string a = temp_path("mg_ckpt_a.cagra"), b = temp_path("mg_ckpt_b.cagra");
+  const std::vector<std::string> common = {
+      "--shards", "3", "--backend", "cpu", "--graph-degree", "32", "--checkpoint", dir, "--force"};
+  std::vector<std::string> args = {"build", bigann("base.u8bin"), "-o", a};
+  args.insert(args.end(), common.begin(), common.end());
+  cli_result r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("checkpoint " + dir + ": 0 shards resumed, 3 built"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("(3300 rows), built\n"), std::string::npos) << r.out;
+  // Shard 1 lost (an interrupted build had not finished it): only it is built again.
+  fs::remove(dir + "/shard-1-of-3.cagra");
+  args[3] = b;
+  r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("2 shards resumed, 1 built"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shard 0   rows 0 .. 3299 (3300 rows), resumed from " + dir),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("shard 1   rows 3300 .. 6599 (3300 rows), built (checkpoint not used: "
+                       "shard-1-of-3.cagra is missing)"),
+            std::string::npos)
+      << r.out;
+  // The same index either way: every file of the two sets is the same.
+  for (int s = 0; s < 3; ++s) {
+    const std::string suffix = ".shard-" + std::to_string(s) + "-of-3";
+    EXPECT_EQ(read_bytes(a + suffix), read_bytes(b + suffix)) << suffix;
+  }
+  EXPECT_GE(recall_at(b, 64, "ckpt"), 0.9);
+  // Another degree: every shard is built again, and says why.
+  args.insert(args.end(), {"--graph-degree", "24"});
+  r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("0 shards resumed, 3 built"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("graph_degree: 32 in the checkpoint, 24 now"), std::string::npos) << r.out;
+
+  // Usage errors: no shards, an empty name, a file in place of the folder.
+  std::string err = expect_error(
+      {"build", bigann("base.u8bin"), "-o", temp_path("mg_ckpt_c.cagra"), "--checkpoint", dir}, 2);
+  EXPECT_NE(err.find("--checkpoint"), std::string::npos) << err;
+  EXPECT_NE(err.find("--shards"), std::string::npos) << err;
+  err = expect_error({"build", bigann("base.u8bin"), "-o", temp_path("mg_ckpt_c.cagra"), "--shards",
+                      "2", "--checkpoint", bigann("base.u8bin")},
+                     2);
+  EXPECT_NE(err.find("is not a folder"), std::string::npos) << err;
+  // A garbled fingerprint: the build stops, naming the file.
+  write_bytes(dir + "/shard-0-of-3.fingerprint", {'x', '\n'});
+  err = expect_error(args, 1);
+  EXPECT_NE(err.find("shard-0-of-3.fingerprint"), std::string::npos) << err;
+}
+
 TEST(CliMultiGpuErrors, CommandsThatTakeOneIndexRefuseASet) {
   const std::string sh = sharded_bigann();
   const std::string v = bigann("query.u8bin"), out = temp_path("mg_refused.cagra");
