@@ -157,8 +157,6 @@ int run_build(const args& a) {
       else if (!checkpoint.empty())
         std::printf(", built%s%s%s", e && !e->reason.empty() ? " (checkpoint not used: " : "",
                     e ? e->reason.c_str() : "", e && !e->reason.empty() ? ")" : "");
-      else
-        std::printf(", built");
       std::printf("\n");
     }
   }
