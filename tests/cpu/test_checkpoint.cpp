@@ -46,8 +46,8 @@ struct outcome {
   std::vector<shard_event> events;  // by shard
 };
 
-outcome build_with(const std::string& dir, dataset_view data, const index_params& p = small_params(),
-                   uint32_t shards = 3) {
+outcome build_with(const std::string& dir, dataset_view data,
+                   const index_params& p = small_params(), uint32_t shards = 3) {
   outcome o;
   o.events.resize(shards);
   shard_build_options opt;

@@ -126,9 +126,8 @@ shard_checkpoint make_shard_checkpoint(const std::string& dir, const index_param
                                        dataset_view dataset, size_t s, size_t n, int64_t first,
                                        int64_t rows) {
   shard_checkpoint c;
-  const std::string stem =
-      dir + (dir.back() == '/' ? "" : "/") + "shard-" + std::to_string(s) + "-of-" +
-      std::to_string(n);
+  const std::string stem = dir + (dir.back() == '/' ? "" : "/") + "shard-" + std::to_string(s) +
+                           "-of-" + std::to_string(n);
   c.index_path = stem + ".cagra";
   c.fingerprint_path = stem + ".fingerprint";
   checksum h;
@@ -243,24 +242,23 @@ bool resume_shard(const shard_checkpoint& c, index& out, std::string& reason) {
   try {
     x = cagra::load(c.index_path);
   } catch (const error& e) {
-    CAGRA_FAIL("checkpoint: shard file '%s' cannot be read (%s); delete it to build that shard "
-               "again",
-               c.index_path.c_str(), e.what());
+    CAGRA_FAIL(
+        "checkpoint: shard file '%s' cannot be read (%s); delete it to build that shard "
+        "again",
+        c.index_path.c_str(), e.what());
   }
   const auto value = [&](const char* key) {
     for (const auto& kv : c.inputs)
       if (kv.first == key) return kv.second;
     return std::string();
   };
-  CAGRA_EXPECTS(std::to_string(x.size()) == value("shard_rows") &&
-                    std::to_string(x.dim()) == value("dim") &&
-                    std::to_string(x.graph_degree()) == value("graph_degree") &&
-                    to_string(x.metric()) == value("metric") && !x.has_labels() &&
-                    x.deleted_count() == 0,
-                "checkpoint: shard file '%s' (%lld x %u, degree %u, %s) does not hold what its "
-                "fingerprint says; delete it to build that shard again",
-                c.index_path.c_str(), (long long)x.size(), x.dim(), x.graph_degree(),
-                to_string(x.metric()));
+  CAGRA_EXPECTS(
+      std::to_string(x.size()) == value("shard_rows") && std::to_string(x.dim()) == value("dim") &&
+          std::to_string(x.graph_degree()) == value("graph_degree") &&
+          to_string(x.metric()) == value("metric") && !x.has_labels() && x.deleted_count() == 0,
+      "checkpoint: shard file '%s' (%lld x %u, degree %u, %s) does not hold what its "
+      "fingerprint says; delete it to build that shard again",
+      c.index_path.c_str(), (long long)x.size(), x.dim(), x.graph_degree(), to_string(x.metric()));
   out = std::move(x);
   return true;
 }
