@@ -88,7 +88,9 @@ TEST(CliUsage, MaxDeviceMemorySizes) {
                           "99999999999999999999", "17179869184GiB"}) {
     const std::string err =
         expect_error({"build", base, "-o", out, "--backend", "cpu", "--max-device-memory", bad}, 2);
-    if (*bad) EXPECT_NE(err.find("--max-device-memory"), std::string::npos) << err;
+    if (*bad) {
+      EXPECT_NE(err.find("--max-device-memory"), std::string::npos) << err;
+    }
   }
   EXPECT_FALSE(fs::exists(out));
   for (const char* good : {"0", "1048576", "512KiB", "8GiB", "1.5 GiB", "2TiB"}) {
