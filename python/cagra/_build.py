@@ -4,6 +4,7 @@ metrics (:func:`analyze`)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ def build(
     labels: ArrayLike | None = None,
     shards: int | None = None,
     devices: list[int] | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
 ) -> Index | ShardedIndex:
     """Builds a CAGRA index: a kNN graph, then rank-based pruning and reverse edges.
 
@@ -95,6 +97,10 @@ def build(
         shards: build a :class:`ShardedIndex` of this many shards (1 <= shards <= rows).
         devices: CUDA devices, a list of distinct ordinals (``None``: device 0); several
             build a :class:`ShardedIndex`. The CPU backend builds the same shards on the CPU.
+        checkpoint: a folder for a sharded build's checkpoints (made when missing): every
+            finished shard is saved there with a fingerprint of its inputs, and a later build
+            with the same folder loads the shards whose fingerprint matches instead of building
+            them (docs/multi_gpu.md, "Checkpoints"). Only with ``shards`` or several devices.
     """
     p = _index_params(
         metric,
@@ -110,6 +116,8 @@ def build(
         max_device_memory,
     )
     devs = _devices(devices)
+    if checkpoint is not None and shards is None and len(devs) < 2:
+        raise ValueError("checkpoint is for a sharded build: give shards (or several devices)")
     if shards is not None or len(devs) > 1:
         n = 0 if shards is None else _uint("shards", shards)
         if shards is not None and n < 1:
@@ -127,6 +135,7 @@ def build(
                 _threads(num_threads),
                 n,
                 devs,
+                "" if checkpoint is None else os.fspath(checkpoint),
             )
         )
     impl = _ext.build(

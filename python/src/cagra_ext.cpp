@@ -62,7 +62,7 @@ NB_MODULE(_cagra, m) {
   m.def("build", &build, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a,
         "labels"_a.none() = nb::none(), "devices"_a = std::vector<int>());
   m.def("build_sharded", &build_sharded, "dataset"_a, "params"_a, "backend"_a, "num_threads"_a,
-        "shards"_a, "devices"_a);
+        "shards"_a, "devices"_a, "checkpoint"_a = std::string());
   m.def("extend", &extend, "index"_a, "vectors"_a, "labels"_a.none(), "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("remove", &remove_rows, "index"_a, "labels"_a, "compact_above"_a, "backend"_a,

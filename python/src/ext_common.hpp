@@ -200,7 +200,7 @@ std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
 void bind_sharded_class(nb::module_& m);
 std::unique_ptr<py_sharded> build_sharded(any_array dataset, const cagra::index_params& params,
                                           cagra::backend target, int num_threads, uint32_t shards,
-                                          std::vector<int> devices);
+                                          std::vector<int> devices, std::string checkpoint);
 void save_sharded(const py_sharded& p, const std::string& path);
 std::unique_ptr<py_sharded> load_sharded(const std::string& path);
 

@@ -30,11 +30,14 @@ void bind_sharded_class(nb::module_& m) {
 
 std::unique_ptr<py_sharded> build_sharded(any_array dataset, const cagra::index_params& params,
                                           cagra::backend target, int num_threads, uint32_t shards,
-                                          std::vector<int> devices) {
+                                          std::vector<int> devices, std::string checkpoint) {
   vectors_in data(std::move(dataset), "dataset");
+  cagra::shard_build_options options;
+  options.shards = shards;
+  options.checkpoint_dir = std::move(checkpoint);
   nb::gil_scoped_release nogil;
   return std::make_unique<py_sharded>(cagra::build_sharded(
-      make_resources(target, num_threads, std::move(devices)), params, data.host(), shards));
+      make_resources(target, num_threads, std::move(devices)), params, data.host(), options));
 }
 
 void save_sharded(const py_sharded& p, const std::string& path) {

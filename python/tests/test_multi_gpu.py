@@ -185,3 +185,20 @@ def test_errors():
         cagra.ShardedIndex(object())
     # A ShardedIndex has no living-index methods.
     assert not hasattr(sh, "extend") and not hasattr(sh, "labels")
+
+
+def test_checkpoint_resumes_a_sharded_build(tmp_path):
+    x, q = data_and_queries(3000, 20, 16)
+    folder = tmp_path / "ckpt"
+    first = cagra.build(x, graph_degree=8, shards=3, checkpoint=folder, backend="cpu")
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == [f"shard-{s}-of-3.{ext}" for s in range(3) for ext in ("cagra", "fingerprint")]
+    stamps = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    again = cagra.build(x, graph_degree=8, shards=3, checkpoint=str(folder), backend="cpu")
+    # Resumed: the files are read, not written again, and the answers are the same.
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == stamps
+    a, _ = first.search(q, 5, backend="cpu")
+    b, _ = again.search(q, 5, backend="cpu")
+    np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="checkpoint is for a sharded build"):
+        cagra.build(x, graph_degree=8, checkpoint=folder, backend="cpu")
