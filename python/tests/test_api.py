@@ -61,9 +61,11 @@ def test_build_defaults():
     assert defaults(cagra.build_knn_graph)["k"] is None  # build's automatic degree
     assert defaults(cagra.optimize)["graph_degree"] == 64
     assert d["labels"] is None
-    # explain_build takes build's keywords with build's defaults (labels do not change a plan).
-    del d["labels"]
-    assert defaults(cagra.explain_build) == {**d, "dtype": None}
+    # explain_build takes build's keywords with build's defaults (labels and the checkpoint
+    # folder do not change a plan), plus the data's dtype and dimension.
+    assert d["checkpoint"] is None
+    del d["labels"], d["checkpoint"]
+    assert defaults(cagra.explain_build) == {**d, "dtype": None, "dim": None}
 
 
 def test_search_defaults():
