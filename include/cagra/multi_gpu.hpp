@@ -128,9 +128,11 @@ void search(const resources& res, const search_params& params, const sharded_ind
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
             matrix_view<float> distances, const row_filter& filter = {});
 
-/** Merges `lists` sorted [nq, k] candidate lists (ids already global, kInvalidId = empty slot)
- *  into the k best of each query by (distance, id), ids unique: the merge step of a sharded
- *  search, exposed for tests and for callers that search shards themselves. */
+/** Merges sorted per-query candidate lists (`ids[s]` / `distances[s]`: [nq, w_s], ids already
+ *  global, kInvalidId = an empty slot, empty slots last) into the k best of each query by
+ *  (distance, id); slots past the candidates hold kInvalidId / +inf. Lists of disjoint rows (the
+ *  shards') give unique ids; duplicates across lists are not removed. The merge step of a
+ *  sharded search, exposed for tests and for callers that search shards themselves. */
 void merge_topk(const std::vector<matrix_view<const uint32_t>>& ids,
                 const std::vector<matrix_view<const float>>& distances, uint32_t k,
                 matrix_view<uint32_t> out_ids, matrix_view<float> out_distances);

@@ -14,6 +14,21 @@ namespace {
 
 constexpr int64_t kDefaultTwoHopSamples = 100000;
 
+/** graph_stats of `idx` with the 2-hop count sampled as `cagra info` does: over
+ *  `samples_opt` nodes when --samples was given, else over all of them up to 100K nodes and an
+ *  even sample of 100K above (accurate to well under 1%); a progress bar while it runs. */
+graph_stats analyze_graph(const args& a, int64_t samples_opt, resources& res, const index& idx) {
+  int64_t samples = a.has("--samples")
+                        ? samples_opt
+                        : (idx.size() > kDefaultTwoHopSamples ? kDefaultTwoHopSamples : 0);
+  if (samples >= idx.size()) samples = 0;
+  progress_display progress("analyze");
+  res.progress = progress.callback();
+  const graph_stats st = analyze(res, idx.graph(), samples);
+  progress.finish();
+  return st;
+}
+
 /** `cagra info` of a sharded index: the set's fields, one line of graph metrics per shard, then
  *  the metrics over all shards (components and bad edges summed, the 2-hop count averaged over
  *  the nodes measured). */
@@ -52,14 +67,7 @@ int info_sharded(const args& a, const std::string& path, resources res) {
   int64_t measured = 0;
   for (size_t s = 0; s < n; ++s) {
     const index& idx = sh.shard(s);
-    int64_t samples = a.has("--samples")
-                          ? samples_opt
-                          : (idx.size() > kDefaultTwoHopSamples ? kDefaultTwoHopSamples : 0);
-    if (samples >= idx.size()) samples = 0;
-    progress_display progress("analyze");
-    res.progress = progress.callback();
-    const graph_stats st = analyze(res, idx.graph(), samples);
-    progress.finish();
+    const graph_stats st = analyze_graph(a, samples_opt, res, idx);
     const int64_t used = st.two_hop_samples > 0 ? st.two_hop_samples : idx.size();
     std::printf(
         "shard %-3zu          rows %lld .. %lld: avg 2-hop nodes %.1f (%s %lld), strong "
@@ -115,15 +123,7 @@ int run_info(const args& a) {
               static_cast<long long>(idx.live_size()));
   std::fflush(stdout);
 
-  // Sampling all nodes is exact; above 100K nodes an even sample is accurate to well under 1%.
-  int64_t samples = a.has("--samples")
-                        ? samples_opt
-                        : (idx.size() > kDefaultTwoHopSamples ? kDefaultTwoHopSamples : 0);
-  if (samples >= idx.size()) samples = 0;
-  progress_display progress("analyze");
-  res.progress = progress.callback();
-  graph_stats st = analyze(res, idx.graph(), samples);
-  progress.finish();
+  const graph_stats st = analyze_graph(a, samples_opt, res, idx);
 
   const int64_t used = st.two_hop_samples > 0 ? st.two_hop_samples : idx.size();
   std::printf("avg 2-hop nodes    %.1f (%s %lld nodes; at most d + d^2 = %llu)\n", st.avg_two_hop,
