@@ -9,8 +9,10 @@
 // One JSON line per measured point.
 //
 //   living_index BASE QUERIES GT [--backend cuda] [--metric l2] [--degree 32] [--chunk 10000]
-//                [--itopk 32,64,128] [--remove 0.1,0.5] [--no-extend] [--dataset NAME]
+//                [--itopk 32,64,128] [--remove 0.1,0.5|none] [--no-extend] [--dataset NAME]
 //                [--json FILE]
+// (--no-extend and --remove none split one run over several processes, e.g. to stay under a
+// time limit per command on the CPU backend.)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +46,7 @@ struct options {
 
 std::vector<double> parse_list(const std::string& s) {
   std::vector<double> v;
+  if (s == "none") return v;
   size_t at = 0;
   while (at <= s.size()) {
     size_t end = s.find(',', at);

@@ -8,7 +8,9 @@
 #
 # Carry data/shared (bigann10k, for the tests) and data/fashion (Fashion-MNIST's .gz files). Environment: OUT (/tmp/out), BUILD_DIR
 # (build-device), NAME (sift-wall-1m), METRIC (l2; minilm-1m: cosine), DATA_ROOT (/tmp/cagra-data), STEPS (build,tests,memcheck,
-# bench), DEGREE (32), CHUNK (10000), CAGRA_COMMIT (pass it from the repository).
+# bench), DEGREE (32), CHUNK (10000), BACKEND (cuda; cpu runs the bench on the CPU backend with all
+# cores, JSON tagged cpuN), LIVING_ARGS (more bench options, e.g. "--remove none" or "--no-extend
+# --remove 0.5" to split the CPU run over calls), CAGRA_COMMIT (pass it from the repository).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
@@ -19,6 +21,8 @@ STEPS=,${STEPS:-build,tests,memcheck,bench},
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 DEVICE_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
   sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')
+BACKEND=${BACKEND:-cuda}
+[ "$BACKEND" = cuda ] || DEVICE_TAG=cpu$(nproc)
 mkdir -p "$OUT"
 if [ -z "${CAGRA_FASHION_DIR:-}" ] && [ -f data/fashion/train-images-idx3-ubyte.gz ]; then
   export CAGRA_FASHION_DIR="$PWD/data/fashion"  # carried (docs/dev/gpu-machine.md)
@@ -53,9 +57,9 @@ if has bench; then
   base=$(ls "$DATA"/base.u8bin "$DATA"/base.fbin 2>/dev/null | head -1)
   if [[ -n $base && -s $base ]]; then
     step bench "living-$NAME.log" "$BUILD_DIR/living_index" "$base" \
-      "$DATA/query.${base##*.}" "$DATA/gt.ibin" --backend cuda --degree "${DEGREE:-32}" \
+      "$DATA/query.${base##*.}" "$DATA/gt.ibin" --backend "$BACKEND" --degree "${DEGREE:-32}" \
       --metric "${METRIC:-l2}" \
-      --chunk "${CHUNK:-10000}" --dataset "$NAME" \
+      --chunk "${CHUNK:-10000}" --dataset "$NAME" ${LIVING_ARGS:-} \
       --json "$OUT/living-$NAME-${DEVICE_TAG:-gpu}-$CAGRA_COMMIT.jsonl"
   else
     summary+=("bench      skipped: no staged data in $DATA")
