@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Where one GPU's batch search spends its time (issue 18 item 4, and issue 19's per-GPU slice of a
+# replicated batch), on a staged 1M set (scripts/dev/stage.sh; default SIFT-wall-1M): builds the
+# CLI, the exact ground truth (when the stage has none) and one index (degree 32), then
+#  1. `cagra bench` at each batch of $BATCHES queries a call (the host call: copies and the
+#     host-side result handling included), for each kernel in $ALGOS, with the plan printed;
+#  2. Nsight Compute on one search launch at each batch of $NCU_BATCHES: duration, DRAM and L2
+#     bytes, occupancy, waves per SM, issue activity and warp stall reasons (clocks left alone);
+#  3. the device-to-device copy bandwidth (bench/copy_bandwidth.py), the ceiling to quote against.
+# `--stats` adds the counted bytes per query (CPU pass) to the bench lines. Everything goes to $OUT:
+# profile.log (the summary), bench-*.log, ncu-*.txt, profile-NAME-DEVICE-COMMIT.jsonl.
+#
+# Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
+# (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (single multi),
+# NCU_BATCHES (2500 10000; "" skips ncu), STEPS (build,bench,ncu,copy), CAGRA_COMMIT.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+OUT=${OUT:-/tmp/out}
+NAME=${NAME:-sift-wall-1m}
+DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
+BUILD_DIR=${BUILD_DIR:-build-device}
+ITOPK=${ITOPK:-32}
+BATCHES=${BATCHES:-1250,2500,5000,10000,20000}
+ALGOS=${ALGOS:-single multi}
+NCU_BATCHES=${NCU_BATCHES-2500 10000}
+STEPS=,${STEPS:-build,bench,ncu,copy},
+W=/tmp/cagra-profile
+mkdir -p "$OUT" "$W"
+export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+DEVICE_TAG=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  sed 's/^NVIDIA //; s/ .*//' | tr '[:upper:]' '[:lower:]')
+J="$OUT/profile-$NAME-${DEVICE_TAG:-gpu}-$CAGRA_COMMIT.jsonl"
+L="$OUT/profile.log"
+say() { echo "[$(printf '%4d' $SECONDS)s] $*" | tee -a "$L"; }
+has() { [[ $STEPS == *",$1,"* ]]; }
+say "$(nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader | head -1)"
+
+if has build; then
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 >"$W/build.log" 2>&1 &&
+    cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli >>"$W/build.log" 2>&1 ||
+    { say "build failed"; tail -30 "$W/build.log"; exit 1; }
+fi
+CLI="$BUILD_DIR/cagra"
+pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
+base=$(pick base) queries=$(pick query) gt="$DATA/gt.ibin"
+[[ -n $base && -n $queries ]] || { say "no staged data in $DATA"; exit 1; }
+if [[ ! -s $gt ]]; then
+  gt="$W/$NAME-gt.ibin"
+  [[ -s $gt ]] || "$CLI" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda 2>&1 | tail -1 | tee -a "$L"
+fi
+idx="$W/$NAME-d32.cagra"
+[[ -s $idx ]] || "$CLI" build "$base" -o "$idx" --graph-degree 32 --backend cuda 2>&1 |
+  grep -E "^time|^build" | tee -a "$L"
+
+if has bench; then
+  for algo in $ALGOS; do
+    for b in ${BATCHES//,/ }; do
+      say "bench: algo $algo, $b queries a call, itopk $ITOPK"
+      "$CLI" bench "$idx" "$queries" "$gt" --backend cuda --algo "$algo" --itopk "$ITOPK" \
+        --batch "$b" --repeat 5 --explain --json "$J" --dataset "$NAME" \
+        >"$OUT/bench-$algo-$b.log" 2>&1
+      grep -E "^ *[0-9]+ " "$OUT/bench-$algo-$b.log" | tail -1 | tee -a "$L"
+    done
+  done
+  say "counted bytes per query (CPU pass, --stats)"
+  "$CLI" bench "$idx" "$queries" "$gt" --backend cuda --itopk "$ITOPK" --stats --repeat 1 \
+    >"$OUT/bench-stats.log" 2>&1
+  tail -4 "$OUT/bench-stats.log" | tee -a "$L"
+fi
+
+if has ncu && [[ -n $NCU_BATCHES ]]; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  nq=$(od -An -t u4 -N4 "$queries" | tr -d ' ')
+  for b in $NCU_BATCHES; do
+    # The bench's untimed pass makes nq/b launches; the first timed launch is profiled.
+    skip=$(((nq + b - 1) / b))
+    say "ncu: single-CTA launch of $b queries (skip $skip)"
+    "$NCU" --clock-control none --kernel-name regex:single_cta_search --launch-skip "$skip" \
+      --launch-count 1 --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
+      --section ComputeWorkloadAnalysis \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum,launch__waves_per_multiprocessor,sm__cycles_active.avg \
+      "$CLI" bench "$idx" "$queries" "$gt" --backend cuda --algo single --itopk "$ITOPK" \
+      --batch "$b" --repeat 1 >"$OUT/ncu-$b.txt" 2>&1
+    grep -E "Duration|DRAM Throughput|dram__bytes_read.sum|lts__t_bytes.sum|Waves Per SM|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Block Limit|Registers Per|Memory Throughput|L2 Hit|Compute \(SM\) Throughput" \
+      "$OUT/ncu-$b.txt" | tee -a "$L"
+  done
+fi
+
+if has copy; then
+  python3 bench/copy_bandwidth.py 2>&1 | tail -1 | tee -a "$L"
+fi
+say "done: $J"
