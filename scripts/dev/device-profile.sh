@@ -3,16 +3,19 @@
 # replicated batch), on a staged 1M set (scripts/dev/stage.sh; default SIFT-wall-1M): builds the
 # CLI, the exact ground truth (when the stage has none) and one index (degree 32), then
 #  1. `cagra bench` at each batch of $BATCHES queries a call (the host call: copies and the
-#     host-side result handling included), for each kernel in $ALGOS, with the plan printed;
+#     host-side result handling included), for each kernel in $ALGOS (auto: the default plan;
+#     single: at each search width of $WIDTHS; multi: the automatic CTA count), plan printed;
 #  2. Nsight Compute on one search launch at each batch of $NCU_BATCHES: duration, DRAM and L2
 #     bytes, occupancy, waves per SM, issue activity and warp stall reasons (clocks left alone);
 #  3. the device-to-device copy bandwidth (bench/copy_bandwidth.py), the ceiling to quote against.
 # `--stats` adds the counted bytes per query (CPU pass) to the bench lines. Everything goes to $OUT:
-# profile.log (the summary), bench-*.log, ncu-*.txt, profile-NAME-DEVICE-COMMIT.jsonl.
+# profile.log (the summary), profile-NAME-DEVICE-COMMIT.jsonl, and the bench-*.log and ncu-*.txt
+# files packed in profile-logs.tar.gz (the device tool returns few files).
 #
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
-# (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (single multi),
-# NCU_BATCHES (2500 10000; "" skips ncu), STEPS (build,bench,ncu,copy), CAGRA_COMMIT.
+# (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
+# WIDTHS (1,2,4), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),
+# STEPS (build,bench,ncu,copy), CAGRA_COMMIT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
@@ -21,7 +24,8 @@ DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
 BUILD_DIR=${BUILD_DIR:-build-device}
 ITOPK=${ITOPK:-32}
 BATCHES=${BATCHES:-1250,2500,5000,10000,20000}
-ALGOS=${ALGOS:-single multi}
+ALGOS=${ALGOS:-auto single multi}
+WIDTHS=${WIDTHS:-1,2,4}
 NCU_BATCHES=${NCU_BATCHES-2500 10000}
 STEPS=,${STEPS:-build,bench,ncu,copy},
 W=/tmp/cagra-profile
@@ -57,10 +61,13 @@ if has bench; then
   for algo in $ALGOS; do
     for b in ${BATCHES//,/ }; do
       say "bench: algo $algo, $b queries a call, itopk $ITOPK"
-      "$CLI" bench "$idx" "$queries" "$gt" --backend cuda --algo "$algo" --itopk "$ITOPK" \
+      shape=()
+      [ "$algo" = auto ] || shape=(--algo "$algo")
+      [ "$algo" = single ] && shape+=(--search-width "$WIDTHS")
+      "$CLI" bench "$idx" "$queries" "$gt" --backend cuda "${shape[@]}" --itopk "$ITOPK" \
         --batch "$b" --repeat 5 --explain --json "$J" --dataset "$NAME" \
         >"$OUT/bench-$algo-$b.log" 2>&1
-      grep -E "^ *[0-9]+ " "$OUT/bench-$algo-$b.log" | tail -1 | tee -a "$L"
+      grep -E "^ *[0-9]+ " "$OUT/bench-$algo-$b.log" | tee -a "$L"
     done
   done
   say "counted bytes per query (CPU pass, --stats)"
@@ -73,15 +80,19 @@ if has ncu && [[ -n $NCU_BATCHES ]]; then
   NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   nq=$(od -An -t u4 -N4 "$queries" | tr -d ' ')
   for b in $NCU_BATCHES; do
-    # The bench's untimed pass makes nq/b launches; the first timed launch is profiled.
-    skip=$(((nq + b - 1) / b))
-    say "ncu: single-CTA launch of $b queries (skip $skip)"
+    # A call of b >= 2048 queries makes one launch per chunk (the copy pipeline,
+    # src/cuda/search/copy_pipeline.cu: chunks of max(b / 4, 1024) queries); the bench's untimed
+    # pass makes nq / b calls; every launch of the first timed call is profiled.
+    per_call=1
+    ((b >= 2048)) && { c=$(((b + 3) / 4)); ((c < 1024)) && c=1024; per_call=$(((b + c - 1) / c)); }
+    skip=$(((nq + b - 1) / b * per_call))
+    say "ncu: the $per_call single-CTA launches of a $b-query call, default plan (skip $skip)"
     "$NCU" --clock-control none --kernel-name regex:single_cta_search --launch-skip "$skip" \
-      --launch-count 1 --section SpeedOfLight --section LaunchStats --section Occupancy \
+      --launch-count "$per_call" --section SpeedOfLight --section LaunchStats --section Occupancy \
       --section MemoryWorkloadAnalysis --section SchedulerStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis \
       --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,gpu__time_duration.sum,launch__waves_per_multiprocessor,sm__cycles_active.avg \
-      "$CLI" bench "$idx" "$queries" "$gt" --backend cuda --algo single --itopk "$ITOPK" \
+      "$CLI" bench "$idx" "$queries" "$gt" --backend cuda --itopk "$ITOPK" \
       --batch "$b" --repeat 1 >"$OUT/ncu-$b.txt" 2>&1
     grep -E "Duration|DRAM Throughput|dram__bytes_read.sum|lts__t_bytes.sum|Waves Per SM|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Block Limit|Registers Per|Memory Throughput|L2 Hit|Compute \(SM\) Throughput" \
       "$OUT/ncu-$b.txt" | tee -a "$L"
@@ -91,4 +102,6 @@ fi
 if has copy; then
   python3 bench/copy_bandwidth.py 2>&1 | tail -1 | tee -a "$L"
 fi
+(cd "$OUT" && tar czf profile-logs.tar.gz bench-*.log ncu-*.txt 2>/dev/null &&
+  rm -f bench-*.log ncu-*.txt)
 say "done: $J"

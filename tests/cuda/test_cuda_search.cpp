@@ -137,6 +137,55 @@ TEST_F(CudaSearch, LargeBatchIsChunked) {
   expect_well_formed(all, u8_->size(), "70,000 queries");
 }
 
+TEST_F(CudaSearch, HostBatchPipelineMatchesSmallBatches) {
+  // A host batch of >= 2048 single-CTA queries goes through the copy pipeline (chunks over three
+  // streams, copy_pipeline.cu); batches of 1,000 take the one-launch copy path. 7,000 distinct
+  // queries (4 chunks: a slot is reused) must get the same ids and distances, bit for bit.
+  const host_matrix q = repeat_rows(set_->base, 7000);
+  const result whole = gpu_run(*u8_, q, 10, itopk(64));
+  const result parts = gpu_search(*u8_, q, 10, [] {
+    search_params p = itopk(64);
+    p.algo = search_algo::single_cta;
+    return p;
+  }(), 1000);
+  EXPECT_EQ(identical_rows(whole, parts), q.rows());
+  EXPECT_EQ(whole.dist, parts.dist);
+  expect_well_formed(whole, u8_->size(), "7,000 queries, pipelined");
+}
+
+TEST_F(CudaSearch, HostBatchPipelineWithPerQueryFilterAndNoDistances) {
+  // The pipeline hands each chunk its part of a per-query filter: 5,000 queries with a random
+  // half of the rows allowed each, searched at once (pipelined, no distances asked) and in
+  // batches of 1,000; the same ids, and none outside a query's own filter.
+  const int64_t nq = 5000, n = u8_->size(), words = row_filter::words_for(n);
+  const host_matrix q = repeat_rows(set_->base, nq);
+  std::vector<uint32_t> bits(size_t(nq * words));
+  std::mt19937 rng(7);
+  for (auto& w : bits) w = rng();
+  resources res;
+  res.target = backend::cuda;
+  search_params p = itopk(64);
+  p.algo = search_algo::single_cta;
+  p.filter = filter_algo::graph;
+  std::vector<uint32_t> whole(size_t(nq) * 10), parts(size_t(nq) * 10);
+  search(res, p, *u8_, q, 10, {whole.data(), nq, 10}, {},
+         row_filter::per_query(bits.data(), nq, n));
+  std::vector<float> dist(1000 * 10);
+  for (int64_t first = 0; first < nq; first += 1000) {
+    const host_matrix part = slice(q, first, 1000);
+    search(res, p, *u8_, part, 10, {parts.data() + first * 10, 1000, 10}, {dist.data(), 1000, 10},
+           row_filter::per_query(bits.data() + first * words, 1000, n));
+  }
+  EXPECT_EQ(whole, parts);
+  int64_t outside = 0;
+  for (int64_t i = 0; i < nq; ++i)
+    for (int j = 0; j < 10; ++j) {
+      const uint32_t id = whole[size_t(i * 10 + j)];
+      if (id != kInvalidId) outside += !((bits[size_t(i * words + id / 32)] >> (id % 32)) & 1u);
+    }
+  EXPECT_EQ(outside, 0);
+}
+
 TEST_F(CudaSearch, TeamSizesAgree) {
   const result ref = gpu_run(*u8_, set_->queries, 10, itopk(64));
   for (uint32_t t : {2u, 4u, 8u, 16u, 32u}) {

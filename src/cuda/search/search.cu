@@ -10,6 +10,7 @@
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
+#include "cuda/search/copy_pipeline.hpp"
 #include "cuda/search/device_queries.hpp"
 #include "cuda/search/host_lists.hpp"
 #include "cuda/search/launch_args.hpp"
@@ -119,13 +120,19 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
         "internal error: the multi-CTA search finished without writing every result");
 }
 
-/** search_io::copy: queries copied to the device workspace, results copied back. */
+/** search_io::copy: queries copied to the device workspace, results copied back; a large
+ *  single-CTA batch in overlapping chunks (copy_pipeline.cu). */
 void search_copy(const index& idx, index_state& st, const search_plan& plan,
                  const host_matrix& queries, uint32_t* ids, float* distances, int device,
                  device_filter filter) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows();
   const size_t q_bytes = queries.size_bytes(), n_out = size_t(nq) * plan.k;
+  if (use_copy_pipeline(plan, nq)) {
+    search_copy_pipelined(st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data()),
+                          q_bytes / size_t(nq), nq, ids, distances, device, filter);
+    return;
+  }
   const cudaStream_t stream = st.stream.get();
   w.queries.reserve(q_bytes);
   w.ids.reserve(n_out);

@@ -6,11 +6,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cuda/memory.hpp"
 
 namespace cagra::cuda {
+
+/** One slot of the copy pipeline (copy_pipeline.cu): a stream, pinned staging for one chunk's
+ *  queries and results, and the event recorded after the chunk's results reached the staging. */
+struct pipeline_slot {
+  cuda_stream stream;
+  cuda_event done;
+  pinned_buffer<uint8_t> queries;  // [chunk, dim] of the query type
+  pinned_buffer<uint32_t> ids;     // [chunk, k]
+  pinned_buffer<float> distances;  // [chunk, k]
+};
 
 /** Queries in and results out, for every kernel. */
 struct search_workspace {
@@ -33,6 +44,8 @@ struct search_workspace {
   // (the tag is the call's, never 0; the buffer starts zeroed).
   pinned_buffer<uint64_t> host_lists;  // [nq, n_ctas, min(k, 32), 2]: id, distance bits
   uint32_t result_tag = 0;             // the last call's tag
+  // Large host batches of the single-CTA kernel (copy_pipeline.cu): made on first use.
+  std::unique_ptr<pipeline_slot[]> pipeline;
 
   /** The next call's tag (never 0: tagged buffers start zeroed). */
   uint32_t next_tag() { return ++result_tag == 0 ? ++result_tag : result_tag; }

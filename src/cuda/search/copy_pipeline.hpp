@@ -1,0 +1,28 @@
+// The copy path of a large host batch, pipelined (copy_pipeline.cu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cagra/plan.hpp>
+
+#include "cuda/search/run_kernels.hpp"
+#include "cuda/state.hpp"
+
+namespace cagra::cuda {
+
+/** Whether a host batch of `nq` queries under `plan` (io copy) goes through the pipeline: the
+ *  single-CTA kernel (its launches share no workspace, so chunks may run side by side) and at
+ *  least two chunks' worth of queries. */
+bool use_copy_pipeline(const search_plan& plan, int64_t nq);
+
+/** Searches `nq` host queries of `query_bytes` bytes each (the query type) in chunks on the
+ *  workspace's pipeline streams: each chunk's queries are copied into pinned staging and up,
+ *  searched, and its results copied down and out into `ids` / `distances` (may be null) while
+ *  the next chunks are searched. Same results as one launch over the batch. The caller holds
+ *  st.workspace_mutex and has made `device` current; returns when every result is written. */
+void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
+                           const uint8_t* queries, size_t query_bytes, int64_t nq, uint32_t* ids,
+                           float* distances, int device, device_filter filter);
+
+}  // namespace cagra::cuda
