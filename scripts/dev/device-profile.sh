@@ -14,7 +14,8 @@
 #
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
 # (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
-# WIDTHS (1,2,4), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),
+# WIDTHS (1,2,4), TEAMS (0 = automatic; e.g. 2,4,8: with width 2 on 128-d bytes, CTAs of 64, 128,
+# 256 threads), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),
 # STEPS (build,bench,ncu,copy), CAGRA_COMMIT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -26,6 +27,7 @@ ITOPK=${ITOPK:-32}
 BATCHES=${BATCHES:-1250,2500,5000,10000,20000}
 ALGOS=${ALGOS:-auto single multi}
 WIDTHS=${WIDTHS:-1,2,4}
+TEAMS=${TEAMS:-0}
 NCU_BATCHES=${NCU_BATCHES-2500 10000}
 STEPS=,${STEPS:-build,bench,ncu,copy},
 W=/tmp/cagra-profile
@@ -45,7 +47,7 @@ if has build; then
     cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli >>"$W/build.log" 2>&1 ||
     { say "build failed"; tail -30 "$W/build.log"; exit 1; }
 fi
-CLI="$BUILD_DIR/cagra"
+CLI=${CLI:-$BUILD_DIR/cagra}
 pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
 base=$(pick base) queries=$(pick query) gt="$DATA/gt.ibin"
 [[ -n $base && -n $queries ]] || { say "no staged data in $DATA"; exit 1; }
@@ -63,7 +65,7 @@ if has bench; then
       say "bench: algo $algo, $b queries a call, itopk $ITOPK"
       shape=()
       [ "$algo" = auto ] || shape=(--algo "$algo")
-      [ "$algo" = single ] && shape+=(--search-width "$WIDTHS")
+      [ "$algo" = single ] && shape+=(--search-width "$WIDTHS" --team-size "$TEAMS")
       "$CLI" bench "$idx" "$queries" "$gt" --backend cuda "${shape[@]}" --itopk "$ITOPK" \
         --batch "$b" --repeat 5 --explain --json "$J" --dataset "$NAME" \
         >"$OUT/bench-$algo-$b.log" 2>&1
