@@ -7,7 +7,10 @@
 #     single: at each search width of $WIDTHS; multi: the automatic CTA count), plan printed;
 #  2. Nsight Compute on one search launch at each batch of $NCU_BATCHES: duration, DRAM and L2
 #     bytes, occupancy, waves per SM, issue activity and warp stall reasons (clocks left alone);
-#  3. the device-to-device copy bandwidth (bench/copy_bandwidth.py), the ceiling to quote against.
+#  3. the device-to-device copy bandwidth (bench/copy_bandwidth.py), the ceiling to quote against;
+#  4. (step `source`, not by default) a CLI built with -lineinfo in $BUILD_DIR-lineinfo and one
+#     profile of the first single-CTA launch of a $SOURCE_BATCH-query call with warp-stall
+#     sampling, exported per CUDA source line (ncu --page source --csv) to source-BATCH.csv.
 # `--stats` adds the counted bytes per query (CPU pass) to the bench lines. Everything goes to $OUT:
 # profile.log (the summary), profile-NAME-DEVICE-COMMIT.jsonl, and the bench-*.log and ncu-*.txt
 # files packed in profile-logs.tar.gz (the device tool returns few files).
@@ -16,7 +19,7 @@
 # (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
 # WIDTHS (1,2,4), TEAMS (0 = automatic; e.g. 2,4,8: with width 2 on 128-d bytes, CTAs of 64, 128,
 # 256 threads), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),
-# STEPS (build,bench,ncu,copy), CAGRA_COMMIT.
+# STEPS (build,bench,ncu,copy; add source), SOURCE_BATCH (2000: one launch a call), CAGRA_COMMIT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
@@ -101,9 +104,28 @@ if has ncu && [[ -n $NCU_BATCHES ]]; then
   done
 fi
 
+if has source; then
+  NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  LB="$BUILD_DIR-lineinfo"
+  cmake -S . -B "$LB" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_CUDA_FLAGS=-lineinfo >"$W/build-lineinfo.log" 2>&1 &&
+    cmake --build "$LB" -j "$(nproc)" --target cagra_cli >>"$W/build-lineinfo.log" 2>&1 ||
+    { say "lineinfo build failed"; tail -20 "$W/build-lineinfo.log"; }
+  sb=${SOURCE_BATCH:-2000}
+  nq=$(od -An -t u4 -N4 "$queries" | tr -d ' ')
+  say "ncu source: the first timed launch of a $sb-query call (default plan)"
+  "$NCU" --clock-control none --kernel-name regex:single_cta_search \
+    --launch-skip $(((nq + sb - 1) / sb)) --launch-count 1 --set full --import-source yes \
+    -f -o "$W/source" "$LB/cagra" bench "$idx" "$queries" "$gt" --backend cuda --itopk "$ITOPK" \
+    --batch "$sb" --repeat 1 >"$OUT/ncu-source.txt" 2>&1
+  "$NCU" --import "$W/source.ncu-rep" --page source --csv --print-source cuda \
+    >"$OUT/source-$sb.csv" 2>>"$OUT/ncu-source.txt"
+  say "source-$sb.csv: $(wc -l <"$OUT/source-$sb.csv") lines"
+fi
+
 if has copy; then
   python3 bench/copy_bandwidth.py 2>&1 | tail -1 | tee -a "$L"
 fi
-(cd "$OUT" && tar czf profile-logs.tar.gz bench-*.log ncu-*.txt 2>/dev/null &&
-  rm -f bench-*.log ncu-*.txt)
+(cd "$OUT" && tar czf profile-logs.tar.gz bench-*.log ncu-*.txt source-*.csv 2>/dev/null;
+  rm -f bench-*.log ncu-*.txt source-*.csv)
 say "done: $J"
