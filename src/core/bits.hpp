@@ -65,19 +65,10 @@ CAGRA_HOST_DEVICE uint64_t load_word(const uint8_t* p) {
 #endif
 }
 
-/** The seed of the single-CTA kernel's and the CPU's random initial nodes: FNV-1a over the
- *  query's n bytes as 8-byte words, then the tail bytes, then mixed. One thread's serial chain. */
-CAGRA_HOST_DEVICE uint64_t fnv1a_mixed(const uint8_t* p, size_t n) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) h = (h ^ load_word(p + i)) * 0x100000001B3ull;
-  for (; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
-  return mix64(h);
-}
-
-/** The multi-CTA kernel's query hash, in pieces a warp can share: word w's term (summed over
- *  the words in any order), the tail's terms, and the finish. query_seed_state adds them up
- *  on the host; the kernel spreads the words over its lanes. */
+/** The query hash that seeds a query's random initial nodes (every search: CPU, single-CTA,
+ *  multi-CTA), in pieces a warp can share: word w's term (summed over the words in any order),
+ *  the tail's terms, and the finish. query_seed_state adds them up on the host; the kernels
+ *  spread the words over a warp's lanes (query_hash_warp). */
 CAGRA_HOST_DEVICE uint64_t query_word_term(uint64_t word, uint32_t w) {
   return mix64(word ^ (uint64_t{w} * 0xD6E8FEB86659FD93ull));
 }
@@ -86,13 +77,22 @@ CAGRA_HOST_DEVICE uint64_t query_tail_term(uint8_t byte, uint32_t i) {
 }
 CAGRA_HOST_DEVICE uint64_t query_hash_finish(uint64_t sum, uint32_t n) { return mix64(sum ^ n); }
 
-/** The multi-CTA kernel's seed state for a query of n bytes: what the kernel computes with one
- *  warp, computed on the host for a batch-1 query so that its initial rows load at once. */
+/** The seed state of a query of n bytes: what the kernels compute with one warp, computed on
+ *  the host by the CPU search, and for a batch-1 multi-CTA query so that its initial rows load
+ *  at once. */
 inline uint64_t query_seed_state(uint64_t seed, const uint8_t* p, uint32_t n) {
   uint64_t h = 0;
   for (uint32_t w = 0; w < n / 8; ++w) h += query_word_term(load_word(p + 8 * size_t{w}), w);
   for (uint32_t i = n & ~7u; i < n; ++i) h += query_tail_term(p[i], i);
   return mix64(seed ^ query_hash_finish(h, n));
+}
+
+/** Random initial node i of a query with seed state `state`, in [0, n_rows): splitmix64 at
+ *  counter i, so that any thread can draw any node (the single-CTA kernel draws them all at once;
+ *  the CPU search draws the same ids in order). */
+CAGRA_HOST_DEVICE uint32_t random_node(uint64_t state, uint32_t i, uint64_t n_rows) {
+  const uint64_t x = mix64(state + uint64_t{i} * 0x9E3779B97F4A7C15ull);
+  return static_cast<uint32_t>(((x >> 32) * n_rows) >> 32);
 }
 
 /** The search distance from a dot product: inner product -dot, cosine 1 - dot (unit rows);

@@ -104,12 +104,11 @@ class searcher {
   // own bytes, so a query gets the same answer whatever batch or position it comes in.
   void random_init(const query_t<T>* q) {
     cand_.clear();
-    uint64_t state = mix64(
-        seed_ ^ bits::fnv1a_mixed(reinterpret_cast<const uint8_t*>(q), dim_ * sizeof(query_t<T>)));
+    const uint64_t state = bits::query_seed_state(seed_, reinterpret_cast<const uint8_t*>(q),
+                                                  uint32_t(dim_ * sizeof(query_t<T>)));
     const uint32_t count = plan_.initial_nodes;
     for (uint32_t i = 0; i < count; ++i) {
-      state = mix64(state);
-      uint32_t id = static_cast<uint32_t>((state >> 32) * static_cast<uint64_t>(n_) >> 32);
+      const uint32_t id = bits::random_node(state, i, uint64_t(n_));
       if (hash_.insert(id)) cand_.push_back({0, id});
     }
     for (entry& e : cand_) prefetch_row(row(e.id), dim_ * sizeof(T));

@@ -143,11 +143,14 @@ TEST_F(CudaSearch, HostBatchPipelineMatchesSmallBatches) {
   // queries (4 chunks: a slot is reused) must get the same ids and distances, bit for bit.
   const host_matrix q = repeat_rows(set_->base, 7000);
   const result whole = gpu_run(*u8_, q, 10, itopk(64));
-  const result parts = gpu_search(*u8_, q, 10, [] {
-    search_params p = itopk(64);
-    p.algo = search_algo::single_cta;
-    return p;
-  }(), 1000);
+  const result parts = gpu_search(
+      *u8_, q, 10,
+      [] {
+        search_params p = itopk(64);
+        p.algo = search_algo::single_cta;
+        return p;
+      }(),
+      1000);
   EXPECT_EQ(identical_rows(whole, parts), q.rows());
   EXPECT_EQ(whole.dist, parts.dist);
   expect_well_formed(whole, u8_->size(), "7,000 queries, pipelined");

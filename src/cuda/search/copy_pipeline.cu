@@ -81,8 +81,8 @@ void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
     uint8_t* d_queries = w.queries.data() + size_t(first) * query_bytes;
     uint32_t* d_ids = w.ids.data() + size_t(first) * k;
     float* d_distances = distances ? w.distances.data() + size_t(first) * k : nullptr;
-    CAGRA_CUDA_TRY(cudaMemcpyAsync(d_queries, slot.queries.data(), q_bytes,
-                                   cudaMemcpyHostToDevice, stream));
+    CAGRA_CUDA_TRY(
+        cudaMemcpyAsync(d_queries, slot.queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
     const device_filter part{filter.words ? filter.words + size_t(first) * filter.stride : nullptr,
                              filter.stride};
     run_kernels(st, plan, m, d_queries, n, d_ids, d_distances, device, stream, nullptr, part);

@@ -24,22 +24,6 @@ __device__ __forceinline__ uint64_t global_ns() {
   return t;
 }
 
-/** Warp 0: a hash of the query's n bytes (p 8-aligned) for its random seeds, computed by 32 lanes
- *  (the single-CTA kernel's hash_bytes is one thread's serial chain, ~3 us for a 1.5 KB f32
- *  query, all of it batch-1 latency). Each 8-byte word is mixed with its index and the results
- *  summed, so the value depends only on the bytes (not on the batch), as the CPU's seeds do;
- *  it is not the CPU's value: this kernel is not bit-identical to the CPU anyway. */
-__device__ __forceinline__ uint64_t query_hash_warp(const uint8_t* p, uint32_t n) {
-  const uint32_t lane = threadIdx.x & 31u;
-  uint64_t h = 0;
-  for (uint32_t w = lane; w < n / 8; w += 32)
-    h += bits::query_word_term(bits::load_word(p + 8 * w), w);
-  if (lane == 0)
-    for (uint32_t i = n & ~7u; i < n; ++i) h += bits::query_tail_term(p[i], i);
-  for (uint32_t off = 16; off > 0; off >>= 1) h += __shfl_xor_sync(kFullWarp, h, off);
-  return bits::query_hash_finish(h, n);
-}
-
 /** Random initial node t of CTA c: a counter-based draw from the query's seed state, inside
  *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows). The strata make
  *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's

@@ -1,7 +1,8 @@
 // The single-CTA search kernel (paper §IV-C1): one CTA per query runs the whole search, steps
 // 0-3 of §IV-A, in one fused kernel; all per-query state lives in shared memory.
 //
-// Thread mapping: every thread stages the query; thread 0 draws the random initial nodes;
+// Thread mapping: every thread stages the query; warp 0 hashes it into the seed of the random
+// initial nodes, which every thread then draws (counter-based, bits::random_node);
 // all threads expand the parents' graph rows (coalesced reads) through the visited hash
 // (visited_hash.cuh), appending only the new ids to a compact candidate list; teams of kTeam
 // lanes (team_distance.cuh) compute their distances, blockDim / kTeam at a time; the top-M
@@ -10,7 +11,7 @@
 // parents with ballots.
 //
 // Why it follows the CPU backend step by step (src/cpu/search.cpp): the random initial nodes
-// are the CPU's sequence (FNV-1a of the query bytes mixed with the seed, then a splitmix chain),
+// are the CPU's (a hash of the query bytes mixed with the seed, then splitmix64 at counter i),
 // the merge drops candidates the CPU would drop, and keys are totally ordered. For byte vectors
 // (exact integer distances, as on the CPU) the GPU then returns the CPU's answer exactly, which
 // makes the agreement test sharp; for float vectors rounding may reorder near ties. Resetting the
@@ -33,17 +34,6 @@
 
 namespace cagra::cuda {
 namespace dev {
-
-/** One thread: the CPU's random initial nodes (cpu::searcher::random_init) into drawn[0, n_init):
- *  a splitmix chain seeded by the search seed and the query's bytes. */
-__device__ inline void draw_initial_nodes(const single_cta_args& a, const uint8_t* query,
-                                          uint32_t q_bytes, uint32_t* drawn) {
-  uint64_t state = bits::mix64(a.seed ^ bits::fnv1a_mixed(query, q_bytes));
-  for (uint32_t i = 0; i < a.n_init; ++i) {
-    state = bits::mix64(state);
-    drawn[i] = static_cast<uint32_t>(((state >> 32) * a.n_rows) >> 32);
-  }
-}
 
 /** The whole CTA: the query (rq, dim elements) into its distance layout q, zero padded to whole
  *  chunks: float rows as float, swizzled (team_distance.cuh); byte rows as bytes, adding |q|^2
@@ -138,6 +128,7 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
   // order: the merge sorts). Two counters, so that zeroing the next one needs no extra barrier.
   __shared__ uint32_t s_n_parents, s_n_valid[2], s_hash_count, s_reset;
   __shared__ int s_qq;                                  // |q|^2 of a byte query
+  __shared__ uint64_t s_state;                          // the initial nodes' seed state
   __shared__ uint32_t s_mask[kSingleCtaMaxItopk / 32];  // rank_merge_warp's output positions
 
   const uint32_t tid = threadIdx.x, nt = blockDim.x;
@@ -149,14 +140,16 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
   copy_bytes(raw, a.d_queries + qi * q_bytes, q_bytes);
   __syncthreads();
 
-  // Step 0b: the random initial nodes (thread 0, the CPU's sequence, parked in cand_d as bits
-  // until they are filtered into cand_i); the query zero padded to whole chunks (float rows: as
-  // float, swizzled; byte rows: bytes, and |q|^2); an empty top-M list.
-  uint32_t* drawn = reinterpret_cast<uint32_t*>(cand_d);
-  if (tid == 0) {
-    draw_initial_nodes(a, raw, q_bytes, drawn);
-    s_hash_count = 0;
-    s_n_valid[0] = 0;
+  // Step 0b: the seed of the random initial nodes (warp 0 hashes the query's bytes, the CPU's
+  // query_seed_state); the query zero padded to whole chunks (float rows: as float, swizzled;
+  // byte rows: bytes, and |q|^2); an empty top-M list.
+  if (tid < 32) {
+    const uint64_t h = query_hash_warp(raw, q_bytes);
+    if (tid == 0) {
+      s_state = bits::mix64(a.seed ^ h);
+      s_hash_count = 0;
+      s_n_valid[0] = 0;
+    }
   }
   convert_query<T>(a, reinterpret_cast<const Q*>(raw), q, &s_qq);
   for (uint32_t i = tid; i < a.itopk_p2; i += nt) {
@@ -167,8 +160,10 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
 
   hash_clear(table, a.hash_bits, tid, nt);
   __syncthreads();
+  // The initial nodes, one draw per thread (the CPU's ids, bits::random_node).
+  const uint64_t state = s_state;
   for (uint32_t i = tid; i < a.n_init; i += nt) {
-    const uint32_t id = drawn[i];
+    const uint32_t id = bits::random_node(state, i, a.n_rows);
     if (hash_insert(table, a.hash_bits, id))
       cand_i[atomicAdd(&s_n_valid[0], 1u)] = id;  // else drawn twice
   }
