@@ -9,10 +9,11 @@
 # What is left out: the CUDA libraries that the RAPIDS wheels ask for through cuda-toolkit[...]
 # and nvidia-nccl-cu13 (cuBLAS, cuSOLVER, cuSPARSE, cuRAND, NVRTC, NCCL, cuFile), which PyTorch
 # cu130 already installed on the GPU machine, and numpy (there too). Carried although the image may
-# have them: nvidia-nvjitlink 13.3 (libcuvs 26.10 was built with CUDA 13.3 and links its CAGRA
-# search kernels at run time with nvJitLink, which cannot link LTO-IR newer than itself; PyTorch's
-# is 13.0), cuda-bindings and cuda-pathfinder (device-cuvs.sh installs them only when the image's
-# are older than cuVS asks).
+# have them: nvidia-nvjitlink 13.3 (libcuvs 26.10 was built with CUDA 13.3, links its CAGRA search
+# kernels at run time with nvJitLink, and imports the __nvJitLink*_13_3 symbols, which an older
+# libnvJitLink lacks: libcuvs.so would not even load; PyTorch cu130's is presumably 13.0, as this
+# machine's CUDA 13.0 wheels are), cuda-bindings and cuda-pathfinder (device-cuvs.sh installs them
+# only when the image's are older than cuVS asks).
 #
 # Environment: WHEEL_DIR (/tmp/cuvs-wheels: downloads, and stored/ with the rewritten wheels),
 # CUVS_VERSION (26.10.0), PY (3.12: the GPU machine's python3), XZ_LEVEL (9), FORCE=1 (repack).

@@ -22,9 +22,10 @@
 # the CLI must be built for the ground truth, run STEPS=install,gt first, then STEPS=py,c.
 #
 # libcuvs 26.10 was built with CUDA 13.3 and links its CAGRA search kernels at run time with
-# nvJitLink, which must be at least that new: the staged nvidia-nvjitlink 13.3 goes into $CUVS_SITE
-# and its folder comes first on LD_LIBRARY_PATH (PyTorch's is 13.0); cuvs_peer.py imports cuvs
-# before anything else can load another libnvJitLink.
+# nvJitLink, which must be at least that new (libcuvs.so imports __nvJitLink*_13_3 symbols: with an
+# older libnvJitLink it does not load): the staged nvidia-nvjitlink 13.3 goes into $CUVS_SITE and
+# its folder comes first on LD_LIBRARY_PATH, before PyTorch's (logged: presumably 13.0);
+# cuvs_peer.py imports cuvs before anything else can load another libnvJitLink.
 #
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), METRIC (l2), DATA_ROOT (/tmp/cagra-data),
 # WHEELS ($DATA_ROOT/cuvs-wheels), CUVS_SITE (/tmp/cuvs-site), BUILD_DIR (build-device), GT (an
