@@ -211,8 +211,10 @@ def main():
           f"batch={batch} k={args.k} metric={args.metric}", flush=True)
 
     out = open(args.json, "a") if args.json else None  # opened first: a bad path fails early
-    stream = cp.cuda.Stream(non_blocking=True)
-    res = Resources(stream=stream.ptr)
+    # The default stream and cuVS's default resources: Resources(stream=<a CuPy stream>) made
+    # cagra.build segfault with cuVS 26.10 on an H100 (faulthandler: inside cagra.build).
+    stream = cp.cuda.Stream.null
+    res = Resources()
     with stream:
         base_d = cp.asarray(base)
     stream.synchronize()

@@ -154,7 +154,7 @@ def plot_curves(points, args):
         default += f"\n{devices[0]}"
     ax.set_title(args.title or default)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(loc="lower left", fontsize="small")
     fig.tight_layout()
     fig.savefig(args.output, dpi=120)
     print(f"wrote {args.output} ({len(series)} curves, {len(points)} points)")
