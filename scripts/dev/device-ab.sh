@@ -13,7 +13,8 @@
 # Writes $OUT/ab-NAME-{a,b}.jsonl and prints one table: best QPS of each side per point, B/A.
 #
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), A_COMMIT / B_COMMIT
-# (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there).
+# (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there), METRIC (l2;
+# cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -45,14 +46,17 @@ A="$W/a/build-ab/cagra"
 B="$PWD/build-ab/cagra"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv | tee -a "$L"
 
-base="$DATA/base.u8bin" queries="$DATA/query.u8bin" gt="$DATA/gt.ibin"
+ext=u8bin
+[[ -f $DATA/base.u8bin ]] || ext=fbin  # a float set (e.g. minilm-1m, METRIC=cosine)
+base="$DATA/base.$ext" queries="$DATA/query.$ext" gt="$DATA/gt.ibin"
 if [[ ! -f $gt ]]; then
   say "ground truth (GPU brute force, k 100)"
   "$B" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda 2>&1 | tail -2 | tee -a "$L"
 fi
 idx="$W/$NAME.cagra"
 say "index (B, GPU, graph degree 32)"
-"$B" build "$base" -o "$idx" --graph-degree 32 --intermediate-degree 64 --backend cuda --force 2>&1 | tail -3 | tee -a "$L"
+"$B" build "$base" -o "$idx" --graph-degree 32 --intermediate-degree 64 --metric "${METRIC:-l2}" \
+  --backend cuda --force 2>&1 | tail -3 | tee -a "$L"
 
 B_COMMIT=${B_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo b)}
 A_COMMIT=${A_COMMIT:-a}

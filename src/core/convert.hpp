@@ -24,6 +24,6 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_thr
 host_matrix queries_for(dataset_view queries, dtype storage, metric m, int num_threads);
 
 /** Throws unless every value of `v` (f32/f16) is finite; `what` names the matrix in messages. */
-void check_finite(dataset_view v, const char* what);
+void check_finite(dataset_view v, const char* what, int num_threads = 1);
 
 }  // namespace cagra::core
