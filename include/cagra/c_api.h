@@ -184,6 +184,10 @@ typedef struct cagra_build_params {
    *  a message saying what it needs and what lowers it. Appended after `resources` (the
    *  rule above): source-compatible, and the struct grows by 8 bytes. */
   uint64_t max_device_memory;
+  /** Build the kNN graph over overlapping partitions of at most this many rows, one pass each
+   *  (docs/large_builds.md); 0 (the default) = one pass, or on the GPU what fits
+   *  max_device_memory. Appended: the struct grows by 8 bytes (recompile callers). */
+  int64_t knn_partition_rows;
 } cagra_build_params_t;
 
 /** Parameters of the searches. 0 = automatic where noted. */

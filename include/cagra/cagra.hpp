@@ -50,6 +50,9 @@ struct build_report {
    *  folder instead (shard_build_options::checkpoint_dir); 0 and 0 for cagra::build. */
   uint32_t shards_built = 0;
   uint32_t shards_resumed = 0;
+  /** kNN graphs built: 1, or the partitions of a partitioned kNN stage
+   *  (build_plan::partition_rows). */
+  int64_t knn_partitions = 1;
 };
 
 /** Builds a CAGRA index: kNN graph (NN-descent or brute force), then `optimize` (paper §III).

@@ -76,6 +76,14 @@ struct knn_graph_params {
   float termination_threshold = 0.001f;
   /** NN-descent: share of each list sampled as "new" per iteration (rho in Dong et al.). */
   float sample_rate = 0.5f;
+  /** Build the kNN graph over overlapping partitions of at most this many rows, one pass of
+   *  the kNN stage per partition (k-means clusters on a sample, every row in its two nearest;
+   *  docs/large_builds.md): what bounds the build's memory on a set larger
+   *  than the GPU (or the host's NN-descent state). 0 = automatic: the whole set in one pass,
+   *  unless the GPU build does not fit its device memory (max_device_memory, or the free
+   *  memory), when the plan takes the largest partition that fits. Otherwise at least
+   *  4 (intermediate_graph_degree + 1) and 256; at least the row count means one pass. */
+  int64_t partition_rows = 0;
 };
 
 /** Parameters of `build`. */
@@ -94,10 +102,12 @@ struct index_params {
    *  full buffer depends on timing); the GPU optimize is (it equals the CPU's bit for bit). */
   uint64_t seed = 0;
   /** Device memory (bytes) the GPU build may use; 0 = no limit beyond the device's free memory.
-   *  Before any work, the CUDA build compares its peak (cagra::build_plan::device_bytes, a model
-   *  of its allocations: docs/cuda.md) with min(max_device_memory, the device's free memory)
-   *  and throws a cagra::error saying what it needs and what lowers it when it does not fit.
-   *  The CPU backend ignores it. */
+   *  The plan fits the build into min(max_device_memory, the device's free memory), from a
+   *  model of its allocations (cagra::build_plan::device_bytes, docs/cuda.md): when the whole
+   *  set does not fit, the kNN graph is built in partitions (knn.partition_rows) and the graph
+   *  optimization moves its reverse-edge and merge steps, or all of it, to the host
+   *  (build_plan::optimize). When even that does not fit, the build throws a cagra::error before
+   *  any work, saying what it needs and what lowers it. The CPU backend ignores it. */
   uint64_t max_device_memory = 0;
 
   /** Throws one cagra::error listing every violated constraint (`rows` = dataset size). */

@@ -27,6 +27,16 @@
 
 namespace cagra {
 
+/** Where a build's graph optimization (paper §III-B) runs. */
+enum class optimize_path : uint32_t {
+  device = 0,  ///< every step on the GPU (the kNN graph, pruned graph and reverse-edge sort)
+  /** Detour counting and pruning on the GPU (the kNN ids and the pruned graph on the device),
+   *  reverse edges and merge on the host: the same graph, less device memory. */
+  prune_on_device = 1,
+  host = 2,  ///< every step on the host (the CPU backend, or a GPU without room for the ids)
+};
+const char* to_string(optimize_path o);
+
 /** How a build will run. */
 struct build_plan {
   backend target = backend::cpu;           ///< cpu or cuda (never automatic)
@@ -37,6 +47,15 @@ struct build_plan {
   /** Peak device memory of the build in bytes (the larger of its kNN and optimize stages, from
    *  a model of their allocations: docs/cuda.md); 0 on the CPU. */
   uint64_t device_bytes = 0;
+  /** The kNN graph is built over overlapping partitions of at most this many rows (0: the
+   *  whole set in one pass): index_params::knn.partition_rows, or on the GPU the largest
+   *  partition that fits when the whole set does not. */
+  int64_t partition_rows = 0;
+  /** Where the graph optimization runs (the CPU backend: host). */
+  optimize_path optimize = optimize_path::host;
+  /** The device memory the plan was fitted to: min(max_device_memory, the device's free
+   *  memory); 0 on the CPU. */
+  uint64_t device_budget = 0;
 };
 
 /** Resolves `params` for a dataset of `rows` x `dim` of type `input` on `res`'s backend.

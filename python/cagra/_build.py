@@ -46,6 +46,7 @@ def build(
     storage: str = _DEFAULT_STORAGE,
     seed: int = _IP.seed,
     max_device_memory: int | None = None,
+    knn_partition_rows: int = 0,
     backend: str = "auto",
     num_threads: int = 0,
     labels: ArrayLike | None = None,
@@ -81,10 +82,16 @@ def build(
         seed: all randomness of the build; same seed and data, same graph on the CPU backend
             (the GPU NN-descent is not bit-deterministic; its graphs reach the same recall).
         max_device_memory: bytes of device memory the GPU build may use (``None`` or 0: the
-            device's free memory). A build whose peak (``device_bytes`` of
-            :func:`explain_build`) does not fit is refused with CagraError before any work,
-            saying what it needs and what lowers it (smaller degrees, f16 storage, shards).
-            The CPU backend ignores it.
+            device's free memory). A set that does not fit is built in kNN partitions, with
+            the graph optimization partly or wholly on the host (:func:`explain_build` shows
+            ``partition_rows`` and ``optimize``; docs/large_builds.md); a build that cannot fit
+            even so is refused with CagraError before any work, saying what it needs and what
+            lowers it (smaller degrees, f16 storage, shards). The CPU backend ignores it.
+        knn_partition_rows: build the kNN graph over overlapping partitions of at most this
+            many rows, one pass each (k-means clusters, every row in its two nearest): bounds
+            the kNN stage's memory on either backend. 0 = one pass, or on the GPU what fits
+            ``max_device_memory``. Otherwise at least ``4 * (intermediate_graph_degree + 1)``
+            and 256.
         backend: ``"auto"`` (the GPU when built and visible), ``"cpu"`` or ``"cuda"``; a
             backend this build or machine cannot run raises CagraError.
         num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per hardware
@@ -114,6 +121,7 @@ def build(
         storage,
         seed,
         max_device_memory,
+        knn_partition_rows,
     )
     devs = _devices(devices)
     if checkpoint is not None and shards is None and len(devs) < 2:
@@ -164,6 +172,7 @@ def explain_build(
     storage: str = _DEFAULT_STORAGE,
     seed: int = _IP.seed,
     max_device_memory: int | None = None,
+    knn_partition_rows: int = 0,
     backend: str = "auto",
     num_threads: int = 0,
     shards: int | None = None,
@@ -222,6 +231,7 @@ def explain_build(
         storage,
         seed,
         max_device_memory,
+        knn_partition_rows,
     )
     devs = _devices(devices)
     n = len(devs) if shards is None else _uint("shards", shards)

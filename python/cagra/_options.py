@@ -135,6 +135,7 @@ def _index_params(
     storage: str,
     seed: int,
     max_device_memory: int | None = None,
+    knn_partition_rows: int = 0,
 ) -> Any:
     p = _ext.IndexParams()
     p.metric = _choice("metric", metric, _METRICS)
@@ -149,6 +150,7 @@ def _index_params(
     p.seed = _uint("seed", seed, 64)
     if max_device_memory is not None:
         p.max_device_memory = _uint("max_device_memory", max_device_memory, 64)
+    p.knn_partition_rows = _uint("knn_partition_rows", knn_partition_rows, 31)
     return p
 
 

@@ -54,6 +54,9 @@ void bind_params(nb::module_& m) {
       .def_prop_rw(
           "knn_sample_rate", [](const ip& p) { return p.knn.sample_rate; },
           [](ip& p, float v) { p.knn.sample_rate = v; })
+      .def_prop_rw(
+          "knn_partition_rows", [](const ip& p) { return p.knn.partition_rows; },
+          [](ip& p, int64_t v) { p.knn.partition_rows = v; })
       .def_rw("reorder", &ip::reorder)
       .def_rw("storage", &ip::storage)
       .def_rw("seed", &ip::seed)

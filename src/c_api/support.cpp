@@ -20,6 +20,8 @@ static_assert(sizeof(void*) != 8 ||
               "cagra_resources_t: 24 bytes on 64-bit targets (c_api.h says so)");
 static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources_t) ==
                       offsetof(cagra_build_params_t, max_device_memory) &&
+                  offsetof(cagra_build_params_t, max_device_memory) + 8 ==
+                      offsetof(cagra_build_params_t, knn_partition_rows) &&
                   offsetof(cagra_search_params_t, resources) + sizeof(cagra_resources_t) ==
                       sizeof(cagra_search_params_t) &&
                   offsetof(cagra_extend_params_t, resources) + sizeof(cagra_resources_t) ==
@@ -131,6 +133,7 @@ index_params to_index_params(const cagra_build_params_t* p) {
   ip.storage = static_cast<storage_type>(p->storage);
   ip.seed = p->seed;
   ip.max_device_memory = p->max_device_memory;
+  ip.knn.partition_rows = p->knn_partition_rows;
   return ip;
 }
 
@@ -233,6 +236,7 @@ cagra_status_t cagra_build_params_default(cagra_build_params_t* params) {
     params->seed = d.seed;
     cagra_resources_default(&params->resources);
     params->max_device_memory = d.max_device_memory;
+    params->knn_partition_rows = d.knn.partition_rows;
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/backend.hpp"
+#include "core/partitioned_knn.hpp"
 #include "core/plan.hpp"
 
 namespace cagra::core {
@@ -127,6 +128,58 @@ build_memory gpu_build_memory(const build_plan& plan, const index_params& params
       optimize_memory(rows, k, plan.graph_degree, params.reorder == reorder_kind::distance, true,
                       gpu::radix_sort_scratch_bound(rows * int64_t{plan.graph_degree}));
   return b;
+}
+
+namespace {
+/** Peak of one pass of the GPU kNN stage over `rows` rows (degree and algorithm as the plan
+ *  resolves them for a set of that size). */
+uint64_t knn_pass_bytes(const build_plan& plan, const index_params& params, int64_t rows,
+                        int64_t dim) {
+  const uint32_t k = uint32_t(std::min<int64_t>(plan.intermediate_graph_degree, rows - 1));
+  const knn_algo algo = resolve_knn_algo(params.knn.algo, rows, k);
+  return (algo == knn_algo::nn_descent
+              ? nn_descent_memory(rows, dim, plan.storage, k, params.knn.sample_rate)
+              : brute_force_memory(rows, rows, dim, plan.storage, k, params.metric))
+      .total();
+}
+}  // namespace
+
+void fit_build(build_plan& plan, const index_params& params, int64_t rows, int64_t dim,
+               uint64_t budget) {
+  const uint32_t k = plan.intermediate_graph_degree, d = plan.graph_degree;
+  const bool with_dist = params.reorder == reorder_kind::distance;
+  int64_t part = params.knn.partition_rows > 0 && params.knn.partition_rows < rows
+                     ? params.knn.partition_rows
+                     : 0;
+  if (part == 0 && params.knn.partition_rows == 0 &&
+      knn_pass_bytes(plan, params, rows, dim) > budget) {
+    // The largest partition whose pass fits (the need grows with the rows).
+    int64_t lo = min_partition_rows(k), hi = rows - 1;
+    if (lo < rows && knn_pass_bytes(plan, params, lo, dim) <= budget) {
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        if (knn_pass_bytes(plan, params, mid, dim) <= budget)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      part = lo;
+    }
+  }
+  plan.partition_rows = part;
+  plan.device_budget = budget;
+  const uint64_t knn_peak = knn_pass_bytes(plan, params, part ? part : rows, dim);
+  const uint64_t all =
+      optimize_memory(rows, k, d, with_dist, true, gpu::radix_sort_scratch_bound(rows * int64_t{d}))
+          .total();
+  const uint64_t prune = optimize_memory(rows, k, d, with_dist, false, 0).total();
+  plan.optimize = all <= budget     ? optimize_path::device
+                  : prune <= budget ? optimize_path::prune_on_device
+                                    : optimize_path::host;
+  const uint64_t opt_peak = plan.optimize == optimize_path::device            ? all
+                            : plan.optimize == optimize_path::prune_on_device ? prune
+                                                                              : 0;
+  plan.device_bytes = std::max(knn_peak, opt_peak);
 }
 
 std::string format_bytes(uint64_t bytes) {

@@ -97,6 +97,16 @@ struct build_memory {
 build_memory gpu_build_memory(const build_plan& plan, const index_params& params, int64_t rows,
                               int64_t dim);
 
+/** Fits a GPU build `plan` (intermediate degree, kNN algorithm and storage resolved) into
+ *  `budget` bytes of device memory: the whole set's kNN stage, or the largest partition
+ *  (plan.partition_rows) whose kNN stage fits, at least core::min_partition_rows; the graph
+ *  optimization on the device, with its reverse edges and merge on the host, or on the host
+ *  (plan.optimize); plan.device_bytes the resulting peak. A user's knn.partition_rows is kept.
+ *  When no partition fits, plan.partition_rows stays 0 and device_bytes is the whole set's
+ *  peak (check_build_memory then refuses the build). */
+void fit_build(build_plan& plan, const index_params& params, int64_t rows, int64_t dim,
+               uint64_t budget);
+
 /** "58.4 GiB" (binary units, one decimal; bytes below 1 KiB). */
 std::string format_bytes(uint64_t bytes);
 

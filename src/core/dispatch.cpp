@@ -13,7 +13,9 @@
 #include "core/device_memory.hpp"
 #include "core/filter.hpp"
 #include "core/multi_gpu/multi_gpu.hpp"
+#include "core/partitioned_knn.hpp"
 #include "core/plan.hpp"
+#include "core/update/graph_edit.hpp"
 
 namespace cagra {
 namespace core {
@@ -62,6 +64,30 @@ knn_graph knn_stage(const resources& res, const build_plan& plan, const index_pa
   return g;
 }
 
+/** The graph optimization where `plan` puts it (build_plan::optimize). */
+std::vector<uint32_t> optimize_stage(const resources& res, const build_plan& plan,
+                                     const index_params& p, knn_graph knn) {
+  const uint32_t d = p.graph_degree;
+  switch (plan.optimize) {
+    case optimize_path::device:
+      return core::backend_for(plan.target).optimize(knn, d, p.reorder, {}, res);
+    case optimize_path::prune_on_device: {
+      // The reverse-edge sort is what does not fit: prune on the GPU, the rest on the host.
+      if (p.reorder == reorder_kind::rank) knn.distances = {};
+      const std::vector<uint32_t> pruned =
+          core::backend_for(plan.target).optimize(knn, d, p.reorder, {true, false}, res);
+      const int64_t n = knn.rows;
+      knn = {};
+      if (res.progress) res.progress("optimize: reverse edges and merge", 0.0);
+      std::vector<uint32_t> graph = core::reverse_and_merge(pruned, n, d, threads(res));
+      if (res.progress) res.progress("optimize", 1.0);
+      return graph;
+    }
+    case optimize_path::host: break;
+  }
+  return core::cpu_backend().optimize(knn, d, p.reorder, {}, res);
+}
+
 /** The matrix the graph is computed on: the storage itself, or f32 when storage is f16. */
 host_matrix compute_matrix(dataset_view dataset, const index_params& p, int nt) {
   storage_type s = p.storage == storage_type::f16 ? storage_type::f32 : p.storage;
@@ -101,11 +127,20 @@ index build(const resources& res, const index_params& params, dataset_view datas
   const host_matrix& compute = stored.type() == dtype::f16 && !gpu ? compute_copy : stored;
 
   const auto t1 = clock_type::now();
-  knn_graph knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
+  knn_graph knn;
+  if (plan.partition_rows) {
+    core::partition_stats ps;
+    knn = core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
+                                plan.intermediate_graph_degree, params.knn, params.seed,
+                                plan.partition_rows, res, &ps);
+    rep.knn_partitions = ps.partitions;
+  } else {
+    knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
+  }
   rep.knn_seconds = seconds_since(t1);
+  compute_copy = host_matrix();
   const auto t2 = clock_type::now();
-  std::vector<uint32_t> graph =
-      core::backend_for(plan.target).optimize(knn, params.graph_degree, params.reorder, {}, res);
+  std::vector<uint32_t> graph = optimize_stage(res, plan, params, std::move(knn));
   rep.optimize_seconds = seconds_since(t2);
   index idx(params.metric, std::move(stored), std::move(graph), params.graph_degree);
   rep.total_seconds = seconds_since(t0);

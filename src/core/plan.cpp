@@ -13,6 +13,7 @@
 #include "core/convert.hpp"
 #include "core/device_memory.hpp"
 #include "core/filter.hpp"
+#include "core/partitioned_knn.hpp"
 
 namespace cagra::core {
 
@@ -352,8 +353,24 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
           : static_cast<uint32_t>(std::min<int64_t>(2 * int64_t{params.graph_degree}, rows - 1));
   b.knn = core::resolve_knn_algo(params.knn.algo, rows, b.intermediate_graph_degree);
   b.storage = core::storage_dtype_for(input, params.metric, params.storage);
-  if (b.target == backend::cuda && dim > 0)
-    b.device_bytes = core::gpu_build_memory(b, params, rows, dim).peak();
+  const int64_t part = params.knn.partition_rows;
+  CAGRA_EXPECTS(part == 0 || part >= core::min_partition_rows(b.intermediate_graph_degree),
+                "knn.partition_rows %lld is too small for intermediate_graph_degree %u: a "
+                "partition needs at least %lld rows (or 0: automatic)",
+                (long long)part, b.intermediate_graph_degree,
+                (long long)core::min_partition_rows(b.intermediate_graph_degree));
+  b.partition_rows = part > 0 && part < rows ? part : 0;
+  if (b.target == backend::cuda && dim > 0) {
+    // Fitted to what the build may use: max_device_memory, at most the free memory now.
+    const uint64_t free_b = core::cuda_backend().free_device_memory(res.device);
+    const uint64_t budget = params.max_device_memory && params.max_device_memory < free_b
+                                ? params.max_device_memory
+                                : free_b;
+    core::fit_build(b, params, rows, dim, budget);
+  }
+  // A partitioned kNN stage runs the algorithm of a set of the partition's size.
+  if (b.partition_rows)
+    b.knn = core::resolve_knn_algo(params.knn.algo, b.partition_rows, b.intermediate_graph_degree);
   return b;
 }
 
@@ -443,8 +460,21 @@ std::string to_string(const build_plan& p) {
                   " intermediate_graph_degree=" + std::to_string(p.intermediate_graph_degree) +
                   " storage=" + to_string(p.storage);
   // The GPU's fields only on the GPU, as in the search plan.
-  if (p.target == backend::cuda) s += " device_bytes=" + std::to_string(p.device_bytes);
+  if (p.partition_rows) s += " partition_rows=" + std::to_string(p.partition_rows);
+  s += std::string(" optimize=") + to_string(p.optimize);
+  if (p.target == backend::cuda)
+    s += " device_bytes=" + std::to_string(p.device_bytes) +
+         " device_budget=" + std::to_string(p.device_budget);
   return s;
+}
+
+const char* to_string(optimize_path o) {
+  switch (o) {
+    case optimize_path::device: return "device";
+    case optimize_path::prune_on_device: return "prune_on_device";
+    case optimize_path::host: return "host";
+  }
+  return "unknown";
 }
 
 std::string to_string(const search_plan& p) {

@@ -8,7 +8,9 @@
 // 2. Reverse graph: for each kept X->Y, Y gets X; lists ordered by the rank of X->Y in the pruned
 //    graph (then by X), at most d per node.
 // 3. Merge: interleave the pruned list and the reverse list (d/2 from the reverse list at most),
-//    no duplicates, filling from the pruned list (core::merge_row, shared with extend).
+//    no duplicates, filling from the pruned list.
+// Steps 2 and 3 are core::reverse_and_merge (core/update/graph_edit.hpp), shared with the GPU
+// build's host path and with extend's merge_row.
 // Every step has a fixed order, so the output is identical for any thread count (and the CUDA
 // version must reproduce it bit for bit).
 #include <algorithm>
@@ -92,19 +94,6 @@ std::vector<uint32_t> reorder_and_prune(const knn_graph& knn, uint32_t degree, r
   return pruned;
 }
 
-/** Step 2: reverse lists ordered by (rank in the pruned graph, source id), at most `degree`. */
-void reverse_graph(const std::vector<uint32_t>& pruned, int64_t n, uint32_t degree,
-                   std::vector<uint32_t>& rev, std::vector<uint32_t>& rev_count) {
-  rev.assign(static_cast<size_t>(n) * degree, kInvalidId);
-  rev_count.assign(static_cast<size_t>(n), 0);
-  for (uint32_t r = 0; r < degree; ++r)
-    for (int64_t x = 0; x < n; ++x) {
-      uint32_t y = pruned[static_cast<size_t>(x) * degree + r];
-      uint32_t& c = rev_count[y];
-      if (c < degree) rev[static_cast<size_t>(y) * degree + c++] = static_cast<uint32_t>(x);
-    }
-}
-
 }  // namespace
 
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
@@ -125,15 +114,8 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
       std::copy_n(knn.ids.data() + x * knn.k, degree, pruned.data() + x * degree);
   }
   if (!steps.reverse) return pruned;
-  if (progress) progress("optimize: reverse edges", 0.0);
-  std::vector<uint32_t> rev, rev_count;
-  reverse_graph(pruned, n, degree, rev, rev_count);
-  if (progress) progress("optimize: merge", 0.0);
-  std::vector<uint32_t> graph(static_cast<size_t>(n) * degree);
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t x = 0; x < n; ++x)
-    core::merge_row(pruned.data() + x * degree, rev.data() + x * degree,
-                    rev_count[static_cast<size_t>(x)], degree, graph.data() + x * degree);
+  if (progress) progress("optimize: reverse edges and merge", 0.0);
+  std::vector<uint32_t> graph = core::reverse_and_merge(pruned, n, degree, nt);
   if (progress) progress("optimize", 1.0);
   return graph;
 }

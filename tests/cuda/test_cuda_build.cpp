@@ -9,7 +9,9 @@
 //  - bad input gives the CPU's errors;
 //  - index_params::max_device_memory: a budget far below the plan's device_bytes is refused
 //    before any work (no progress, no device memory taken) with what it needs and what lowers
-//    it; a budget of exactly device_bytes builds.
+//    it; a budget of exactly device_bytes builds;
+//  - the memory-lean build: pruning on the GPU + reverse edges and merge on the host equals the
+//    CPU optimize bit for bit; a build over kNN partitions keeps the one-pass recall.
 #include <cstdio>
 #include <string>
 
@@ -19,7 +21,9 @@
 #include <cagra/plan.hpp>
 
 #include "bigann_fixture.hpp"
+#include "core/backend.hpp"
 #include "core/device_memory.hpp"
+#include "core/update/graph_edit.hpp"
 #include "cuda/backend.hpp"
 
 namespace cagra::test {
@@ -176,6 +180,39 @@ TEST_F(CudaBuild, MaxDeviceMemoryRefusesBeforeAnyWork) {
   } catch (const cagra::error& e) {
     const std::string m = e.what();
     EXPECT_EQ(m.rfind("out of device memory: 2 shards of at most 4950 rows each: ", 0), 0u) << m;
+  }
+}
+
+// The memory-lean build's pieces on the GPU: pruning on the device with the reverse edges and
+// merge on the host (optimize_path::prune_on_device) gives the CPU's graph bit for bit, and a
+// build over kNN partitions (each pass on the GPU) reaches the one-pass build's recall.
+TEST_F(CudaBuild, PruneOnDeviceEqualsTheCpuOptimize) {
+  const knn_graph knn = brute_force_knn(on(backend::cpu), metric::l2, base, base, 64, true);
+  for (reorder_kind kind : {reorder_kind::rank, reorder_kind::distance}) {
+    const std::vector<uint32_t> pruned =
+        core::cuda_backend().optimize(knn, 32, kind, {true, false}, on(backend::cuda));
+    EXPECT_EQ(core::reverse_and_merge(pruned, knn.rows, 32, 4),
+              core::cpu_backend().optimize(knn, 32, kind, {}, on(backend::cpu)))
+        << to_string(kind);
+  }
+}
+
+TEST_F(CudaBuild, PartitionedKnnReachesTheOnePassRecall) {
+  index_params p;
+  p.graph_degree = 32;
+  p.knn.algo = knn_algo::nn_descent;
+  const cagra::index whole = build(on(backend::cuda), p, base);
+  p.knn.partition_rows = 3000;
+  const build_plan plan = plan_build(on(backend::cuda), p, base.rows(), base.cols(), base.type());
+  EXPECT_EQ(plan.partition_rows, 3000);
+  build_report rep;
+  const cagra::index parted = build(on(backend::cuda), p, base, &rep);
+  EXPECT_GE(rep.knn_partitions, 4);
+  for (uint32_t itopk : {32u, 64u}) {
+    const double a = search_recall(whole, *set_, itopk), b = search_recall(parted, *set_, itopk);
+    std::printf("[build] itopk %u: one pass %.4f, %lld partitions %.4f\n", itopk, a,
+                (long long)rep.knn_partitions, b);
+    EXPECT_GT(b, a - 0.02) << "itopk " << itopk;
   }
 }
 

@@ -57,6 +57,7 @@ int run_build(const args& a) {
   ip.storage = storage_option(a);
   ip.seed = a.uint("--seed", 0, 0, UINT64_MAX);
   ip.max_device_memory = a.bytes("--max-device-memory", 0);
+  ip.knn.partition_rows = static_cast<int64_t>(a.uint("--partition-rows", 0, 0, kMaxRows));
   const int64_t limit = static_cast<int64_t>(a.uint("--limit", 0, 1, kMaxRows));
   resources res = make_resources(a);
   // Sharded: --shards N (N >= 1), or a --devices list of several devices (one shard per device,
@@ -106,6 +107,18 @@ int run_build(const args& a) {
     else
       std::printf("plan: %s\n", to_string(plan).c_str());
   }
+  // A build fitted into less memory than the one-pass build says how (before the work).
+  const bool lean = plan.partition_rows > 0 ||
+                    (plan.target == backend::cuda && plan.optimize != optimize_path::device);
+  if (lean && !a.has("--explain"))
+    std::printf("plan      kNN graph over partitions of at most %lld rows, optimize on %s%s\n",
+                static_cast<long long>(plan.partition_rows ? plan.partition_rows : plan_rows),
+                to_string(plan.optimize),
+                plan.target == backend::cuda
+                    ? (", device memory " + std::to_string(plan.device_bytes >> 20) + " MiB of " +
+                       std::to_string(plan.device_budget >> 20) + " MiB")
+                          .c_str()
+                    : "");
   std::fflush(stdout);
 
   progress_display progress("build");
@@ -132,6 +145,9 @@ int run_build(const args& a) {
   std::printf(", degree %u (intermediate %u), metric %s, reorder %s\n",
               sharded ? sh.graph_degree() : idx.graph_degree(), plan.intermediate_graph_degree,
               to_string(sharded ? sh.metric() : idx.metric()), to_string(ip.reorder));
+  if (report.knn_partitions > 1)
+    std::printf("partition %lld kNN graphs merged\n",
+                static_cast<long long>(report.knn_partitions));
   std::printf("time      knn %.3f s, optimize %.3f s, total %.3f s%s\n", report.knn_seconds,
               report.optimize_seconds, report.total_seconds,
               sharded ? " (knn and optimize summed over the shards)" : "");
@@ -196,9 +212,14 @@ const command_spec& build_command() {
           {"--storage", nullptr, "S", "vector storage: input (default), f32 or f16"},
           {"--seed", nullptr, "S", "seed of all randomness of the build (default 0)"},
           {"--max-device-memory", nullptr, "SIZE",
-           "device memory the GPU build may use, in bytes or with KiB/MiB/GiB/TiB (e.g. 8GiB); "
-           "a build that needs more is refused before it starts (default 0: the device's free "
-           "memory; --explain shows the need as device_bytes)"},
+           "device memory the GPU build may use, in bytes or with KiB/MiB/GiB/TiB (e.g. 8GiB): "
+           "a set that does not fit is built in kNN partitions, with the graph optimization "
+           "partly or wholly on the host; a build that cannot fit even so is refused before it "
+           "starts (default 0: the device's free memory; --explain shows the plan)"},
+          {"--partition-rows", nullptr, "N",
+           "build the kNN graph over overlapping partitions of at most N rows, one pass each "
+           "(k-means clusters, each row in its two nearest; docs/large_builds.md); default 0: "
+           "one pass, or what fits --max-device-memory"},
           {"--threads", nullptr, "T", "CPU threads (default: all; at most 4 per hardware thread)"},
           {"--shards", nullptr, "N",
            "build a sharded index of N shards (contiguous row ranges, one graph each), saved as "

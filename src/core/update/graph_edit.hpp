@@ -107,6 +107,15 @@ bool insert_in_edge(uint32_t* row, uint32_t degree, uint32_t x, std::vector<uint
   return true;
 }
 
+/** Steps 2 and 3 of the build's optimization (paper §III-B) on a pruned [n, degree] graph: the
+ *  reverse lists (every kept edge X->Y gives Y the entry X; Y's list is its in-edges in (rank of
+ *  X->Y, X) order, cut at `degree`), then merge_row per node. On `num_threads` threads: each owns
+ *  a range of targets Y and walks a transposed copy of the pruned graph in (rank, X) order, so
+ *  the result is the serial definition's for any thread count. Both backends' builds end here
+ *  (the GPU's reverse_merge.cu reproduces it bit for bit). */
+std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int64_t n,
+                                        uint32_t degree, int num_threads);
+
 /** In-degree of every node of a [rows, degree] graph, in a vector of max(rows, capacity) counts
  *  (computed on `num_threads` threads, core::host_threads). */
 std::vector<uint32_t> in_degrees(const std::vector<uint32_t>& graph, int64_t rows, int64_t capacity,

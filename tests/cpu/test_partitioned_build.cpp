@@ -1,0 +1,201 @@
+// The memory-lean build (core/partitioned_knn.hpp, core::fit_build, core::reverse_and_merge) on
+// the CPU backend: the partitions' shape (sizes, overlap, order, determinism, rows that will
+// not separate), the partitioned kNN graph's validity and recall against the exact one, a whole
+// build over partitions within 0.02 of the one-pass build's search recall, the plan's fields
+// and errors, the device-memory fitting (one pass, partitions, optimize on the device or the
+// host, a budget nothing fits), and the parallel reverse-and-merge equal for any thread count.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include <cagra/plan.hpp>
+
+#include "core/device_memory.hpp"
+#include "core/partitioned_knn.hpp"
+#include "core/update/graph_edit.hpp"
+#include "test_data.hpp"
+
+namespace cagra::test {
+namespace {
+
+constexpr uint32_t kK = 10;
+
+resources cpu(int threads = 0) {
+  resources r;
+  r.target = backend::cpu;
+  r.num_threads = threads;
+  return r;
+}
+
+TEST(PartitionRows, SizesOverlapAndOrder) {
+  const host_matrix base = bigann10k().base;
+  const int64_t n = base.rows(), max_rows = 2000, min_rows = 200;
+  const auto parts = core::partition_rows(base, max_rows, min_rows, 7, 2);
+  ASSERT_GE(parts.size(), 8u);  // about 2n / (max_rows / 2) clusters
+  std::vector<int> seen(size_t(n), 0);
+  int64_t total = 0;
+  for (const auto& p : parts) {
+    EXPECT_LE(int64_t(p.size()), max_rows);
+    EXPECT_GE(int64_t(p.size()), min_rows);
+    EXPECT_TRUE(std::is_sorted(p.begin(), p.end()));
+    EXPECT_EQ(std::adjacent_find(p.begin(), p.end()), p.end()) << "a row twice in a partition";
+    for (uint32_t r : p) ++seen[r];
+    total += int64_t(p.size());
+  }
+  for (int64_t i = 0; i < n; ++i) ASSERT_GE(seen[size_t(i)], 1) << "row " << i << " in no partition";
+  EXPECT_GT(total, n * 3 / 2) << "every row joins its two nearest clusters";
+  EXPECT_EQ(core::partition_rows(base, max_rows, min_rows, 7, 1), parts)
+      << "the partitions must not depend on the thread count";
+  EXPECT_EQ(core::partition_rows(base, n, min_rows, 7, 2).size(), 1u);
+}
+
+TEST(PartitionRows, RowsThatWillNotSeparateAreCut) {
+  // 3000 equal rows: k-means cannot split them; they go in contiguous pieces.
+  host_matrix same(dtype::f32, 3000, 8);
+  std::fill_n(static_cast<float*>(same.data()), 3000 * 8, 1.5f);
+  const auto parts = core::partition_rows(same, 700, 100, 1, 2);
+  for (const auto& p : parts) EXPECT_LE(p.size(), 700u);
+  std::vector<int> seen(3000, 0);
+  for (const auto& p : parts)
+    for (uint32_t r : p) ++seen[r];
+  for (int s : seen) ASSERT_GE(s, 1);
+}
+
+TEST(PartitionedKnn, ValidListsAndRecall) {
+  const real_set set = bigann10k();
+  const host_matrix& base = set.base;
+  const uint32_t k = 32;
+  knn_graph_params kp;
+  core::partition_stats st;
+  const knn_graph g = core::partitioned_knn(core::cpu_backend(), base, metric::l2, k, kp, 3, 2500,
+                                            cpu(), &st);
+  EXPECT_GE(st.partitions, 4);
+  EXPECT_LE(st.largest, 2500);
+  ASSERT_EQ(g.ids.size(), size_t(base.rows()) * k);
+  for (int64_t i = 0; i < g.rows; ++i) {
+    const uint32_t* row = g.ids.data() + size_t(i) * k;
+    const float* d = g.distances.data() + size_t(i) * k;
+    for (uint32_t j = 0; j < k; ++j) {
+      ASSERT_LT(row[j], uint32_t(g.rows));
+      ASSERT_NE(row[j], uint32_t(i));
+      ASSERT_EQ(std::count(row, row + k, row[j]), 1);
+      if (j) {
+        ASSERT_TRUE(d[j - 1] < d[j] || (d[j - 1] == d[j] && row[j - 1] < row[j]));
+      }
+    }
+  }
+  const knn_graph exact = brute_force_knn(cpu(), metric::l2, base, base, k, true);
+  const double r = recall(g.view(), exact.view(), k);
+  EXPECT_GT(r, 0.90) << "kNN recall of the partitioned graph";
+}
+
+double search_recall(const index& idx, const real_set& set, uint32_t itopk) {
+  std::vector<uint32_t> ids(size_t(set.queries.rows()) * kK);
+  std::vector<float> dist(ids.size());
+  search_params sp;
+  sp.itopk_size = itopk;
+  search(cpu(), sp, idx, set.queries, kK, {ids.data(), set.queries.rows(), kK},
+         {dist.data(), set.queries.rows(), kK});
+  return recall({ids.data(), set.queries.rows(), kK}, set.truth.as<uint32_t>(), kK);
+}
+
+TEST(PartitionedBuild, RecallNearTheOnePassBuild) {
+  const real_set set = bigann10k();
+  index_params p;
+  p.graph_degree = 32;
+  p.knn.algo = knn_algo::nn_descent;
+  build_report whole_rep, part_rep;
+  const index whole = build(cpu(), p, set.base, &whole_rep);
+  p.knn.partition_rows = 3000;
+  const build_plan plan = plan_build(cpu(), p, set.base.rows(), set.base.cols(), dtype::u8);
+  EXPECT_EQ(plan.partition_rows, 3000);
+  EXPECT_NE(to_string(plan).find("partition_rows=3000"), std::string::npos) << to_string(plan);
+  const index parted = build(cpu(), p, set.base, &part_rep);
+  EXPECT_EQ(whole_rep.knn_partitions, 1);
+  EXPECT_GE(part_rep.knn_partitions, 4);
+  for (uint32_t itopk : {32u, 64u}) {
+    const double a = search_recall(whole, set, itopk), b = search_recall(parted, set, itopk);
+    EXPECT_GT(b, a - 0.02) << "itopk " << itopk << ": whole " << a << ", partitioned " << b;
+  }
+  // A partition limit of the row count or more is one pass.
+  p.knn.partition_rows = set.base.rows();
+  EXPECT_EQ(plan_build(cpu(), p, set.base.rows(), 128, dtype::u8).partition_rows, 0);
+}
+
+TEST(PartitionedBuild, TooSmallPartitionIsAnError) {
+  index_params p;
+  p.graph_degree = 32;  // intermediate 64: a partition needs 4 x 65 rows
+  p.knn.partition_rows = 100;
+  try {
+    plan_build(cpu(), p, 10000, 128, dtype::f32);
+    FAIL() << "expected an error";
+  } catch (const cagra::error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs at least 260 rows"), std::string::npos) << e.what();
+  }
+}
+
+TEST(FitBuild, OnePassPartitionsAndOptimizePaths) {
+  index_params p;
+  p.graph_degree = 32;
+  build_plan plan;
+  plan.target = backend::cuda;
+  plan.knn = knn_algo::nn_descent;
+  plan.graph_degree = 32;
+  plan.intermediate_graph_degree = 64;
+  plan.storage = dtype::f32;
+  const int64_t n = 1000000, dim = 128;
+  const uint64_t whole = core::gpu_build_memory(plan, p, n, dim).peak();
+  build_plan a = plan;
+  core::fit_build(a, p, n, dim, whole);
+  EXPECT_EQ(a.partition_rows, 0);
+  EXPECT_EQ(a.optimize, optimize_path::device);
+  EXPECT_EQ(a.device_bytes, whole);
+  // A quarter of it: partitions, and the optimization's reverse edges on the host.
+  build_plan b = plan;
+  core::fit_build(b, p, n, dim, whole / 4);
+  EXPECT_GT(b.partition_rows, 100000);
+  EXPECT_LT(b.partition_rows, n / 4);
+  EXPECT_NE(b.optimize, optimize_path::device);
+  EXPECT_LE(b.device_bytes, whole / 4);
+  EXPECT_EQ(b.device_budget, whole / 4);
+  // Room for a partition but not for the kNN ids: optimize on the host.
+  build_plan c = plan;
+  core::fit_build(c, p, n, dim, uint64_t{64} << 20);
+  EXPECT_GT(c.partition_rows, 0);
+  EXPECT_EQ(c.optimize, optimize_path::host);
+  EXPECT_LE(c.device_bytes, uint64_t{64} << 20);
+  // Nothing fits: one pass planned, its need above the budget (the build refuses).
+  build_plan d = plan;
+  core::fit_build(d, p, n, dim, uint64_t{1} << 20);
+  EXPECT_EQ(d.partition_rows, 0);
+  EXPECT_GT(d.device_bytes, uint64_t{1} << 20);
+}
+
+TEST(ReverseAndMerge, SameForAnyThreadCount) {
+  // A pruned graph with hubs (many in-edges to a few nodes) and nodes without in-edges.
+  const int64_t n = 5000;
+  const uint32_t d = 16;
+  std::mt19937 rng(11);
+  std::vector<uint32_t> pruned(size_t(n) * d);
+  for (int64_t x = 0; x < n; ++x) {
+    std::vector<uint32_t> row;
+    while (row.size() < d) {
+      const uint32_t y = rng() % 4 == 0 ? uint32_t(rng() % 20) : uint32_t(rng() % n);
+      if (y != uint32_t(x) && std::find(row.begin(), row.end(), y) == row.end()) row.push_back(y);
+    }
+    std::copy(row.begin(), row.end(), pruned.begin() + x * d);
+  }
+  const std::vector<uint32_t> one = core::reverse_and_merge(pruned, n, d, 1);
+  for (int t : {2, 3, 7}) EXPECT_EQ(core::reverse_and_merge(pruned, n, d, t), one) << t;
+  // Node 0 is a hub: its reverse list is its first in-edges in (rank, source) order.
+  std::vector<uint32_t> first;
+  for (uint32_t r = 0; r < d && first.size() < d / 2; ++r)
+    for (int64_t x = 0; x < n && first.size() < d / 2; ++x)
+      if (pruned[size_t(x) * d + r] == 0) first.push_back(uint32_t(x));
+  const uint32_t* row0 = one.data();
+  for (uint32_t x : first) EXPECT_NE(std::find(row0, row0 + d, x), row0 + d) << x;
+}
+
+}  // namespace
+}  // namespace cagra::test
