@@ -23,12 +23,9 @@ void row_as_float(const host_matrix& data, int64_t i, float* out) {
   const int64_t dim = data.cols();
   const uint8_t* p = data.row_bytes(i);
   switch (data.type()) {
-    case dtype::f32:
-      std::memcpy(out, p, size_t(dim) * 4);
-      break;
+    case dtype::f32: std::memcpy(out, p, size_t(dim) * 4); break;
     case dtype::f16:
-      for (int64_t j = 0; j < dim; ++j)
-        out[j] = half_to_float(reinterpret_cast<const half*>(p)[j]);
+      for (int64_t j = 0; j < dim; ++j) out[j] = half_to_float(reinterpret_cast<const half*>(p)[j]);
       break;
     case dtype::u8:
       for (int64_t j = 0; j < dim; ++j) out[j] = float(p[j]);
@@ -36,8 +33,7 @@ void row_as_float(const host_matrix& data, int64_t i, float* out) {
     case dtype::i8:
       for (int64_t j = 0; j < dim; ++j) out[j] = float(reinterpret_cast<const int8_t*>(p)[j]);
       break;
-    default:
-      CAGRA_FAIL("partitioned kNN: unexpected storage type %s", to_string(data.type()));
+    default: CAGRA_FAIL("partitioned kNN: unexpected storage type %s", to_string(data.type()));
   }
 }
 

@@ -40,8 +40,7 @@ struct partition_stats {
  *  `min_rows` and `max_rows` rows (a set of fewer than min_rows rows in all: one partition).
  *  Deterministic for a given `seed`. */
 std::vector<std::vector<uint32_t>> partition_rows(const host_matrix& data, int64_t max_rows,
-                                                  int64_t min_rows, uint64_t seed,
-                                                  int num_threads);
+                                                  int64_t min_rows, uint64_t seed, int num_threads);
 
 /** The kNN graph of `data` (storage type, as the whole-set kNN stage takes it) with k
  *  neighbours a row, built over partitions of at most `max_rows` rows (step 2 above runs on

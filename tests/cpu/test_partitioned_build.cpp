@@ -43,7 +43,8 @@ TEST(PartitionRows, SizesOverlapAndOrder) {
     for (uint32_t r : p) ++seen[r];
     total += int64_t(p.size());
   }
-  for (int64_t i = 0; i < n; ++i) ASSERT_GE(seen[size_t(i)], 1) << "row " << i << " in no partition";
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_GE(seen[size_t(i)], 1) << "row " << i << " in no partition";
   EXPECT_GT(total, n * 3 / 2) << "every row joins its two nearest clusters";
   EXPECT_EQ(core::partition_rows(base, max_rows, min_rows, 7, 1), parts)
       << "the partitions must not depend on the thread count";
@@ -68,8 +69,8 @@ TEST(PartitionedKnn, ValidListsAndRecall) {
   const uint32_t k = 32;
   knn_graph_params kp;
   core::partition_stats st;
-  const knn_graph g = core::partitioned_knn(core::cpu_backend(), base, metric::l2, k, kp, 3, 2500,
-                                            cpu(), &st);
+  const knn_graph g =
+      core::partitioned_knn(core::cpu_backend(), base, metric::l2, k, kp, 3, 2500, cpu(), &st);
   EXPECT_GE(st.partitions, 4);
   EXPECT_LE(st.largest, 2500);
   ASSERT_EQ(g.ids.size(), size_t(base.rows()) * k);

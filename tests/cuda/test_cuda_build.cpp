@@ -187,6 +187,7 @@ TEST_F(CudaBuild, MaxDeviceMemoryRefusesBeforeAnyWork) {
 // merge on the host (optimize_path::prune_on_device) gives the CPU's graph bit for bit, and a
 // build over kNN partitions (each pass on the GPU) reaches the one-pass build's recall.
 TEST_F(CudaBuild, PruneOnDeviceEqualsTheCpuOptimize) {
+  const host_matrix& base = set_->base;
   const knn_graph knn = brute_force_knn(on(backend::cpu), metric::l2, base, base, 64, true);
   for (reorder_kind kind : {reorder_kind::rank, reorder_kind::distance}) {
     const std::vector<uint32_t> pruned =
@@ -198,6 +199,7 @@ TEST_F(CudaBuild, PruneOnDeviceEqualsTheCpuOptimize) {
 }
 
 TEST_F(CudaBuild, PartitionedKnnReachesTheOnePassRecall) {
+  const host_matrix& base = set_->base;
   index_params p;
   p.graph_degree = 32;
   p.knn.algo = knn_algo::nn_descent;
