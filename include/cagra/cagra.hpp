@@ -45,7 +45,8 @@ struct build_report {
   double knn_seconds = 0;       ///< intermediate kNN graph
   double optimize_seconds = 0;  ///< reorder + prune + reverse + merge
   double total_seconds = 0;     ///< everything, including validation, conversion and transfers
-  uint32_t knn_iterations = 0;  ///< NN-descent iterations run (0 for brute force)
+  uint32_t knn_iterations = 0;  ///< NN-descent iterations run (0 for brute force; partitioned:
+                                ///< the most of any partition)
   /** cagra::build_sharded: shards built by this call, and shards loaded from the checkpoint
    *  folder instead (shard_build_options::checkpoint_dir); 0 and 0 for cagra::build. */
   uint32_t shards_built = 0;

@@ -16,7 +16,9 @@
 #   OUT=$OUT CAGRA_COMMIT=<commit> STEPS="lean1m" bash scripts/dev/device-scale.sh
 #
 # Environment: BUILD_DIR (build-device), DATA_ROOT (/tmp/cagra-data), WORK_DIR (/tmp/cagra-scale),
-# SIZES ("10000000 30000000"), SYN_BUDGET (empty: the free memory), ITOPK (32,64,128,256),
+# SIZES ("10000000 30000000"), SYN_BUDGET (empty: the free memory), SYN_NOISE (0.05: the
+# generator's noise per coordinate; the data set is named synthetic-96d-noiseX-N when set),
+# ITOPK (32,64,128,256),
 # DEGREE (32), BUDGET_S (560: no new build starts past it).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -129,11 +131,13 @@ fi
 if has synthetic; then
   for n in $SIZES; do
     [ $SECONDS -lt "$BUDGET_S" ] || { say "budget: $n rows and larger skipped"; break; }
-    D="$W/synthetic-$n"
-    J="$OUT/scale-synthetic-96d-$TAG.jsonl"
-    if [ ! -s "$D/base.fbin" ]; then
+    sname="synthetic-96d${SYN_NOISE:+-noise$SYN_NOISE}"
+    D="$W/$sname-$n"
+    J="$OUT/scale-$sname-$TAG.jsonl"
+    if [ ! -s "$D/done" ]; then
       python3 bench/make_synthetic_large.py "$D" --n "$n" --queries 10000 --dim 96 \
-        --workers "$(nproc)" 2>&1 | tee -a "$L" || { say "generator failed"; continue; }
+        --noise "${SYN_NOISE:-0.05}" --workers "$(nproc)" 2>&1 | tee -a "$L" &&
+        touch "$D/done" || { say "generator failed"; continue; }
     fi
     if [ ! -s "$D/gt.ibin" ]; then
       t0=$SECONDS
@@ -143,9 +147,9 @@ if has synthetic; then
     fi
     extra=()
     [ -n "${SYN_BUDGET:-}" ] && extra=(--max-device-memory "$SYN_BUDGET")
-    build "synthetic-$n" "$D/base.fbin" "${extra[@]}" &&
-      bench "synthetic-$n" "$D/query.fbin" "$D/gt.ibin" "synthetic-96d-$n" "$J"
-    rm -f "$W/synthetic-$n.cagra"
+    build "$sname-$n" "$D/base.fbin" "${extra[@]}" &&
+      bench "$sname-$n" "$D/query.fbin" "$D/gt.ibin" "$sname-$n" "$J"
+    rm -f "$W/$sname-$n.cagra"
   done
 fi
 say "done: $(ls "$OUT")"

@@ -134,6 +134,7 @@ index build(const resources& res, const index_params& params, dataset_view datas
                                 plan.intermediate_graph_degree, params.knn, params.seed,
                                 plan.partition_rows, res, &ps);
     rep.knn_partitions = ps.partitions;
+    rep.knn_iterations = ps.iterations;
   } else {
     knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
   }

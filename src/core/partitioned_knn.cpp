@@ -264,9 +264,11 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     const uint64_t pseed = bits::mix64(seed + pi);
     knn_algo algo = resolve_knn_algo(params.algo, pn, pk);
     if (algo == knn_algo::brute_force && pk > be.brute_force_max_k()) algo = knn_algo::nn_descent;
+    uint32_t iterations = 0;
     const knn_graph local = algo == knn_algo::nn_descent
-                                ? be.nn_descent(sub, m, pk, one, pseed, res, nullptr)
+                                ? be.nn_descent(sub, m, pk, one, pseed, res, &iterations)
                                 : be.brute_force(sub, sub, m, pk, true, res);
+    st.iterations = std::max(st.iterations, iterations);
 #pragma omp parallel num_threads(nt)
     {
       std::vector<uint32_t> seen(bits::next_pow2(2 * k), kInvalidId), ids(pk), out_ids(k);

@@ -30,10 +30,11 @@ namespace cagra::core {
 
 /** What a partitioned kNN build did. */
 struct partition_stats {
-  int64_t partitions = 0;  ///< kNN graphs built
-  int64_t largest = 0;     ///< rows of the largest partition
-  int64_t rows_built = 0;  ///< rows summed over the partitions (about 2n)
-  int64_t completed = 0;   ///< rows whose list was completed with random rows
+  int64_t partitions = 0;   ///< kNN graphs built
+  int64_t largest = 0;      ///< rows of the largest partition
+  int64_t rows_built = 0;   ///< rows summed over the partitions (about 2n)
+  int64_t completed = 0;    ///< rows whose list was completed with random rows
+  uint32_t iterations = 0;  ///< NN-descent iterations, the most of any partition
 };
 
 /** Overlapping partitions of the rows of `data`, each a list of ascending row ids with between
