@@ -55,6 +55,22 @@ def test_float16_storage_and_f32_queries():
     np.testing.assert_array_equal(a, b)
 
 
+def test_partitioned_knn_graph():
+    # The kNN graph over overlapping partitions (docs/large_builds.md): same recall bar, the
+    # plan names the partition size, and a partition too small for the degree is an error.
+    data, queries = data_and_queries(4000, 100, 32, seed=4)
+    args = {"graph_degree": 16, "intermediate_graph_degree": 32, "backend": "cpu"}
+    plan = cagra.explain_build(data, knn_partition_rows=1500, **args)
+    assert "partition_rows=1500" in plan
+    index = cagra.build(data, knn_partition_rows=1500, **args)
+    ids, _ = index.search(queries, 10, itopk_size=64)
+    assert tie_aware_recall(ids, data, queries, 10) >= 0.95
+    with pytest.raises(cagra.CagraError, match="partition"):
+        cagra.build(data, knn_partition_rows=100, **args)
+    with pytest.raises(ValueError):
+        cagra.build(data, knn_partition_rows=-1, **args)
+
+
 def test_index_properties_are_read_only_views():
     data = clustered(1000, 16, seed=5)
     index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32)

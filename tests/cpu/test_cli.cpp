@@ -101,6 +101,25 @@ TEST(CliUsage, MaxDeviceMemorySizes) {
   }
 }
 
+// --partition-rows: the kNN graph over partitions, the plan printed before the work and the
+// partitions merged after it; too small a partition is an error before any work.
+TEST(CliBuild, PartitionRows) {
+  const std::string base = bigann("base.u8bin"), out = temp_path("parted.cagra");
+  cli_result r = run_cli({"build", base, "-o", out, "--force", "--backend", "cpu", "--graph-degree",
+                          "16", "--partition-rows", "3000"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("plan      kNN graph over partitions of at most 3000 rows, optimize on host"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("kNN graphs merged"), std::string::npos) << r.out;
+  const std::string err = expect_error(
+      {"build", base, "-o", temp_path("small.cagra"), "--backend", "cpu", "--partition-rows", "50"},
+      1);
+  EXPECT_NE(err.find("knn.partition_rows 50 is too small"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(temp_path("small.cagra")));
+}
+
 TEST(CliErrors, MissingInputFile) {
   const std::string out = temp_path("missing_out.cagra");
   expect_error({"build", temp_path("does_not_exist.u8bin"), "-o", out}, 1);
