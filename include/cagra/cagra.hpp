@@ -54,6 +54,8 @@ struct build_report {
   /** kNN graphs built: 1, or the partitions of a partitioned kNN stage
    *  (build_plan::partition_rows). */
   int64_t knn_partitions = 1;
+  /** Of those, loaded from knn_graph_params::checkpoint_dir instead of built. */
+  int64_t knn_partitions_resumed = 0;
 };
 
 /** Builds a CAGRA index: kNN graph (NN-descent or brute force), then `optimize` (paper §III).
@@ -62,6 +64,12 @@ struct build_report {
  *  @param[in]  dataset [n, dim] vectors, host memory (device memory with the CUDA backend)
  *  @param[out] report  optional: stage times and choices */
 index build(const resources& res, const index_params& params, dataset_view dataset,
+            build_report* report = nullptr);
+/** `build` of a matrix the caller gives away: when the index stores the rows as they are (same
+ *  element type, not cosine), the matrix becomes the index's vectors without a copy, which
+ *  halves the host memory of a large build; otherwise it is converted and freed before the
+ *  graph is built. Same index as `build` of its view. */
+index build(const resources& res, const index_params& params, host_matrix&& dataset,
             build_report* report = nullptr);
 
 /** Stage 1 of build: the intermediate kNN graph with k = params.intermediate_graph_degree,

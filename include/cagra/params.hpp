@@ -84,6 +84,11 @@ struct knn_graph_params {
    *  memory), when the plan takes the largest partition that fits. Otherwise at least
    *  4 (intermediate_graph_degree + 1) and 256; at least the row count means one pass. */
   int64_t partition_rows = 0;
+  /** A folder for checkpoints of the kNN stage (made when missing; docs/large_builds.md
+   *  "Checkpoints"): every finished partition's lists are saved there with a fingerprint of
+   *  what they were made from, and a later build with the same folder, data and settings loads
+   *  them instead of building them again. Empty: none. */
+  std::string checkpoint_dir;
 };
 
 /** Parameters of `build`. */

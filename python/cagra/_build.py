@@ -104,10 +104,11 @@ def build(
         shards: build a :class:`ShardedIndex` of this many shards (1 <= shards <= rows).
         devices: CUDA devices, a list of distinct ordinals (``None``: device 0); several
             build a :class:`ShardedIndex`. The CPU backend builds the same shards on the CPU.
-        checkpoint: a folder for a sharded build's checkpoints (made when missing): every
-            finished shard is saved there with a fingerprint of its inputs, and a later build
-            with the same folder loads the shards whose fingerprint matches instead of building
-            them (docs/multi_gpu.md, "Checkpoints"). Only with ``shards`` or several devices.
+        checkpoint: a folder for the build's checkpoints (made when missing): every finished
+            shard of a sharded build (docs/multi_gpu.md, "Checkpoints"), or every kNN partition
+            of one index (docs/large_builds.md, "Checkpoints"), is saved there with a
+            fingerprint of its inputs, and a later build with the same folder loads those whose
+            fingerprint matches instead of building them.
     """
     p = _index_params(
         metric,
@@ -125,7 +126,7 @@ def build(
     )
     devs = _devices(devices)
     if checkpoint is not None and shards is None and len(devs) < 2:
-        raise ValueError("checkpoint is for a sharded build: give shards (or several devices)")
+        p.knn_checkpoint_dir = os.fspath(checkpoint)
     if shards is not None or len(devs) > 1:
         n = 0 if shards is None else _uint("shards", shards)
         if shards is not None and n < 1:

@@ -57,6 +57,9 @@ void bind_params(nb::module_& m) {
       .def_prop_rw(
           "knn_partition_rows", [](const ip& p) { return p.knn.partition_rows; },
           [](ip& p, int64_t v) { p.knn.partition_rows = v; })
+      .def_prop_rw(
+          "knn_checkpoint_dir", [](const ip& p) { return p.knn.checkpoint_dir; },
+          [](ip& p, const std::string& v) { p.knn.checkpoint_dir = v; })
       .def_rw("reorder", &ip::reorder)
       .def_rw("storage", &ip::storage)
       .def_rw("seed", &ip::seed)

@@ -104,11 +104,15 @@ const char* space_name(memory_space s) { return s == memory_space::device ? "dev
 
 }  // namespace
 
-index build(const resources& res, const index_params& params, dataset_view dataset,
-            build_report* report) {
+namespace {
+
+/** build() of `dataset`; `owned`, when given, holds the same rows and may be taken over as the
+ *  stored vectors (or freed once they are converted). */
+index build_from(const resources& res, const index_params& params, dataset_view dataset,
+                 host_matrix* owned, build_report* report) {
   if (!res.devices.empty())  // one index is built on one device: the first one listed
-    return build(core::single_device(res, devices_of(res)[0], res.num_threads), params, dataset,
-                 report);
+    return build_from(core::single_device(res, devices_of(res)[0], res.num_threads), params,
+                      dataset, owned, report);
   const auto t0 = clock_type::now();
   check_dataset(dataset, "dataset");
   const build_plan plan = plan_build(res, params, dataset.rows, dataset.cols, dataset.type);
@@ -119,21 +123,31 @@ index build(const resources& res, const index_params& params, dataset_view datas
   rep.knn_used = plan.knn;
   const bool gpu = plan.target == backend::cuda;
   const int nt = threads(res);
-  host_matrix stored = core::to_storage(dataset, params.metric, params.storage, nt);
+  host_matrix stored;
+  if (owned && plan.storage == dataset.type && params.metric != metric::cosine) {
+    core::check_finite(dataset, "dataset", nt);  // what to_storage checks, without the copy
+    stored = std::move(*owned);
+  } else {
+    stored = core::to_storage(dataset, params.metric, params.storage, nt);
+  }
   // The graph is computed on the stored vectors; the CPU computes f16 storage in f32 (its f16
   // distance is slow), the GPU reads the f16 rows themselves (half the device memory).
   host_matrix compute_copy;
   if (stored.type() == dtype::f16 && !gpu) compute_copy = compute_matrix(dataset, params, nt);
   const host_matrix& compute = stored.type() == dtype::f16 && !gpu ? compute_copy : stored;
+  if (owned) *owned = host_matrix();  // converted: the input is no longer needed
 
   const auto t1 = clock_type::now();
   knn_graph knn;
-  if (plan.partition_rows) {
+  if (plan.partition_rows || !params.knn.checkpoint_dir.empty()) {
+    // Partitions, or a checkpointed kNN stage (one partition when the set fits in one pass).
     core::partition_stats ps;
-    knn = core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
-                                plan.intermediate_graph_degree, params.knn, params.seed,
-                                plan.partition_rows, res, &ps);
+    knn =
+        core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
+                              plan.intermediate_graph_degree, params.knn, params.seed,
+                              plan.partition_rows ? plan.partition_rows : compute.rows(), res, &ps);
     rep.knn_partitions = ps.partitions;
+    rep.knn_partitions_resumed = ps.resumed;
     rep.knn_iterations = ps.iterations;
   } else {
     knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
@@ -147,6 +161,18 @@ index build(const resources& res, const index_params& params, dataset_view datas
   rep.total_seconds = seconds_since(t0);
   if (report) *report = rep;
   return idx;
+}
+
+}  // namespace
+
+index build(const resources& res, const index_params& params, dataset_view dataset,
+            build_report* report) {
+  return build_from(res, params, dataset, nullptr, report);
+}
+
+index build(const resources& res, const index_params& params, host_matrix&& dataset,
+            build_report* report) {
+  return build_from(res, params, dataset.view(), &dataset, report);
 }
 
 knn_graph build_knn_graph(const resources& res, const index_params& params, dataset_view dataset) {

@@ -10,6 +10,8 @@
 
 #include "core/bits.hpp"
 #include "core/half.hpp"
+#include "core/knn_checkpoint.hpp"
+#include "core/multi_gpu/multi_gpu.hpp"
 #include "core/plan.hpp"
 
 namespace cagra::core {
@@ -253,6 +255,8 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
   std::vector<uint32_t> have(static_cast<size_t>(n), 0u);
   knn_graph_params one = params;
   one.partition_rows = 0;
+  one.checkpoint_dir.clear();
+  if (!params.checkpoint_dir.empty()) prepare_checkpoint_dir(params.checkpoint_dir);
   for (size_t pi = 0; pi < parts.size(); ++pi) {
     const std::vector<uint32_t>& rows = parts[pi];
     const int64_t pn = int64_t(rows.size());
@@ -264,11 +268,26 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     const uint64_t pseed = bits::mix64(seed + pi);
     knn_algo algo = resolve_knn_algo(params.algo, pn, pk);
     if (algo == knn_algo::brute_force && pk > be.brute_force_max_k()) algo = knn_algo::nn_descent;
-    uint32_t iterations = 0;
-    const knn_graph local = algo == knn_algo::nn_descent
-                                ? be.nn_descent(sub, m, pk, one, pseed, res, &iterations)
-                                : be.brute_force(sub, sub, m, pk, true, res);
-    st.iterations = std::max(st.iterations, iterations);
+    knn_graph local;
+    uint64_t fingerprint = 0;
+    std::string path;
+    if (!params.checkpoint_dir.empty()) {
+      fingerprint = knn_part_fingerprint(sub, rows, n, m, pk, algo, one, pseed, pi, parts.size());
+      path = knn_part_path(params.checkpoint_dir, pi, parts.size());
+      std::string why;
+      if (load_knn_part(path, fingerprint, pn, pk, local, why)) {
+        ++st.resumed;
+      } else if (!why.empty() && res.progress) {
+        res.progress(("kNN partition checkpoint rebuilt (" + why + ")").c_str(), 0.0);
+      }
+    }
+    if (local.rows == 0) {
+      uint32_t iterations = 0;
+      local = algo == knn_algo::nn_descent ? be.nn_descent(sub, m, pk, one, pseed, res, &iterations)
+                                           : be.brute_force(sub, sub, m, pk, true, res);
+      st.iterations = std::max(st.iterations, iterations);
+      if (!path.empty()) save_knn_part(path, fingerprint, local);
+    }
 #pragma omp parallel num_threads(nt)
     {
       std::vector<uint32_t> seen(bits::next_pow2(2 * k), kInvalidId), ids(pk), out_ids(k);

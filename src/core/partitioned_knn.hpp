@@ -35,6 +35,7 @@ struct partition_stats {
   int64_t rows_built = 0;   ///< rows summed over the partitions (about 2n)
   int64_t completed = 0;    ///< rows whose list was completed with random rows
   uint32_t iterations = 0;  ///< NN-descent iterations, the most of any partition
+  int64_t resumed = 0;      ///< partitions loaded from params.checkpoint_dir
 };
 
 /** Overlapping partitions of the rows of `data`, each a list of ascending row ids with between
@@ -45,7 +46,9 @@ std::vector<std::vector<uint32_t>> partition_rows(const host_matrix& data, int64
 
 /** The kNN graph of `data` (storage type, as the whole-set kNN stage takes it) with k
  *  neighbours a row, built over partitions of at most `max_rows` rows (step 2 above runs on
- *  `be`); rows sorted by (distance, id), self excluded. */
+ *  `be`); rows sorted by (distance, id), self excluded. With params.checkpoint_dir, each
+ *  partition's lists are saved there, and loaded instead of built when they match
+ *  (core/knn_checkpoint.hpp). */
 knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric m, uint32_t k,
                           const knn_graph_params& params, uint64_t seed, int64_t max_rows,
                           const resources& res, partition_stats* stats);

@@ -461,9 +461,9 @@ std::string to_string(const build_plan& p) {
                   " storage=" + to_string(p.storage);
   // The GPU's fields only on the GPU, as in the search plan.
   if (p.partition_rows) s += " partition_rows=" + std::to_string(p.partition_rows);
-  s += std::string(" optimize=") + to_string(p.optimize);
-  if (p.target == backend::cuda)
-    s += " device_bytes=" + std::to_string(p.device_bytes) +
+  if (p.target == backend::cuda)  // the CPU optimizes on the host, always
+    s += std::string(" optimize=") + to_string(p.optimize) +
+         " device_bytes=" + std::to_string(p.device_bytes) +
          " device_budget=" + std::to_string(p.device_budget);
   return s;
 }

@@ -3,10 +3,14 @@
 // not separate), the partitioned kNN graph's validity and recall against the exact one, a whole
 // build over partitions within 0.02 of the one-pass build's search recall, the plan's fields
 // and errors, the device-memory fitting (one pass, partitions, optimize on the device or the
-// host, a budget nothing fits), and the parallel reverse-and-merge equal for any thread count.
+// host, a budget nothing fits), the parallel reverse-and-merge equal for any thread count, and
+// build() of a matrix given away equal to build() of its view, and the kNN stage's checkpoints.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <limits>
 #include <random>
 
 #include <cagra/plan.hpp>
@@ -171,6 +175,93 @@ TEST(FitBuild, OnePassPartitionsAndOptimizePaths) {
   core::fit_build(d, p, n, dim, uint64_t{1} << 20);
   EXPECT_EQ(d.partition_rows, 0);
   EXPECT_GT(d.device_bytes, uint64_t{1} << 20);
+}
+
+// build() of a matrix given away: the same index as build() of its view, whether the rows are
+// taken over (same type, not cosine) or converted (cosine; f16 storage of f32 rows).
+TEST(MovedDataset, BuildsTheSameIndex) {
+  const host_matrix u8 = head(bigann10k().base, 2000);
+  host_matrix f32(dtype::f32, u8.rows(), u8.cols());
+  const uint8_t* src = static_cast<const uint8_t*>(u8.data());
+  float* dst = static_cast<float*>(f32.data());
+  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i) dst[i] = float(src[i]);
+  struct variant {
+    const host_matrix* data;
+    metric m;
+    storage_type s;
+  };
+  for (const variant& v : {variant{&u8, metric::l2, storage_type::same_as_input},
+                           variant{&f32, metric::l2, storage_type::same_as_input},
+                           variant{&f32, metric::cosine, storage_type::same_as_input},
+                           variant{&f32, metric::l2, storage_type::f16}}) {
+    index_params p;
+    p.graph_degree = 16;
+    p.metric = v.m;
+    p.storage = v.s;
+    const index a = build(cpu(), p, *v.data);
+    host_matrix given = host_matrix::copy_of(*v.data);
+    const index b = build(cpu(), p, std::move(given));
+    const auto ga = a.graph(), gb = b.graph();
+    ASSERT_EQ(ga.rows * ga.cols, gb.rows * gb.cols);
+    EXPECT_TRUE(std::equal(ga.data, ga.data + ga.rows * ga.cols, gb.data)) << to_string(v.m);
+    ASSERT_EQ(a.vectors().size_bytes(), b.vectors().size_bytes());
+    EXPECT_EQ(std::memcmp(a.vectors().data(), b.vectors().data(), a.vectors().size_bytes()), 0);
+  }
+  // Bad values are refused as from a view.
+  host_matrix bad = host_matrix::copy_of(f32);
+  static_cast<float*>(bad.data())[5] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(build(cpu(), index_params{}, std::move(bad)), cagra::error);
+}
+
+// Checkpoints of the kNN stage: every partition saved, all loaded on a rerun (same graph), a
+// damaged file or other settings built again, and a one-pass build checkpointed as one part.
+TEST(KnnCheckpoint, ResumesMatchingPartitions) {
+  namespace fs = std::filesystem;
+  const host_matrix base = bigann10k().base;
+  const std::string dir = temp_path("knn_ckpt");
+  fs::remove_all(dir);
+  index_params p;
+  p.graph_degree = 16;
+  p.knn.partition_rows = 3000;
+  p.knn.checkpoint_dir = dir;
+  build_report first, again;
+  const index a = build(cpu(), p, base, &first);
+  ASSERT_GE(first.knn_partitions, 4);
+  EXPECT_EQ(first.knn_partitions_resumed, 0);
+  const std::string n = std::to_string(first.knn_partitions);
+  for (int64_t i = 0; i < first.knn_partitions; ++i)
+    EXPECT_TRUE(fs::is_regular_file(dir + "/knn-part-" + std::to_string(i) + "-of-" + n + ".bin"));
+  const auto same_graph = [](const index& x, const index& y) {
+    const auto gx = x.graph(), gy = y.graph();
+    return gx.rows == gy.rows && std::equal(gx.data, gx.data + gx.rows * gx.cols, gy.data);
+  };
+  const index b = build(cpu(), p, base, &again);
+  EXPECT_EQ(again.knn_partitions_resumed, first.knn_partitions);
+  EXPECT_TRUE(same_graph(a, b));
+  // A damaged file: that partition is built again.
+  const std::string part1 = dir + "/knn-part-1-of-" + n + ".bin";
+  std::vector<uint8_t> bytes = read_bytes(part1);
+  bytes[bytes.size() / 2] ^= 0x40;
+  write_bytes(part1, bytes);
+  const index c = build(cpu(), p, base, &again);
+  EXPECT_EQ(again.knn_partitions_resumed, first.knn_partitions - 1);
+  EXPECT_TRUE(same_graph(a, c));
+  // Other settings: nothing matches.
+  p.seed = 5;
+  build(cpu(), p, base, &again);
+  EXPECT_EQ(again.knn_partitions_resumed, 0);
+  // One pass: one part, the same graph as without a checkpoint.
+  fs::remove_all(dir);
+  index_params one;
+  one.graph_degree = 16;
+  const index d = build(cpu(), one, base);
+  one.knn.checkpoint_dir = dir;
+  const index e = build(cpu(), one, base, &again);
+  EXPECT_TRUE(fs::is_regular_file(dir + "/knn-part-0-of-1.bin"));
+  EXPECT_TRUE(same_graph(d, e));
+  build(cpu(), one, base, &again);
+  EXPECT_EQ(again.knn_partitions_resumed, 1);
+  fs::remove_all(dir);
 }
 
 TEST(ReverseAndMerge, SameForAnyThreadCount) {

@@ -67,14 +67,12 @@ int run_build(const args& a) {
   const bool sharded = shards_given || res.devices.size() > 1;
   const size_t shards = shards_opt ? shards_opt : std::max<size_t>(1, res.devices.size());
   const std::string checkpoint = a.str("--checkpoint", "");
-  if (a.has("--checkpoint") && !sharded)
-    throw usage_error(
-        "--checkpoint: checkpoints are per shard; give --shards N or several "
-        "--devices");
   if (a.has("--checkpoint") && checkpoint.empty())
     throw usage_error("--checkpoint: expected a folder name");
   if (!checkpoint.empty() && fs::exists(checkpoint) && !fs::is_directory(checkpoint))
     throw usage_error("--checkpoint: '" + checkpoint + "' exists and is not a folder");
+  // One index: the kNN stage's partitions are the checkpoints (docs/large_builds.md).
+  if (!sharded) ip.knn.checkpoint_dir = checkpoint;
 
   check_input(dataset_path);
   if (sharded)
@@ -133,8 +131,12 @@ int run_build(const args& a) {
     options.checkpoint_dir = checkpoint;
     options.on_shard = [&](const shard_event& e) { events.push_back(e); };
     sh = build_sharded(res, ip, view, options, &report);
-  } else
-    idx = build(res, ip, view, &report);
+  } else {
+    // The rows read become the index's vectors when they need no conversion (no second copy
+    // of the data set in host memory).
+    data.truncate_rows(view.rows);
+    idx = build(res, ip, std::move(data), &report);
+  }
   progress.finish();
 
   std::printf("build     backend %s, knn %s", to_string(report.backend_used),
@@ -148,6 +150,10 @@ int run_build(const args& a) {
   if (report.knn_partitions > 1)
     std::printf("partition %lld kNN graphs merged\n",
                 static_cast<long long>(report.knn_partitions));
+  if (!sharded && !checkpoint.empty())
+    std::printf("checkpoint %s: %lld kNN partitions resumed, %lld built\n", checkpoint.c_str(),
+                static_cast<long long>(report.knn_partitions_resumed),
+                static_cast<long long>(report.knn_partitions - report.knn_partitions_resumed));
   std::printf("time      knn %.3f s, optimize %.3f s, total %.3f s%s\n", report.knn_seconds,
               report.optimize_seconds, report.total_seconds,
               sharded ? " (knn and optimize summed over the shards)" : "");
@@ -197,8 +203,8 @@ const command_spec& build_command() {
       "edges and merge) and saves the index to INDEX. Progress goes to stderr, times to stdout.\n"
       "With --shards or several --devices it builds a sharded index: one graph per contiguous\n"
       "row range, saved as the manifest INDEX and the files INDEX.shard-S-of-N; with\n"
-      "--checkpoint DIR each finished shard is kept in DIR, so that the same command resumes an\n"
-      "interrupted build.",
+      "--checkpoint DIR each finished shard (one index: each kNN partition) is kept in DIR, so\n"
+      "that the same command resumes an interrupted build.",
       {
           {"--output", "-o", "INDEX", "where to write the index (required)", true},
           {"--graph-degree", nullptr, "D", "out-degree of the final graph (default 64)"},
@@ -228,9 +234,10 @@ const command_spec& build_command() {
            "CUDA devices, comma-separated (0,1,...): several build a sharded index, one shard "
            "per device unless --shards says otherwise (shard s on device s mod count)"},
           {"--checkpoint", nullptr, "DIR",
-           "sharded builds: save each finished shard into DIR with a fingerprint of its inputs, "
-           "and load the shards DIR already holds for the same inputs instead of building them "
-           "again (rerun the same command to resume an interrupted build; docs/multi_gpu.md)"},
+           "save each finished shard (sharded builds) or kNN partition (one index) into DIR "
+           "with a fingerprint of its inputs, and load those DIR already holds for the same "
+           "inputs instead of building them again (rerun the same command to resume an "
+           "interrupted build; docs/multi_gpu.md, docs/large_builds.md)"},
           {"--limit", nullptr, "N", "use only the first N rows of DATASET"},
           {"--force", nullptr, nullptr, "replace INDEX if it exists"},
           {"--explain", nullptr, nullptr,

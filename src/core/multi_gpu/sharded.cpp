@@ -104,6 +104,9 @@ sharded_index build_sharded(const resources& res, const index_params& params, da
     options.on_shard(e);
   };
 
+  // Shards keep their own checkpoints (options.checkpoint_dir), not their kNN stages'.
+  index_params shard_params = params;
+  shard_params.knn.checkpoint_dir.clear();
   // A checkpoint folder: before building anything, fingerprint every shard and load those whose
   // checkpoint matches (a file that cannot be read stops the build here, not hours later).
   std::vector<index> built(n_shards);
@@ -162,7 +165,7 @@ sharded_index build_sharded(const resources& res, const index_params& params, da
       if (resumed[s]) continue;
       const int64_t first = first_row(s), count = rows_of(s);
       try {
-        built[s] = build(r, params, row_range(dataset, first, count), &reports[s]);
+        built[s] = build(r, shard_params, row_range(dataset, first, count), &reports[s]);
         if (!checkpoints.empty()) core::save_shard_checkpoint(checkpoints[s], built[s]);
       } catch (const error& e) {
         CAGRA_FAIL("shard %zu of %zu (rows %lld .. %lld): %s", s, n_shards, (long long)first,
