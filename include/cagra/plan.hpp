@@ -56,6 +56,10 @@ struct build_plan {
   /** The device memory the plan was fitted to: min(max_device_memory, the device's free
    *  memory); 0 on the CPU. */
   uint64_t device_budget = 0;
+  /** Peak host memory the GPU build allocates (a model: the stored vectors, the kNN lists, one
+   *  partition's rows and lists, the optimization's host arrays; the caller's input is not
+   *  counted: docs/large_builds.md); 0 on the CPU. */
+  uint64_t host_bytes = 0;
 };
 
 /** Resolves `params` for a dataset of `rows` x `dim` of type `input` on `res`'s backend.

@@ -182,6 +182,47 @@ void fit_build(build_plan& plan, const index_params& params, int64_t rows, int64
   plan.device_bytes = std::max(knn_peak, opt_peak);
 }
 
+uint64_t host_build_bytes(const build_plan& plan, const index_params& params, int64_t rows,
+                          int64_t dim, int threads) {
+  const uint64_t n = uint64_t(std::max<int64_t>(rows, 0));
+  const uint64_t row_bytes = uint64_t(std::max<int64_t>(dim, 0)) * dtype_size(plan.storage);
+  const uint64_t k = plan.intermediate_graph_degree, d = plan.graph_degree;
+  const uint64_t lists = n * k * 8;  // ids and distances
+  // The kNN stage: the backend's lists; partitioned (or checkpointed), the merged lists beside
+  // one partition's gathered rows and its own lists.
+  uint64_t knn = lists;
+  if (plan.partition_rows || !params.knn.checkpoint_dir.empty()) {
+    const uint64_t m = plan.partition_rows ? uint64_t(plan.partition_rows) : n;
+    knn = lists + n * 4 + m * row_bytes + m * k * 8;
+  }
+  // The optimization, the kNN lists still held.
+  uint64_t opt = 0;
+  switch (plan.optimize) {
+    case optimize_path::device:
+      opt = lists + n * d * 4;  // the graph copied back
+      break;
+    case optimize_path::prune_on_device:  // ids + pruned, then reverse_and_merge's four arrays
+      opt = std::max(n * k * 4 + n * d * 4, 4 * n * d * 4 + n * 4);
+      break;
+    case optimize_path::host:
+      opt = lists +
+            std::max(n * d * 4 + uint64_t(std::max(threads, 1)) * n * 4, 4 * n * d * 4 + n * 4);
+      break;
+  }
+  return n * row_bytes + std::max(knn, opt);
+}
+
+uint64_t available_host_memory() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  std::fclose(f);
+  return uint64_t(kib) * 1024;
+}
+
 std::string format_bytes(uint64_t bytes) {
   static const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
   if (bytes < 1024) return std::to_string(bytes) + " bytes";
@@ -226,6 +267,20 @@ int64_t shards_to_fit(const build_plan& plan, const index_params& params, int64_
 void check_build_memory(const resources& res, const index_params& params, const build_plan& plan,
                         int64_t rows, int64_t dim, int64_t all_rows) {
   if (plan.target != backend::cuda || plan.device_bytes == 0) return;
+  const uint64_t avail = available_host_memory();
+  CAGRA_EXPECTS(
+      avail == 0 || plan.host_bytes <= avail,
+      "out of host memory: the GPU build of %lld x %lld %s rows (intermediate_graph_degree %u, "
+      "graph_degree %u%s) needs about %s of host memory (the stored vectors, the kNN lists and "
+      "the graph optimization's arrays: docs/large_builds.md), but %s are available: lower the "
+      "need with f16 storage (--storage f16), a smaller intermediate_graph_degree, or a build "
+      "over several shards or machines (cagra::build_sharded, cagra build --shards N)",
+      (long long)rows, (long long)dim, to_string(plan.storage), plan.intermediate_graph_degree,
+      plan.graph_degree,
+      plan.partition_rows
+          ? (", partitions of " + std::to_string(plan.partition_rows) + " rows").c_str()
+          : "",
+      format_bytes(plan.host_bytes).c_str(), format_bytes(avail).c_str());
   const uint64_t free_b = cuda_backend().free_device_memory(res.device);
   const bool capped = params.max_device_memory != 0 && params.max_device_memory < free_b;
   const uint64_t budget = capped ? params.max_device_memory : free_b;
@@ -250,6 +305,12 @@ void check_build_memory(const resources& res, const index_params& params, const 
       (shards ? "; " + std::to_string(shards) + " shards would fit this budget" : std::string()) +
       ")";
   if (params.max_device_memory && capped) lower += ", or a larger max_device_memory";
+  // The least a partitioned build needs: partitions of the fewest rows, optimize on the host.
+  const int64_t least_rows =
+      std::min<int64_t>(rows - 1, min_partition_rows(plan.intermediate_graph_degree));
+  lower += "; the kNN stage in partitions of the fewest rows (" + std::to_string(least_rows) +
+           ", knn.partition_rows) would still need " +
+           format_bytes(knn_pass_bytes(plan, params, least_rows, dim));
   CAGRA_FAIL(
       "out of device memory: the GPU build of %lld x %lld %s rows (intermediate_graph_degree %u, "
       "graph_degree %u, %s) "

@@ -107,10 +107,21 @@ build_memory gpu_build_memory(const build_plan& plan, const index_params& params
 void fit_build(build_plan& plan, const index_params& params, int64_t rows, int64_t dim,
                uint64_t budget);
 
+/** build_plan::host_bytes of a GPU build `plan` (fitted: partition_rows and optimize set) of
+ *  `rows` x `dim` rows, on `threads` host threads (the host optimize keeps a rank table of
+ *  `rows` entries per thread). */
+uint64_t host_build_bytes(const build_plan& plan, const index_params& params, int64_t rows,
+                          int64_t dim, int threads);
+
+/** MemAvailable of /proc/meminfo in bytes (memory a process can take without swapping), or 0
+ *  when it cannot be read. */
+uint64_t available_host_memory();
+
 /** "58.4 GiB" (binary units, one decimal; bytes below 1 KiB). */
 std::string format_bytes(uint64_t bytes);
 
 /** Before any work of a build on the GPU (plan.target == cuda): throws cagra::error when
+ *  plan.host_bytes exceeds the available host memory, or when
  *  plan.device_bytes exceeds min(params.max_device_memory, the free memory of res.device),
  *  saying what the build needs (by stage), what it may use and what lowers the need (with the
  *  fewest shards of `all_rows` rows that would fit; 0: `rows`, the build is not a shard). */

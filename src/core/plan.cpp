@@ -367,6 +367,8 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
                                 ? params.max_device_memory
                                 : free_b;
     core::fit_build(b, params, rows, dim, budget);
+    b.host_bytes =
+        core::host_build_bytes(b, params, rows, dim, core::host_threads(res.num_threads));
   }
   // A partitioned kNN stage runs the algorithm of a set of the partition's size.
   if (b.partition_rows)
@@ -464,7 +466,8 @@ std::string to_string(const build_plan& p) {
   if (p.target == backend::cuda)  // the CPU optimizes on the host, always
     s += std::string(" optimize=") + to_string(p.optimize) +
          " device_bytes=" + std::to_string(p.device_bytes) +
-         " device_budget=" + std::to_string(p.device_budget);
+         " device_budget=" + std::to_string(p.device_budget) +
+         " host_bytes=" + std::to_string(p.host_bytes);
   return s;
 }
 

@@ -264,6 +264,39 @@ TEST(KnnCheckpoint, ResumesMatchingPartitions) {
   fs::remove_all(dir);
 }
 
+// The host memory model against the measured peaks (H100, 4388f5e, max RSS less the CLI's copy
+// of the input, which the build now takes over): 30M x 96 f32 in partitions of 8,556,544 rows,
+// 31.97 GiB; 10M one pass, 9.82 GiB.
+TEST(HostMemory, ModelAndRefusal) {
+  index_params p;
+  p.graph_degree = 32;
+  build_plan plan;
+  plan.target = backend::cuda;
+  plan.knn = knn_algo::nn_descent;
+  plan.graph_degree = 32;
+  plan.intermediate_graph_degree = 64;
+  plan.storage = dtype::f32;
+  plan.partition_rows = 8556544;
+  plan.optimize = optimize_path::device;
+  const double gib = double(uint64_t{1} << 30);
+  const double lean = double(core::host_build_bytes(plan, p, 30000000, 96, 16)) / gib;
+  EXPECT_NEAR(lean, 31.97, 0.05 * 31.97);
+  plan.partition_rows = 0;
+  const double one = double(core::host_build_bytes(plan, p, 10000000, 96, 16)) / gib;
+  EXPECT_NEAR(one, 9.82, 0.05 * 9.82);
+  // A need above what the machine has: refused before any work, saying what lowers it.
+  plan.device_bytes = 1;
+  plan.host_bytes = uint64_t{1} << 60;
+  try {
+    core::check_build_memory(resources{}, p, plan, 10000000, 96);
+    FAIL() << "no error";
+  } catch (const cagra::error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("out of host memory: ", 0), 0u) << m;
+    EXPECT_NE(m.find("f16 storage"), std::string::npos) << m;
+  }
+}
+
 TEST(ReverseAndMerge, SameForAnyThreadCount) {
   // A pruned graph with hubs (many in-edges to a few nodes) and nodes without in-edges.
   const int64_t n = 5000;

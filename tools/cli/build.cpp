@@ -114,7 +114,8 @@ int run_build(const args& a) {
                 to_string(plan.optimize),
                 plan.target == backend::cuda
                     ? (", device memory " + std::to_string(plan.device_bytes >> 20) + " MiB of " +
-                       std::to_string(plan.device_budget >> 20) + " MiB")
+                       std::to_string(plan.device_budget >> 20) + " MiB, host memory about " +
+                       std::to_string(plan.host_bytes >> 20) + " MiB")
                           .c_str()
                     : "");
   std::fflush(stdout);
