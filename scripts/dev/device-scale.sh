@@ -3,8 +3,10 @@
 # on the GPU machine, in steps (STEPS, default "tests lean1m synthetic"):
 #   tests      build with CUDA; the CUDA build tests (CudaBuild.*: budgets, the lean pieces)
 #   lean1m     SIFT-wall-1M (staged in $DATA_ROOT/sift-wall-1m by scripts/dev/stage.sh): the
-#              one-pass build, then `--max-device-memory` at 1/4 of its device_bytes (kNN in
-#              partitions), each searched by `cagra bench` at batch 10K (itopk sweep)
+#              one-pass build, then `--max-device-memory` at 1/4 and 1/16 of its device_bytes
+#              (kNN in partitions; optimize on the device, or on the host), each searched by
+#              `cagra bench` at batch 10K (itopk sweep); the 1/4 build with `--checkpoint`, twice
+#              (the second resumes every partition)
 #   synthetic  for each n in SIZES: SYNTHETIC clustered 96-d f32 rows
 #              (bench/make_synthetic_large.py, 10K queries, exact GPU ground truth k = 10), the
 #              build as the plan fits it to the device (`--max-device-memory $SYN_BUDGET` when
@@ -125,6 +127,15 @@ if has lean1m; then
     say "lean1m: one-pass device_bytes $need, budget $quarter (1/4)"
     build sift-quarter "$D/base.u8bin" --max-device-memory "$quarter" &&
       bench sift-quarter "$D/query.u8bin" "$W/sift-gt.ibin" sift-wall-1m "$J"
+    # 1/16: partitions of a few ten thousand rows, and no room for the kNN ids (optimize on the
+    # host).
+    build sift-sixteenth "$D/base.u8bin" --max-device-memory $((need / 16)) &&
+      bench sift-sixteenth "$D/query.u8bin" "$W/sift-gt.ibin" sift-wall-1m "$J"
+    # Checkpoints: the quarter build into a folder, then again (every partition resumed).
+    rm -rf "$W/ckpt"
+    build sift-ckpt-first "$D/base.u8bin" --max-device-memory "$quarter" --checkpoint "$W/ckpt"
+    build sift-ckpt-resumed "$D/base.u8bin" --max-device-memory "$quarter" --checkpoint "$W/ckpt"
+    say "checkpoint folder: $(du -sh "$W/ckpt" | cut -f1), $(ls "$W/ckpt" | wc -l) files"
   fi
 fi
 
