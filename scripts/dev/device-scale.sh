@@ -20,7 +20,9 @@
 # Environment: BUILD_DIR (build-device), DATA_ROOT (/tmp/cagra-data), WORK_DIR (/tmp/cagra-scale),
 # SIZES ("10000000 30000000"), SYN_BUDGET (empty: the free memory), SYN_NOISE (0.05: the
 # generator's noise per coordinate; the data set is named synthetic-96d-noiseX-N when set),
-# ITOPK (32,64,128,256),
+# PHASES (synthetic: "data build bench"; a subset runs those alone, e.g. over several commands),
+# DROP_BASE (1: delete the base file once the build has read it, for disks that cannot hold it
+# and the index), ITOPK (32,64,128,256),
 # DEGREE (32), BUDGET_S (560: no new build starts past it).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -33,6 +35,7 @@ SIZES=${SIZES:-"10000000 30000000"}
 ITOPK=${ITOPK:-32,64,128,256}
 DEGREE=${DEGREE:-32}
 BUDGET_S=${BUDGET_S:-560}
+PHASES=${PHASES:-"data build bench"}
 mkdir -p "$OUT" "$W"
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 DEVICE_TAG=${DEVICE_TAG:-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
@@ -82,11 +85,16 @@ EOF
   kill "$smi_pid" 2>/dev/null
   wait "$smi_pid" 2>/dev/null
   grep -vE "%|^build:" "$W/$name.build.log" | tee -a "$L"
-  DEV_PEAK_MIB=$(sort -n "$smi" | tail -1)
-  HOST_PEAK_GIB=$(awk '{printf "%.1f", $1 / 1048576}' "$W/$name.rss" 2>/dev/null)
-  BUILD_S=$(sed -n 's/^time .*total \([0-9.]*\) s.*/\1/p' "$W/$name.build.log")
+  build_stats "$name"
   say "$name: build rc=$rc, ${BUILD_S:-?} s, device peak ${DEV_PEAK_MIB:-?} MiB in use (whole device), host peak ${HOST_PEAK_GIB:-?} GiB"
   return $rc
+}
+
+# build_stats NAME: BUILD_S, DEV_PEAK_MIB, HOST_PEAK_GIB of a finished build (its files in $W).
+build_stats() {
+  DEV_PEAK_MIB=$(sort -n "$W/$1.smi" | tail -1)
+  HOST_PEAK_GIB=$(awk '{printf "%.1f", $1 / 1048576}' "$W/$1.rss" 2>/dev/null)
+  BUILD_S=$(sed -n 's/^time .*total \([0-9.]*\) s.*/\1/p' "$W/$1.build.log")
 }
 
 # bench NAME QUERIES GT DATASET JSON: batch 10K sweep of $W/NAME.cagra.
@@ -145,22 +153,35 @@ if has synthetic; then
     sname="synthetic-96d${SYN_NOISE:+-noise$SYN_NOISE}"
     D="$W/$sname-$n"
     J="$OUT/scale-$sname-$TAG.jsonl"
-    if [ ! -s "$D/done" ]; then
+    if [[ " $PHASES " == *" data "* && ! -e "$D/done" ]]; then
       python3 bench/make_synthetic_large.py "$D" --n "$n" --queries 10000 --dim 96 \
         --noise "${SYN_NOISE:-0.05}" --workers "$(nproc)" 2>&1 | tee -a "$L" &&
         touch "$D/done" || { say "generator failed"; continue; }
     fi
-    if [ ! -s "$D/gt.ibin" ]; then
+    if [[ " $PHASES " == *" data "* && ! -s "$D/gt.ibin" ]]; then
       t0=$SECONDS
       "$C" gt "$D/base.fbin" "$D/query.fbin" -k 10 -o "$D/gt.ibin" --backend cuda --force \
         >"$D/gt.log" 2>&1 || { say "gt failed: $(tail -1 "$D/gt.log")"; continue; }
       say "ground truth of $n rows: $((SECONDS - t0)) s"
     fi
-    extra=()
-    [ -n "${SYN_BUDGET:-}" ] && extra=(--max-device-memory "$SYN_BUDGET")
-    build "$sname-$n" "$D/base.fbin" "${extra[@]}" &&
+    if [[ " $PHASES " == *" build "* ]]; then
+      extra=()
+      [ -n "${SYN_BUDGET:-}" ] && extra=(--max-device-memory "$SYN_BUDGET")
+      if [ -n "${DROP_BASE:-}" ]; then
+        # The rows are in the build's memory once it prints its dataset line: the file goes,
+        # making room on the disk for the index.
+        (for _ in $(seq 600); do
+          grep -q "^dataset" "$W/$sname-$n.build.log" 2>/dev/null && { rm -f "$D/base.fbin"; break; }
+          sleep 1
+        done) &
+      fi
+      build "$sname-$n" "$D/base.fbin" "${extra[@]}" || continue
+    fi
+    if [[ " $PHASES " == *" bench "* ]]; then
+      build_stats "$sname-$n"
       bench "$sname-$n" "$D/query.fbin" "$D/gt.ibin" "$sname-$n" "$J"
-    rm -f "$W/$sname-$n.cagra"
+      rm -f "$W/$sname-$n.cagra"
+    fi
   done
 fi
 say "done: $(ls "$OUT")"
