@@ -265,14 +265,14 @@ int64_t shards_to_fit(const build_plan& plan, const index_params& params, int64_
 }  // namespace
 
 void check_build_memory(const resources& res, const index_params& params, const build_plan& plan,
-                        int64_t rows, int64_t dim, int64_t all_rows) {
+                        int64_t rows, int64_t dim, int64_t all_rows, uint64_t host_in_hand) {
   if (plan.target != backend::cuda || plan.device_bytes == 0) return;
   const uint64_t avail = available_host_memory();
   CAGRA_EXPECTS(
-      avail == 0 || plan.host_bytes <= avail,
+      avail == 0 || plan.host_bytes <= avail + host_in_hand,
       "out of host memory: the GPU build of %lld x %lld %s rows (intermediate_graph_degree %u, "
       "graph_degree %u%s) needs about %s of host memory (the stored vectors, the kNN lists and "
-      "the graph optimization's arrays: docs/large_builds.md), but %s are available: lower the "
+      "the graph optimization's arrays: docs/large_builds.md), but %s are available%s: lower the "
       "need with f16 storage (--storage f16), a smaller intermediate_graph_degree, or a build "
       "over several shards or machines (cagra::build_sharded, cagra build --shards N)",
       (long long)rows, (long long)dim, to_string(plan.storage), plan.intermediate_graph_degree,
@@ -280,7 +280,10 @@ void check_build_memory(const resources& res, const index_params& params, const 
       plan.partition_rows
           ? (", partitions of " + std::to_string(plan.partition_rows) + " rows").c_str()
           : "",
-      format_bytes(plan.host_bytes).c_str(), format_bytes(avail).c_str());
+      format_bytes(plan.host_bytes).c_str(), format_bytes(avail).c_str(),
+      host_in_hand
+          ? (" besides the " + format_bytes(host_in_hand) + " of rows it takes over").c_str()
+          : "");
   const uint64_t free_b = cuda_backend().free_device_memory(res.device);
   const bool capped = params.max_device_memory != 0 && params.max_device_memory < free_b;
   const uint64_t budget = capped ? params.max_device_memory : free_b;

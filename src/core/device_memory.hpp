@@ -121,11 +121,12 @@ uint64_t available_host_memory();
 std::string format_bytes(uint64_t bytes);
 
 /** Before any work of a build on the GPU (plan.target == cuda): throws cagra::error when
- *  plan.host_bytes exceeds the available host memory, or when
+ *  plan.host_bytes, less `host_in_hand` (bytes of it already allocated: the caller's rows that
+ *  the build takes over as its stored vectors), exceeds the available host memory, or when
  *  plan.device_bytes exceeds min(params.max_device_memory, the free memory of res.device),
  *  saying what the build needs (by stage), what it may use and what lowers the need (with the
  *  fewest shards of `all_rows` rows that would fit; 0: `rows`, the build is not a shard). */
 void check_build_memory(const resources& res, const index_params& params, const build_plan& plan,
-                        int64_t rows, int64_t dim, int64_t all_rows = 0);
+                        int64_t rows, int64_t dim, int64_t all_rows = 0, uint64_t host_in_hand = 0);
 
 }  // namespace cagra::core

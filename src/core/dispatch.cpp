@@ -117,14 +117,17 @@ index build_from(const resources& res, const index_params& params, dataset_view 
   check_dataset(dataset, "dataset");
   const build_plan plan = plan_build(res, params, dataset.rows, dataset.cols, dataset.type);
   // Before any work: a build that cannot fit the device is refused with what it needs.
-  core::check_build_memory(res, params, plan, dataset.rows, dataset.cols);
+  // Rows handed over that need no conversion are the stored vectors already (no copy).
+  const bool take_over = owned && plan.storage == dataset.type && params.metric != metric::cosine;
+  core::check_build_memory(res, params, plan, dataset.rows, dataset.cols, 0,
+                           take_over ? uint64_t(owned->size_bytes()) : 0);
   build_report rep;
   rep.backend_used = plan.target;
   rep.knn_used = plan.knn;
   const bool gpu = plan.target == backend::cuda;
   const int nt = threads(res);
   host_matrix stored;
-  if (owned && plan.storage == dataset.type && params.metric != metric::cosine) {
+  if (take_over) {
     core::check_finite(dataset, "dataset", nt);  // what to_storage checks, without the copy
     stored = std::move(*owned);
   } else {
