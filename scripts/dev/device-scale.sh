@@ -167,15 +167,23 @@ if has synthetic; then
     if [[ " $PHASES " == *" build "* ]]; then
       extra=()
       [ -n "${SYN_BUDGET:-}" ] && extra=(--max-device-memory "$SYN_BUDGET")
+      [ -s "$D/base.fbin" ] || { say "$D/base.fbin missing: run the data phase first"; continue; }
+      watcher=
       if [ -n "${DROP_BASE:-}" ]; then
         # The rows are in the build's memory once it prints its dataset line: the file goes,
-        # making room on the disk for the index.
+        # making room on the disk for the index. (No output: a background job holding the
+        # script's stdout would keep a pipe reading it open.)
+        rm -f "$W/$sname-$n.build.log"
         (for _ in $(seq 600); do
           grep -q "^dataset" "$W/$sname-$n.build.log" 2>/dev/null && { rm -f "$D/base.fbin"; break; }
           sleep 1
-        done) &
+        done) >/dev/null 2>&1 &
+        watcher=$!
       fi
-      build "$sname-$n" "$D/base.fbin" "${extra[@]}" || continue
+      build "$sname-$n" "$D/base.fbin" "${extra[@]}"
+      rc=$?
+      [ -n "$watcher" ] && kill "$watcher" 2>/dev/null
+      [ $rc -eq 0 ] || continue
     fi
     if [[ " $PHASES " == *" bench "* ]]; then
       build_stats "$sname-$n"
