@@ -188,6 +188,11 @@ typedef struct cagra_build_params {
    *  (docs/large_builds.md); 0 (the default) = one pass, or on the GPU what fits
    *  max_device_memory. Appended: the struct grows by 8 bytes (recompile callers). */
   int64_t knn_partition_rows;
+  /** A folder for checkpoints of the kNN stage (made when missing), or NULL (the default):
+   *  every finished partition is saved there and a later build with the same folder, data and
+   *  settings loads it instead (docs/large_builds.md "Checkpoints"). Read during the call only.
+   *  Appended: the struct grows by a pointer (recompile callers). */
+  const char* knn_checkpoint_dir;
 } cagra_build_params_t;
 
 /** Parameters of the searches. 0 = automatic where noted. */

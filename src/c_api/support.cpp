@@ -22,6 +22,8 @@ static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources
                       offsetof(cagra_build_params_t, max_device_memory) &&
                   offsetof(cagra_build_params_t, max_device_memory) + 8 ==
                       offsetof(cagra_build_params_t, knn_partition_rows) &&
+                  offsetof(cagra_build_params_t, knn_partition_rows) + 8 ==
+                      offsetof(cagra_build_params_t, knn_checkpoint_dir) &&
                   offsetof(cagra_search_params_t, resources) + sizeof(cagra_resources_t) ==
                       sizeof(cagra_search_params_t) &&
                   offsetof(cagra_extend_params_t, resources) + sizeof(cagra_resources_t) ==
@@ -134,6 +136,7 @@ index_params to_index_params(const cagra_build_params_t* p) {
   ip.seed = p->seed;
   ip.max_device_memory = p->max_device_memory;
   ip.knn.partition_rows = p->knn_partition_rows;
+  if (p->knn_checkpoint_dir) ip.knn.checkpoint_dir = p->knn_checkpoint_dir;
   return ip;
 }
 
@@ -237,6 +240,7 @@ cagra_status_t cagra_build_params_default(cagra_build_params_t* params) {
     cagra_resources_default(&params->resources);
     params->max_device_memory = d.max_device_memory;
     params->knn_partition_rows = d.knn.partition_rows;
+    params->knn_checkpoint_dir = nullptr;
   });
 }
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int failures = 0;
 
@@ -828,6 +829,50 @@ static void test_sharded_errors(const data_set* d) {
   free(ids), free(dist);
 }
 
+/* The kNN graph in partitions, checkpointed: the second build loads every partition (the
+ * folder's files are not written again) and gives the same graph. */
+static void test_partitioned_build(const data_set* d, const char* out_dir) {
+  cagra_build_params_t bp = build_params();
+  cagra_index_t *a = NULL, *b = NULL;
+  char folder[4096], part[4200];
+  struct stat before, after;
+  snprintf(folder, sizeof folder, "%s/c_knn_checkpoint", out_dir);
+  bp.knn_partition_rows = 3000;
+  bp.knn_checkpoint_dir = folder;
+  CHECK_OK(cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, d->base.cols, &a));
+  snprintf(part, sizeof part, "%s/knn-part-0-of-", folder);
+  {
+    /* The partition count depends on the clusters: find part 0's file by trying counts. */
+    int n, found = 0;
+    for (n = 1; n <= 64 && !found; ++n) {
+      snprintf(part, sizeof part, "%s/knn-part-0-of-%d.bin", folder, n);
+      found = stat(part, &before) == 0;
+    }
+    CHECK(found);
+  }
+  CHECK_OK(cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, d->base.cols, &b));
+  CHECK(stat(part, &after) == 0 && after.st_mtime == before.st_mtime &&
+        after.st_size == before.st_size);
+  if (a && b) {
+    const size_t n = (size_t)d->queries.rows * K;
+    uint32_t* ids = malloc(2 * n * sizeof *ids);
+    float* dist = malloc(n * sizeof *dist);
+    int64_t* ids64 = malloc(n * sizeof *ids64);
+    search_all(a, d, ids, dist, ids64);
+    search_all(b, d, ids + n, dist, ids64);
+    CHECK(memcmp(ids, ids + n, n * sizeof *ids) == 0);
+    free(ids), free(dist), free(ids64);
+  }
+  bp.knn_partition_rows = 10; /* too small for the degree */
+  {
+    cagra_index_t* c = NULL;
+    CHECK_FAILS(
+        cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, d->base.cols, &c),
+        CAGRA_ERROR_INVALID_ARGUMENT, "partition_rows");
+  }
+  cagra_index_free(a), cagra_index_free(b);
+}
+
 int main(int argc, char** argv) {
   const char* dir = data_dir();
   char path[4096];
@@ -869,6 +914,7 @@ int main(int argc, char** argv) {
   }
   test_living_index(&d);
   test_sharded_errors(&d);
+  test_partitioned_build(&d, argv[1]);
 
   free(d.base.data), free(d.queries.data), free(truth.data), free(d.truth);
   if (failures > 0) {
