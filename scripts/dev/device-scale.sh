@@ -8,9 +8,10 @@
 #              `cagra bench` at batch 10K (itopk sweep); the 1/4 build with `--checkpoint`, twice
 #              (the second resumes every partition)
 #   synthetic  for each n in SIZES: SYNTHETIC clustered 96-d f32 rows
-#              (bench/make_synthetic_large.py, 10K queries, exact GPU ground truth k = 10), the
-#              build as the plan fits it to the device (`--max-device-memory $SYN_BUDGET` when
-#              set), then `cagra bench` at batch 10K
+#              (bench/make_synthetic_large.py --model $SYN_MODEL, 10K queries, exact GPU ground
+#              truth k = 10), the build as the plan fits it to the device
+#              (`--max-device-memory $SYN_BUDGET` when set), then `cagra bench` at batch 10K;
+#              with VARIANTS, one build + bench per variant
 # Every build logs its plan, stage times, the peak device memory in use (nvidia-smi every
 # 0.5 s) and the peak host memory (max RSS); results go to $OUT as JSON lines
 # (scale-DATASET-DEVICE-COMMIT.jsonl, the bench's fields plus build fields) and logs.
@@ -18,8 +19,11 @@
 #   OUT=$OUT CAGRA_COMMIT=<commit> STEPS="lean1m" bash scripts/dev/device-scale.sh
 #
 # Environment: BUILD_DIR (build-device), DATA_ROOT (/tmp/cagra-data), WORK_DIR (/tmp/cagra-scale),
-# SIZES ("10000000 30000000"), SYN_BUDGET (empty: the free memory), SYN_NOISE (0.05: the
-# generator's noise per coordinate; the data set is named synthetic-96d-noiseX-N when set),
+# SIZES ("10000000 30000000"), SYN_BUDGET (empty: the free memory), SYN_MODEL (manifold: the
+# data set is named synthetic-manifold-96d-N; patches: synthetic-96d-N, the model of the results
+# before it), SYN_NOISE (the generator's noise per coordinate when set; the data set's name gets
+# -noiseX), VARIANTS (builds of each size, ';'-separated "label:cagra build options", e.g.
+# "onepass:;p3m:--partition-rows 3000000"; default one build with no options),
 # PHASES (synthetic: "data build bench"; a subset runs those alone, e.g. over several commands),
 # DROP_BASE (1: delete the base file once the build has read it, for disks that cannot hold it
 # and the index), ITOPK (32,64,128,256),
@@ -150,12 +154,14 @@ fi
 if has synthetic; then
   for n in $SIZES; do
     [ $SECONDS -lt "$BUDGET_S" ] || { say "budget: $n rows and larger skipped"; break; }
+    model=${SYN_MODEL:-manifold}
     sname="synthetic-96d${SYN_NOISE:+-noise$SYN_NOISE}"
+    [ "$model" = patches ] || sname="synthetic-$model-96d${SYN_NOISE:+-noise$SYN_NOISE}"
     D="$W/$sname-$n"
     J="$OUT/scale-$sname-$TAG.jsonl"
     if [[ " $PHASES " == *" data "* && ! -e "$D/done" ]]; then
-      python3 bench/make_synthetic_large.py "$D" --n "$n" --queries 10000 --dim 96 \
-        --noise "${SYN_NOISE:-0.05}" --workers "$(nproc)" 2>&1 | tee -a "$L" &&
+      python3 bench/make_synthetic_large.py "$D" --model "$model" --n "$n" --queries 10000 \
+        --dim 96 ${SYN_NOISE:+--noise "$SYN_NOISE"} --workers "$(nproc)" 2>&1 | tee -a "$L" &&
         touch "$D/done" || { say "generator failed"; continue; }
     fi
     if [[ " $PHASES " == *" data "* && ! -s "$D/gt.ibin" ]]; then
@@ -164,32 +170,39 @@ if has synthetic; then
         >"$D/gt.log" 2>&1 || { say "gt failed: $(tail -1 "$D/gt.log")"; continue; }
       say "ground truth of $n rows: $((SECONDS - t0)) s"
     fi
-    if [[ " $PHASES " == *" build "* ]]; then
-      extra=()
-      [ -n "${SYN_BUDGET:-}" ] && extra=(--max-device-memory "$SYN_BUDGET")
-      [ -s "$D/base.fbin" ] || { say "$D/base.fbin missing: run the data phase first"; continue; }
-      watcher=
-      if [ -n "${DROP_BASE:-}" ]; then
-        # The rows are in the build's memory once it prints its dataset line: the file goes,
-        # making room on the disk for the index. (No output: a background job holding the
-        # script's stdout would keep a pipe reading it open.)
-        rm -f "$W/$sname-$n.build.log"
-        (for _ in $(seq 600); do
-          grep -q "^dataset" "$W/$sname-$n.build.log" 2>/dev/null && { rm -f "$D/base.fbin"; break; }
-          sleep 1
-        done) >/dev/null 2>&1 &
-        watcher=$!
+    IFS=';' read -r -a variants <<<"${VARIANTS:-:}"
+    for variant in "${variants[@]}"; do
+      label=${variant%%:*}
+      read -r -a vargs <<<"${variant#*:}"
+      bname="$sname-$n${label:+-$label}"
+      if [[ " $PHASES " == *" build "* ]]; then
+        extra=("${vargs[@]}")
+        [ -n "${SYN_BUDGET:-}" ] && extra+=(--max-device-memory "$SYN_BUDGET")
+        [ -s "$D/base.fbin" ] || { say "$D/base.fbin missing: run the data phase first"; break; }
+        [ $SECONDS -lt "$BUDGET_S" ] || { say "budget: $bname skipped"; break; }
+        watcher=
+        if [ -n "${DROP_BASE:-}" ]; then
+          # The rows are in the build's memory once it prints its dataset line: the file goes,
+          # making room on the disk for the index. (No output: a background job holding the
+          # script's stdout would keep a pipe reading it open.)
+          rm -f "$W/$bname.build.log"
+          (for _ in $(seq 600); do
+            grep -q "^dataset" "$W/$bname.build.log" 2>/dev/null && { rm -f "$D/base.fbin"; break; }
+            sleep 1
+          done) >/dev/null 2>&1 &
+          watcher=$!
+        fi
+        build "$bname" "$D/base.fbin" "${extra[@]}"
+        rc=$?
+        [ -n "$watcher" ] && kill "$watcher" 2>/dev/null
+        [ $rc -eq 0 ] || continue
       fi
-      build "$sname-$n" "$D/base.fbin" "${extra[@]}"
-      rc=$?
-      [ -n "$watcher" ] && kill "$watcher" 2>/dev/null
-      [ $rc -eq 0 ] || continue
-    fi
-    if [[ " $PHASES " == *" bench "* ]]; then
-      build_stats "$sname-$n"
-      bench "$sname-$n" "$D/query.fbin" "$D/gt.ibin" "$sname-$n" "$J"
-      rm -f "$W/$sname-$n.cagra"
-    fi
+      if [[ " $PHASES " == *" bench "* ]]; then
+        build_stats "$bname"
+        bench "$bname" "$D/query.fbin" "$D/gt.ibin" "$sname-$n" "$J"
+        rm -f "$W/$bname.cagra"
+      fi
+    done
   done
 fi
 say "done: $(ls "$OUT")"
