@@ -56,6 +56,9 @@ struct build_report {
   int64_t knn_partitions = 1;
   /** Of those, loaded from knn_graph_params::checkpoint_dir instead of built. */
   int64_t knn_partitions_resumed = 0;
+  /** The partitions were built on a worker thread while the host merged the previous one (GPU
+   *  builds with room on the host for a second partition's lists). */
+  bool knn_partitions_overlapped = false;
 };
 
 /** Builds a CAGRA index: kNN graph (NN-descent or brute force), then `optimize` (paper §III).

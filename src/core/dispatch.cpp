@@ -145,12 +145,13 @@ index build_from(const resources& res, const index_params& params, dataset_view 
   if (plan.partition_rows || !params.knn.checkpoint_dir.empty()) {
     // Partitions, or a checkpointed kNN stage (one partition when the set fits in one pass).
     core::partition_stats ps;
-    knn =
-        core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
-                              plan.intermediate_graph_degree, params.knn, params.seed,
-                              plan.partition_rows ? plan.partition_rows : compute.rows(), res, &ps);
+    knn = core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
+                                plan.intermediate_graph_degree, params.knn, params.seed,
+                                plan.partition_rows ? plan.partition_rows : compute.rows(), res,
+                                &ps, gpu);
     rep.knn_partitions = ps.partitions;
     rep.knn_partitions_resumed = ps.resumed;
+    rep.knn_partitions_overlapped = ps.pipelined;
     rep.knn_iterations = ps.iterations;
   } else {
     knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <future>
 
 #include <omp.h>
 
 #include "core/bits.hpp"
+#include "core/device_memory.hpp"
 #include "core/half.hpp"
 #include "core/knn_checkpoint.hpp"
 #include "core/multi_gpu/multi_gpu.hpp"
@@ -240,7 +242,7 @@ std::vector<std::vector<uint32_t>> partition_rows(const host_matrix& data, int64
 
 knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric m, uint32_t k,
                           const knn_graph_params& params, uint64_t seed, int64_t max_rows,
-                          const resources& res, partition_stats* stats) {
+                          const resources& res, partition_stats* stats, bool overlap) {
   const int nt = host_threads(res.num_threads);
   const int64_t n = data.rows();
   const std::vector<std::vector<uint32_t>> parts =
@@ -257,37 +259,71 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
   one.partition_rows = 0;
   one.checkpoint_dir.clear();
   if (!params.checkpoint_dir.empty()) prepare_checkpoint_dir(params.checkpoint_dir);
-  for (size_t pi = 0; pi < parts.size(); ++pi) {
+
+  // One partition's kNN graph: its rows gathered, then loaded from the checkpoint folder or
+  // built on the backend (and saved there).
+  struct built_part {
+    knn_graph local;
+    uint32_t iterations = 0;
+    bool resumed = false;
+    std::string rebuilt_why;  // a checkpoint file that could not be used
+  };
+  auto build_part = [&](size_t pi, const resources& r) {
+    built_part out;
     const std::vector<uint32_t>& rows = parts[pi];
     const int64_t pn = int64_t(rows.size());
-    st.largest = std::max(st.largest, pn);
-    st.rows_built += pn;
-    if (pn < 2) continue;
+    if (pn < 2) return out;
     const uint32_t pk = uint32_t(std::min<int64_t>(k, pn - 1));
     const host_matrix sub = gather(data, rows, nt);
     const uint64_t pseed = bits::mix64(seed + pi);
     knn_algo algo = resolve_knn_algo(params.algo, pn, pk);
     if (algo == knn_algo::brute_force && pk > be.brute_force_max_k()) algo = knn_algo::nn_descent;
-    knn_graph local;
     uint64_t fingerprint = 0;
     std::string path;
     if (!params.checkpoint_dir.empty()) {
       fingerprint = knn_part_fingerprint(sub, rows, n, m, pk, algo, one, pseed, pi, parts.size());
       path = knn_part_path(params.checkpoint_dir, pi, parts.size());
-      std::string why;
-      if (load_knn_part(path, fingerprint, pn, pk, local, why)) {
-        ++st.resumed;
-      } else if (!why.empty() && res.progress) {
-        res.progress(("kNN partition checkpoint rebuilt (" + why + ")").c_str(), 0.0);
-      }
+      out.resumed = load_knn_part(path, fingerprint, pn, pk, out.local, out.rebuilt_why);
     }
-    if (local.rows == 0) {
-      uint32_t iterations = 0;
-      local = algo == knn_algo::nn_descent ? be.nn_descent(sub, m, pk, one, pseed, res, &iterations)
-                                           : be.brute_force(sub, sub, m, pk, true, res);
-      st.iterations = std::max(st.iterations, iterations);
-      if (!path.empty()) save_knn_part(path, fingerprint, local);
+    if (!out.resumed) {
+      out.local = algo == knn_algo::nn_descent
+                      ? be.nn_descent(sub, m, pk, one, pseed, r, &out.iterations)
+                      : be.brute_force(sub, sub, m, pk, true, r);
+      if (!path.empty()) save_knn_part(path, fingerprint, out.local);
     }
+    return out;
+  };
+
+  // Overlapped (a GPU backend, and room on the host for a second partition's lists): partition
+  // i + 1 is gathered and built on a worker thread while this thread merges partition i. The
+  // merges run in the same order either way, so the graph does not depend on it.
+  int64_t largest = 0;
+  for (const auto& p : parts) largest = std::max(largest, int64_t(p.size()));
+  const uint64_t room =
+      uint64_t(largest) * (uint64_t(data.cols()) * dtype_size(data.type()) + 2 * uint64_t(k) * 8) +
+      (uint64_t{1} << 30);
+  const bool pipelined = overlap && parts.size() > 1 && available_host_memory() >= room;
+  resources quiet = res;  // the worker reports nothing: progress comes from this thread
+  quiet.progress = nullptr;
+  auto start = [&](size_t pi) {
+    return pipelined ? std::async(std::launch::async, build_part, pi, std::cref(quiet))
+                     : std::async(std::launch::deferred, build_part, pi, std::cref(res));
+  };
+  std::future<built_part> next = start(0);
+  for (size_t pi = 0; pi < parts.size(); ++pi) {
+    built_part cur = next.get();
+    if (pi + 1 < parts.size()) next = start(pi + 1);
+    const std::vector<uint32_t>& rows = parts[pi];
+    const int64_t pn = int64_t(rows.size());
+    st.largest = std::max(st.largest, pn);
+    st.rows_built += pn;
+    st.iterations = std::max(st.iterations, cur.iterations);
+    if (cur.resumed) ++st.resumed;
+    if (!cur.rebuilt_why.empty() && res.progress)
+      res.progress(("kNN partition checkpoint rebuilt (" + cur.rebuilt_why + ")").c_str(), 0.0);
+    const knn_graph& local = cur.local;
+    if (local.rows == 0) continue;
+    const uint32_t pk = uint32_t(std::min<int64_t>(k, pn - 1));
 #pragma omp parallel num_threads(nt)
     {
       std::vector<uint32_t> seen(bits::next_pow2(2 * k), kInvalidId), ids(pk), out_ids(k);
@@ -304,6 +340,7 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     }
     if (res.progress) res.progress("kNN partitions", double(pi + 1) / double(parts.size()));
   }
+  st.pipelined = pipelined;
   // Rows left short: random rows (distinct, not the row itself) with their distances, sorted.
   std::atomic<int64_t> completed{0};
 #pragma omp parallel num_threads(nt)

@@ -36,6 +36,7 @@ struct partition_stats {
   int64_t completed = 0;    ///< rows whose list was completed with random rows
   uint32_t iterations = 0;  ///< NN-descent iterations, the most of any partition
   int64_t resumed = 0;      ///< partitions loaded from params.checkpoint_dir
+  bool pipelined = false;   ///< partitions built on a worker thread beside the merges
 };
 
 /** Overlapping partitions of the rows of `data`, each a list of ascending row ids with between
@@ -48,10 +49,12 @@ std::vector<std::vector<uint32_t>> partition_rows(const host_matrix& data, int64
  *  neighbours a row, built over partitions of at most `max_rows` rows (step 2 above runs on
  *  `be`); rows sorted by (distance, id), self excluded. With params.checkpoint_dir, each
  *  partition's lists are saved there, and loaded instead of built when they match
- *  (core/knn_checkpoint.hpp). */
+ *  (core/knn_checkpoint.hpp). With `overlap` (a GPU backend: the host is idle while it runs)
+ *  and room on the host for a second partition's lists (MemAvailable), partition i + 1 is built
+ *  on a worker thread while partition i is merged; the result is the same. */
 knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric m, uint32_t k,
                           const knn_graph_params& params, uint64_t seed, int64_t max_rows,
-                          const resources& res, partition_stats* stats);
+                          const resources& res, partition_stats* stats, bool overlap = false);
 
 /** Fewest rows a partition of a kNN graph of degree k may have. */
 inline int64_t min_partition_rows(uint32_t k) {

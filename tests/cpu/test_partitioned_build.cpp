@@ -95,6 +95,38 @@ TEST(PartitionedKnn, ValidListsAndRecall) {
   EXPECT_GT(r, 0.90) << "kNN recall of the partitioned graph";
 }
 
+TEST(PartitionedKnn, OverlappedEqualsSerial) {
+  // Partitions built on a worker thread while the previous one merges (the GPU builds' path):
+  // the same lists, bit for bit, with and without a checkpoint folder.
+  const host_matrix& base = bigann10k().base;
+  knn_graph_params kp;
+  core::partition_stats serial_st, overlapped_st;
+  const knn_graph serial = core::partitioned_knn(core::cpu_backend(), base, metric::l2, 16, kp, 5,
+                                                 2500, cpu(2), &serial_st, false);
+  const knn_graph overlapped = core::partitioned_knn(core::cpu_backend(), base, metric::l2, 16, kp,
+                                                     5, 2500, cpu(2), &overlapped_st, true);
+  EXPECT_FALSE(serial_st.pipelined);
+  EXPECT_TRUE(overlapped_st.pipelined) << "a 10K set leaves room on any host";
+  EXPECT_EQ(overlapped.ids, serial.ids);
+  EXPECT_EQ(overlapped.distances, serial.distances);
+  EXPECT_EQ(overlapped_st.iterations, serial_st.iterations);
+  const std::string dir = temp_path("overlapped-ckpt");
+  std::filesystem::remove_all(dir);
+  kp.checkpoint_dir = dir;
+  core::partition_stats first, again;
+  EXPECT_EQ(core::partitioned_knn(core::cpu_backend(), base, metric::l2, 16, kp, 5, 2500, cpu(2),
+                                  &first, true)
+                .ids,
+            serial.ids);
+  EXPECT_EQ(core::partitioned_knn(core::cpu_backend(), base, metric::l2, 16, kp, 5, 2500, cpu(2),
+                                  &again, true)
+                .ids,
+            serial.ids);
+  EXPECT_EQ(first.resumed, 0);
+  EXPECT_EQ(again.resumed, again.partitions);
+  std::filesystem::remove_all(dir);
+}
+
 double search_recall(const index& idx, const real_set& set, uint32_t itopk) {
   std::vector<uint32_t> ids(size_t(set.queries.rows()) * kK);
   std::vector<float> dist(ids.size());

@@ -149,8 +149,9 @@ int run_build(const args& a) {
               sharded ? sh.graph_degree() : idx.graph_degree(), plan.intermediate_graph_degree,
               to_string(sharded ? sh.metric() : idx.metric()), to_string(ip.reorder));
   if (report.knn_partitions > 1)
-    std::printf("partition %lld kNN graphs merged\n",
-                static_cast<long long>(report.knn_partitions));
+    std::printf(
+        "partition %lld kNN graphs merged%s\n", static_cast<long long>(report.knn_partitions),
+        report.knn_partitions_overlapped ? " (each built while the one before merged)" : "");
   if (!sharded && !checkpoint.empty())
     std::printf("checkpoint %s: %lld kNN partitions resumed, %lld built\n", checkpoint.c_str(),
                 static_cast<long long>(report.knn_partitions_resumed),
