@@ -329,7 +329,7 @@ TEST(HostMemory, ModelAndRefusal) {
   }
 }
 
-TEST(ReverseAndMerge, SameForAnyThreadCount) {
+TEST(ReverseAndMerge, TheDefinitionForAnyThreadCountAndBlockSize) {
   // A pruned graph with hubs (many in-edges to a few nodes) and nodes without in-edges.
   const int64_t n = 5000;
   const uint32_t d = 16;
@@ -343,8 +343,23 @@ TEST(ReverseAndMerge, SameForAnyThreadCount) {
     }
     std::copy(row.begin(), row.end(), pruned.begin() + x * d);
   }
+  // A few dropped entries (ids >= n are no edges).
+  for (int64_t x = 100; x < 110; ++x) pruned[size_t(x) * d + d - 1] = kInvalidId;
+  // The definition, serially: in-edges in (rank, source) order, then merge_row.
+  std::vector<uint32_t> rev(size_t(n) * d), count(size_t(n), 0u), want(size_t(n) * d);
+  for (uint32_t r = 0; r < d; ++r)
+    for (int64_t x = 0; x < n; ++x) {
+      const uint32_t y = pruned[size_t(x) * d + r];
+      if (y < uint32_t(n) && count[y] < d) rev[size_t(y) * d + count[y]++] = uint32_t(x);
+    }
+  for (int64_t y = 0; y < n; ++y)
+    core::merge_row(pruned.data() + size_t(y) * d, rev.data() + size_t(y) * d, count[size_t(y)], d,
+                    want.data() + size_t(y) * d);
   const std::vector<uint32_t> one = core::reverse_and_merge(pruned, n, d, 1);
+  EXPECT_EQ(one, want);
   for (int t : {2, 3, 7}) EXPECT_EQ(core::reverse_and_merge(pruned, n, d, t), one) << t;
+  for (int64_t block : {1, 7, 64, 1000, 4999})
+    EXPECT_EQ(core::reverse_and_merge(pruned, n, d, 3, block), one) << "blocks of " << block;
   // Node 0 is a hub: its reverse list is its first in-edges in (rank, source) order.
   std::vector<uint32_t> first;
   for (uint32_t r = 0; r < d && first.size() < d / 2; ++r)

@@ -3,70 +3,136 @@
 
 #include <omp.h>
 
+#include "core/bits.hpp"
+
 namespace cagra::core {
 
 void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
                uint32_t* out) {
+  // The ids taken so far, as an open-addressing set of >= 2 degree slots (a linear search of
+  // `out` made this O(degree^2) a row: most of a 100M build's host optimize).
+  const uint32_t slots = bits::next_pow2(std::max(2 * degree, 16u)), mask = slots - 1;
+  uint32_t local[1024];
+  std::vector<uint32_t> heap;
+  uint32_t* set = local;
+  if (slots > 1024) {
+    heap.resize(slots);
+    set = heap.data();
+  }
+  std::fill(set, set + slots, kInvalidId);
+  bool invalid_taken = false;     // kInvalidId marks an empty slot: it is tracked apart
+  auto take = [&](uint32_t id) {  // false when already taken
+    if (id == kInvalidId) return invalid_taken ? false : (invalid_taken = true);
+    for (uint32_t h = (id * 0x9E3779B1u) & mask;; h = (h + 1) & mask) {
+      if (set[h] == id) return false;
+      if (set[h] == kInvalidId) {
+        set[h] = id;
+        return true;
+      }
+    }
+  };
   const uint32_t rev_quota = degree / 2;
   uint32_t n_out = 0, ip = 0, ir = 0, taken_rev = 0;
-  auto contains = [&](uint32_t id) { return std::find(out, out + n_out, id) != out + n_out; };
   bool rev_turn = false;
   while (n_out < degree) {
     bool use_rev = (rev_turn && taken_rev < rev_quota && ir < n_rev) || ip >= degree;
     if (use_rev) {
       if (ir >= n_rev) break;  // both exhausted (cannot happen: p holds degree distinct ids)
       uint32_t id = r[ir++];
-      if (!contains(id)) {
+      if (take(id)) {
         out[n_out++] = id;
         ++taken_rev;
       }
     } else {
       uint32_t id = p[ip++];
-      if (!contains(id)) out[n_out++] = id;
+      if (take(id)) out[n_out++] = id;
     }
     rev_turn = !rev_turn;
   }
 }
 
 std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int64_t n,
-                                        uint32_t degree, int num_threads) {
+                                        uint32_t degree, int num_threads, int64_t block_targets) {
   const size_t d = degree, nd = size_t(n) * d;
   CAGRA_EXPECTS(pruned.size() == nd, "pruned graph holds %zu ids, expected %lld x %u",
                 pruned.size(), (long long)n, degree);
-  // Transposed: edge (r, X) at r * n + X, the order the reverse lists are filled in.
-  std::vector<uint32_t> by_rank(nd);
-  constexpr int64_t kBlock = 4096;
-#pragma omp parallel for num_threads(num_threads) schedule(static)
-  for (int64_t x0 = 0; x0 < n; x0 += kBlock) {
-    const int64_t x1 = std::min(n, x0 + kBlock);
-    for (size_t r = 0; r < d; ++r)
-      for (int64_t x = x0; x < x1; ++x)
-        by_rank[r * size_t(n) + size_t(x)] = pruned[size_t(x) * d + r];
+  std::vector<uint32_t> graph(nd);
+  if (n == 0) return graph;
+  // Targets in blocks of tb rows, few enough blocks (<= 4096) for the scatter's write streams.
+  int64_t tb = block_targets > 0 ? block_targets : std::max<int64_t>(8192, (n + 4095) / 4096);
+  tb = std::min(tb, n);
+  const int shift =
+      int(bits::ceil_log2(uint64_t(tb)));  // key = rank << shift | target within block
+  CAGRA_EXPECTS(shift + bits::ceil_log2(uint64_t(d)) <= 32,
+                "reverse_and_merge: degree %u with blocks of %lld targets overflows its keys",
+                degree, (long long)tb);
+  const int64_t nb = (n + tb - 1) / tb;
+  const int chunks = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, n / 1024 + 1)));
+  struct edge {
+    uint32_t source, key;
+  };
+  // 1. Every chunk of sources counts its edges per target block (ids >= n are not edges).
+  std::vector<int64_t> offset(size_t(chunks) * size_t(nb), 0);
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+  for (int c = 0; c < chunks; ++c) {
+    int64_t* h = offset.data() + size_t(c) * size_t(nb);
+    for (size_t i = size_t(n * c / chunks) * d; i < size_t(n * (c + 1) / chunks) * d; ++i)
+      if (pruned[i] < uint64_t(n)) ++h[pruned[i] / uint64_t(tb)];
   }
-  // Thread t owns targets [lo, hi) and appends to their lists in (r, X) order; each thread reads
-  // all n d edges once, so a handful of threads is enough (the walk is a sequential read).
-  std::vector<uint32_t> rev(nd, kInvalidId), count(size_t(n), 0u);
-  const int walkers = int(std::max<int64_t>(1, std::min<int64_t>({num_threads, 16, n / 1024 + 1})));
-#pragma omp parallel num_threads(walkers)
-  {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    const uint32_t lo = uint32_t(n * t / nt), hi = uint32_t(n * (t + 1) / nt);
-    for (size_t r = 0; r < d; ++r) {
-      const uint32_t* edges = by_rank.data() + r * size_t(n);
-      for (int64_t x = 0; x < n; ++x) {
-        const uint32_t y = edges[x];
-        if (y < lo || y >= hi) continue;
-        uint32_t& c = count[y];
-        if (c < degree) rev[size_t(y) * d + c++] = uint32_t(x);
-      }
+  // 2. Block b's edges lie at [start[b], start[b + 1]), chunk after chunk.
+  std::vector<int64_t> start(size_t(nb) + 1, 0);
+  int64_t total = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    start[size_t(b)] = total;
+    for (int c = 0; c < chunks; ++c) {
+      const int64_t count = offset[size_t(c) * size_t(nb) + size_t(b)];
+      offset[size_t(c) * size_t(nb) + size_t(b)] = total;
+      total += count;
     }
   }
-  by_rank = {};
-  std::vector<uint32_t> graph(nd);
-#pragma omp parallel for num_threads(num_threads) schedule(static)
-  for (int64_t x = 0; x < n; ++x)
-    merge_row(pruned.data() + size_t(x) * d, rev.data() + size_t(x) * d, count[size_t(x)], degree,
-              graph.data() + size_t(x) * d);
+  start[size_t(nb)] = total;
+  // 3. Scatter: within a block the edges come in (source, rank) order.
+  std::vector<edge> edges(static_cast<size_t>(total));
+#pragma omp parallel for num_threads(chunks) schedule(static, 1)
+  for (int c = 0; c < chunks; ++c) {
+    int64_t* at = offset.data() + size_t(c) * size_t(nb);
+    for (int64_t x = n * c / chunks; x < n * (c + 1) / chunks; ++x)
+      for (size_t r = 0; r < d; ++r) {
+        const uint32_t y = pruned[size_t(x) * d + r];
+        if (y >= uint64_t(n)) continue;
+        edges[size_t(at[y / uint64_t(tb)]++)] = {uint32_t(x),
+                                                 uint32_t(r << shift) | uint32_t(y % uint64_t(tb))};
+      }
+  }
+  offset = {};
+  // 4. Per block: a stable counting sort by rank gives the (rank, source) order that defines the
+  // reverse lists; fill them in cache, then merge every target's row.
+#pragma omp parallel num_threads(num_threads)
+  {
+    std::vector<edge> sorted;
+    std::vector<uint32_t> rev(size_t(tb) * d), count(static_cast<size_t>(tb)), at(d + 1);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < nb; ++b) {
+      const edge* e = edges.data() + start[size_t(b)];
+      const size_t m = size_t(start[size_t(b) + 1] - start[size_t(b)]);
+      std::fill(at.begin(), at.end(), 0u);
+      for (size_t i = 0; i < m; ++i) ++at[(e[i].key >> shift) + 1];
+      for (size_t r = 0; r < d; ++r) at[r + 1] += at[r];
+      sorted.resize(m);
+      for (size_t i = 0; i < m; ++i) sorted[at[e[i].key >> shift]++] = e[i];
+      const int64_t y0 = b * tb, rows = std::min(tb, n - y0);
+      std::fill(count.begin(), count.begin() + rows, 0u);
+      const uint32_t mask = (uint32_t{1} << shift) - 1;
+      for (size_t i = 0; i < m; ++i) {
+        const uint32_t yl = sorted[i].key & mask;
+        uint32_t& cnt = count[yl];
+        if (cnt < degree) rev[size_t(yl) * d + cnt++] = sorted[i].source;
+      }
+      for (int64_t yl = 0; yl < rows; ++yl)
+        merge_row(pruned.data() + size_t(y0 + yl) * d, rev.data() + size_t(yl) * d,
+                  count[size_t(yl)], degree, graph.data() + size_t(y0 + yl) * d);
+    }
+  }
   return graph;
 }
 

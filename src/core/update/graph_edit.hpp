@@ -109,12 +109,15 @@ bool insert_in_edge(uint32_t* row, uint32_t degree, uint32_t x, std::vector<uint
 
 /** Steps 2 and 3 of the build's optimization (paper §III-B) on a pruned [n, degree] graph: the
  *  reverse lists (every kept edge X->Y gives Y the entry X; Y's list is its in-edges in (rank of
- *  X->Y, X) order, cut at `degree`), then merge_row per node. On `num_threads` threads: each owns
- *  a range of targets Y and walks a transposed copy of the pruned graph in (rank, X) order, so
- *  the result is the serial definition's for any thread count. Both backends' builds end here
- *  (the GPU's reverse_merge.cu reproduces it bit for bit). */
+ *  X->Y, X) order, cut at `degree`), then merge_row per node. Ids >= n are no edges. On
+ *  `num_threads` threads, in three passes over the edges: chunks of sources count and then
+ *  scatter their edges into blocks of targets (`block_targets` rows; 0 = automatic), and each
+ *  block is sorted by rank (stably: sources stay in order) and its lists filled in cache. The
+ *  result is the serial definition's for any thread count and block size. Both backends' builds
+ *  end here (the GPU's reverse_merge.cu reproduces it bit for bit). */
 std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int64_t n,
-                                        uint32_t degree, int num_threads);
+                                        uint32_t degree, int num_threads,
+                                        int64_t block_targets = 0);
 
 /** In-degree of every node of a [rows, degree] graph, in a vector of max(rows, capacity) counts
  *  (computed on `num_threads` threads, core::host_threads). */
