@@ -36,9 +36,12 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON \
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli multi_gpu_bench >>"$W/build.log" 2>&1 ||
   { say "build failed"; tail -30 "$W/build.log"; exit 1; }
 if [[ $NAME == synthetic-* && ! -s $DATA/base.fbin ]]; then
-  # SYNTHETIC clustered 96-d set of ROWS rows (bench/make_synthetic_large.py), made here.
+  # SYNTHETIC clustered 96-d set of ROWS rows (bench/make_synthetic_large.py, model SYN_MODEL:
+  # manifold by default; the results of 899c63f used the island mixture, SYN_MODEL=patches), made
+  # here.
   say "making $NAME: ${ROWS:-100000000} x 96 in $DATA"
-  python3 bench/make_synthetic_large.py "$DATA" --n "${ROWS:-100000000}" --queries 10000 --dim 96 \
+  python3 bench/make_synthetic_large.py "$DATA" --model "${SYN_MODEL:-manifold}" \
+    --n "${ROWS:-100000000}" --queries 10000 --dim 96 \
     2>&1 | tail -1 | tee -a "$L"
 fi
 pick() { for f in "$DATA/$1".u8bin "$DATA/$1".fbin; do [ -s "$f" ] && { echo "$f"; return; }; done; }
