@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <future>
+#include <memory>
 
 #include <omp.h>
 
@@ -260,43 +261,55 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
   one.checkpoint_dir.clear();
   if (!params.checkpoint_dir.empty()) prepare_checkpoint_dir(params.checkpoint_dir);
 
-  // One partition's kNN graph: its rows gathered, then loaded from the checkpoint folder or
-  // built on the backend (and saved there).
+  // One partition's kNN graph: its rows gathered and its checkpoint looked up on this thread
+  // (OpenMP teams), then built on the backend (and saved to the checkpoint folder).
   struct built_part {
     knn_graph local;
     uint32_t iterations = 0;
     bool resumed = false;
     std::string rebuilt_why;  // a checkpoint file that could not be used
+    host_matrix sub;          // the gathered rows, until the backend has them
+    knn_algo algo = knn_algo::nn_descent;
+    uint32_t pk = 0;
+    uint64_t seed = 0, fingerprint = 0;
+    std::string path;
   };
-  auto build_part = [&](size_t pi, const resources& r) {
-    built_part out;
+  auto prepare = [&](size_t pi) {
+    auto out = std::make_shared<built_part>();
     const std::vector<uint32_t>& rows = parts[pi];
     const int64_t pn = int64_t(rows.size());
     if (pn < 2) return out;
-    const uint32_t pk = uint32_t(std::min<int64_t>(k, pn - 1));
-    const host_matrix sub = gather(data, rows, nt);
-    const uint64_t pseed = bits::mix64(seed + pi);
-    knn_algo algo = resolve_knn_algo(params.algo, pn, pk);
-    if (algo == knn_algo::brute_force && pk > be.brute_force_max_k()) algo = knn_algo::nn_descent;
-    uint64_t fingerprint = 0;
-    std::string path;
+    out->pk = uint32_t(std::min<int64_t>(k, pn - 1));
+    out->sub = gather(data, rows, nt);
+    out->seed = bits::mix64(seed + pi);
+    out->algo = resolve_knn_algo(params.algo, pn, out->pk);
+    if (out->algo == knn_algo::brute_force && out->pk > be.brute_force_max_k())
+      out->algo = knn_algo::nn_descent;
     if (!params.checkpoint_dir.empty()) {
-      fingerprint = knn_part_fingerprint(sub, rows, n, m, pk, algo, one, pseed, pi, parts.size());
-      path = knn_part_path(params.checkpoint_dir, pi, parts.size());
-      out.resumed = load_knn_part(path, fingerprint, pn, pk, out.local, out.rebuilt_why);
+      out->fingerprint = knn_part_fingerprint(out->sub, rows, n, m, out->pk, out->algo, one,
+                                              out->seed, pi, parts.size());
+      out->path = knn_part_path(params.checkpoint_dir, pi, parts.size());
+      out->resumed =
+          load_knn_part(out->path, out->fingerprint, pn, out->pk, out->local, out->rebuilt_why);
     }
-    if (!out.resumed) {
-      out.local = algo == knn_algo::nn_descent
-                      ? be.nn_descent(sub, m, pk, one, pseed, r, &out.iterations)
-                      : be.brute_force(sub, sub, m, pk, true, r);
-      if (!path.empty()) save_knn_part(path, fingerprint, out.local);
-    }
+    if (out->resumed) out->sub = host_matrix();
     return out;
+  };
+  auto compute = [&](std::shared_ptr<built_part> p, const resources& r) {
+    if (p->sub.rows() >= 2 && !p->resumed) {
+      p->local = p->algo == knn_algo::nn_descent
+                     ? be.nn_descent(p->sub, m, p->pk, one, p->seed, r, &p->iterations)
+                     : be.brute_force(p->sub, p->sub, m, p->pk, true, r);
+      p->sub = host_matrix();
+      if (!p->path.empty()) save_knn_part(p->path, p->fingerprint, p->local);
+    }
+    return p;
   };
 
   // Overlapped (a GPU backend, and room on the host for a second partition's lists): partition
-  // i + 1 is gathered and built on a worker thread while this thread merges partition i. The
-  // merges run in the same order either way, so the graph does not depend on it.
+  // i + 1 is gathered here, then built on a worker thread (the backend's call: no OpenMP team of
+  // its own) while this thread merges partition i. The merges run in the same order either way,
+  // so the graph does not depend on it.
   int64_t largest = 0;
   for (const auto& p : parts) largest = std::max(largest, int64_t(p.size()));
   const uint64_t room =
@@ -306,13 +319,15 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
   resources quiet = res;  // the worker reports nothing: progress comes from this thread
   quiet.progress = nullptr;
   auto start = [&](size_t pi) {
-    return pipelined ? std::async(std::launch::async, build_part, pi, std::cref(quiet))
-                     : std::async(std::launch::deferred, build_part, pi, std::cref(res));
+    std::shared_ptr<built_part> p = prepare(pi);
+    return pipelined ? std::async(std::launch::async, compute, std::move(p), std::cref(quiet))
+                     : std::async(std::launch::deferred, compute, std::move(p), std::cref(res));
   };
-  std::future<built_part> next = start(0);
+  std::future<std::shared_ptr<built_part>> next = start(0);
   for (size_t pi = 0; pi < parts.size(); ++pi) {
-    built_part cur = next.get();
-    if (pi + 1 < parts.size()) next = start(pi + 1);
+    const std::shared_ptr<built_part> done = next.get();
+    built_part& cur = *done;
+    if (pipelined && pi + 1 < parts.size()) next = start(pi + 1);
     const std::vector<uint32_t>& rows = parts[pi];
     const int64_t pn = int64_t(rows.size());
     st.largest = std::max(st.largest, pn);
@@ -322,14 +337,14 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     if (!cur.rebuilt_why.empty() && res.progress)
       res.progress(("kNN partition checkpoint rebuilt (" + cur.rebuilt_why + ")").c_str(), 0.0);
     const knn_graph& local = cur.local;
-    if (local.rows == 0) continue;
     const uint32_t pk = uint32_t(std::min<int64_t>(k, pn - 1));
+    const int64_t merged = local.rows > 0 ? pn : 0;  // 0: a partition of fewer than two rows
 #pragma omp parallel num_threads(nt)
     {
       std::vector<uint32_t> seen(bits::next_pow2(2 * k), kInvalidId), ids(pk), out_ids(k);
       std::vector<float> out_dist(k);
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < pn; ++i) {
+      for (int64_t i = 0; i < merged; ++i) {
         const uint32_t row = rows[size_t(i)];
         for (uint32_t j = 0; j < pk; ++j) ids[j] = rows[local.ids[size_t(i) * pk + j]];
         uint32_t* gi = g.ids.data() + size_t(row) * k;
@@ -339,6 +354,7 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
       }
     }
     if (res.progress) res.progress("kNN partitions", double(pi + 1) / double(parts.size()));
+    if (!pipelined && pi + 1 < parts.size()) next = start(pi + 1);
   }
   st.pipelined = pipelined;
   // Rows left short: random rows (distinct, not the row itself) with their distances, sorted.

@@ -67,7 +67,9 @@ std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int
                 "reverse_and_merge: degree %u with blocks of %lld targets overflows its keys",
                 degree, (long long)tb);
   const int64_t nb = (n + tb - 1) / tb;
-  const int chunks = int(std::max<int64_t>(1, std::min<int64_t>(num_threads, n / 1024 + 1)));
+  // One team size for every region: a team that shrinks ends threads, and one that grows again
+  // right after may not get them back where the address space is tight (large OMP_STACKSIZE).
+  const int chunks = std::max(num_threads, 1);
   struct edge {
     uint32_t source, key;
   };
@@ -107,7 +109,7 @@ std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int
   offset = {};
   // 4. Per block: a stable counting sort by rank gives the (rank, source) order that defines the
   // reverse lists; fill them in cache, then merge every target's row.
-#pragma omp parallel num_threads(num_threads)
+#pragma omp parallel num_threads(chunks)
   {
     std::vector<edge> sorted;
     std::vector<uint32_t> rev(size_t(tb) * d), count(static_cast<size_t>(tb)), at(d + 1);
