@@ -16,6 +16,7 @@
 #include "core/knn_checkpoint.hpp"
 #include "core/multi_gpu/multi_gpu.hpp"
 #include "core/plan.hpp"
+#include "core/visited_hash.hpp"
 
 namespace cagra::core {
 namespace {
@@ -163,26 +164,17 @@ host_matrix gather(const host_matrix& data, const std::vector<uint32_t>& rows, i
 
 /** Merges (ids, dist) of `have` entries with a new sorted list into at most k, in place. */
 void merge_lists(uint32_t* ids, float* dist, uint32_t& have, const uint32_t* new_ids,
-                 const float* new_dist, uint32_t n_new, uint32_t k, std::vector<uint32_t>& seen,
+                 const float* new_dist, uint32_t n_new, uint32_t k, visited_hash& seen,
                  std::vector<uint32_t>& out_ids, std::vector<float>& out_dist) {
-  const uint32_t mask = uint32_t(seen.size()) - 1;
+  seen.clear();
   uint32_t a = 0, b = 0, n_out = 0;
-  auto insert = [&](uint32_t id) {  // false when already taken
-    for (uint32_t h = bits::hash_home(id, 31) & mask;; h = (h + 1) & mask) {
-      if (seen[h] == id) return false;
-      if (seen[h] == kInvalidId) {
-        seen[h] = id;
-        return true;
-      }
-    }
-  };
   while (n_out < k && (a < have || b < n_new)) {
     const bool take_old =
         b >= n_new ||
         (a < have && (dist[a] < new_dist[b] || (dist[a] == new_dist[b] && ids[a] <= new_ids[b])));
     const uint32_t id = take_old ? ids[a] : new_ids[b];
     const float d = take_old ? dist[a++] : new_dist[b++];
-    if (!insert(id)) continue;
+    if (!seen.insert(id)) continue;
     out_ids[n_out] = id;
     out_dist[n_out++] = d;
   }
@@ -191,7 +183,6 @@ void merge_lists(uint32_t* ids, float* dist, uint32_t& have, const uint32_t* new
     dist[i] = out_dist[i];
   }
   have = n_out;
-  std::fill(seen.begin(), seen.end(), kInvalidId);
 }
 
 }  // namespace
@@ -296,7 +287,7 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     return out;
   };
   auto compute = [&](std::shared_ptr<built_part> p, const resources& r) {
-    if (p->sub.rows() >= 2 && !p->resumed) {
+    if (p->sub.rows() >= 2) {  // (a resumed or too small partition holds no rows here)
       p->local = p->algo == knn_algo::nn_descent
                      ? be.nn_descent(p->sub, m, p->pk, one, p->seed, r, &p->iterations)
                      : be.brute_force(p->sub, p->sub, m, p->pk, true, r);
@@ -337,11 +328,13 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     if (!cur.rebuilt_why.empty() && res.progress)
       res.progress(("kNN partition checkpoint rebuilt (" + cur.rebuilt_why + ")").c_str(), 0.0);
     const knn_graph& local = cur.local;
-    const uint32_t pk = uint32_t(std::min<int64_t>(k, pn - 1));
+    const uint32_t pk = cur.pk;
     const int64_t merged = local.rows > 0 ? pn : 0;  // 0: a partition of fewer than two rows
 #pragma omp parallel num_threads(nt)
     {
-      std::vector<uint32_t> seen(bits::next_pow2(2 * k), kInvalidId), ids(pk), out_ids(k);
+      visited_hash seen;
+      seen.resize(std::max(4u, bits::ceil_log2(2 * uint64_t(k))));
+      std::vector<uint32_t> ids(pk), out_ids(k);
       std::vector<float> out_dist(k);
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < merged; ++i) {

@@ -17,9 +17,9 @@
 #include <omp.h>
 
 #include "core/bits.hpp"
+#include "core/visited_hash.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
-#include "cpu/visited_hash.hpp"
 
 namespace cagra::cpu {
 namespace {
@@ -165,7 +165,7 @@ class searcher {
   const uint32_t* graph_;
   const distance<T> dist_;
   std::vector<entry> top_, cand_, merged_;
-  visited_hash hash_;
+  core::visited_hash hash_;
 };
 
 }  // namespace

@@ -4,33 +4,17 @@
 #include <omp.h>
 
 #include "core/bits.hpp"
+#include "core/visited_hash.hpp"
 
 namespace cagra::core {
 
 void merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
                uint32_t* out) {
-  // The ids taken so far, as an open-addressing set of >= 2 degree slots (a linear search of
-  // `out` made this O(degree^2) a row: most of a 100M build's host optimize).
-  const uint32_t slots = bits::next_pow2(std::max(2 * degree, 16u)), mask = slots - 1;
-  uint32_t local[1024];
-  std::vector<uint32_t> heap;
-  uint32_t* set = local;
-  if (slots > 1024) {
-    heap.resize(slots);
-    set = heap.data();
-  }
-  std::fill(set, set + slots, kInvalidId);
-  bool invalid_taken = false;     // kInvalidId marks an empty slot: it is tracked apart
-  auto take = [&](uint32_t id) {  // false when already taken
-    if (id == kInvalidId) return invalid_taken ? false : (invalid_taken = true);
-    for (uint32_t h = (id * 0x9E3779B1u) & mask;; h = (h + 1) & mask) {
-      if (set[h] == id) return false;
-      if (set[h] == kInvalidId) {
-        set[h] = id;
-        return true;
-      }
-    }
-  };
+  // The ids taken so far (a linear search of `out` made this O(degree^2) a row).
+  thread_local visited_hash taken;
+  taken.resize(std::max(4u, bits::ceil_log2(2 * uint64_t(degree))));
+  taken.clear();
+  auto take = [&](uint32_t id) { return taken.insert(id); };  // false when already taken
   const uint32_t rev_quota = degree / 2;
   uint32_t n_out = 0, ip = 0, ir = 0, taken_rev = 0;
   bool rev_turn = false;

@@ -1,4 +1,5 @@
-// Visited set of one search: open addressing with linear probing over 2^bits slots.
+// A set of row ids (the visited set of one CPU search, the ids already taken by a list merge):
+// open addressing with linear probing over 2^bits slots.
 //
 // Each slot holds (generation << 32 | id); a slot whose generation is not the current one is
 // empty, so clearing the table (per query, or the forgettable reset of paper §IV-B3) is O(1):
@@ -11,7 +12,7 @@
 
 #include "core/bits.hpp"
 
-namespace cagra::cpu {
+namespace cagra::core {
 
 class visited_hash {
  public:
@@ -58,4 +59,4 @@ class visited_hash {
   uint32_t bits_ = 0, gen_ = 0, count_ = 0;
 };
 
-}  // namespace cagra::cpu
+}  // namespace cagra::core
