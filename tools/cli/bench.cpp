@@ -261,7 +261,9 @@ int run_bench(const args& a) {
           sp.filter = falgo;
           // The plan of one search call of this point (a last, shorter batch may differ).
           // A sharded index: the plan of shard 0 (each shard runs its own).
-          rec.plan = plan_line(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, fview);
+          const search_plan plan =
+              point_plan(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, fview);
+          rec.plan = to_string(plan);
           if (explain) {
             std::printf("plan: %s\n", rec.plan.c_str());
             std::fflush(stdout);
@@ -273,9 +275,8 @@ int run_bench(const args& a) {
             // On a GPU, then untimed passes for at least kWarmupSeconds: best-of-3 batch-10K
             // passes time only ~20 ms, and right after a long index upload the first points of
             // a sweep were up to 45% slow (30M and 100M rows on an H100; the device settling).
-            const bool gpu = rec.plan.rfind("backend=cuda", 0) == 0;
             const double t0 = now_seconds();
-            while (gpu && now_seconds() - t0 < kWarmupSeconds)
+            while (plan.target == backend::cuda && now_seconds() - t0 < kWarmupSeconds)
               run_pass(res, sp, idx, queries, k, batch, ids, dist, fview);
           }
           pass_result best;

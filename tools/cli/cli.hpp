@@ -15,6 +15,7 @@
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
 #include <cagra/multi_gpu.hpp>
+#include <cagra/plan.hpp>
 
 namespace cagra::cli {
 
@@ -190,9 +191,9 @@ any_index load_any(const std::string& path);
 /** The filter `f` (over all rows of a sharded index) cut to its first `rows` rows: the filter of
  *  shard 0, which plan_search takes with plan_index(). Written into `storage`. */
 row_filter first_rows(const row_filter& f, int64_t rows, std::vector<uint32_t>& storage);
-/** The plan line of a search of `x` (plan_search on plan_index(), the filter cut to it). */
-std::string plan_line(const resources& res, const search_params& sp, const any_index& x, uint32_t k,
-                      int64_t batch, const row_filter& filter);
+/** The plan of a search of `x` (plan_search on plan_index(), the filter cut to it). */
+search_plan point_plan(const resources& res, const search_params& sp, const any_index& x,
+                       uint32_t k, int64_t batch, const row_filter& filter);
 /** Checks that the queries fit the index (same dim), with a message that names the file. */
 void check_queries(const any_index& idx, const host_matrix& queries,
                    const std::string& queries_path);

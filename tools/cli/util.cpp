@@ -265,15 +265,13 @@ row_filter first_rows(const row_filter& f, int64_t rows, std::vector<uint32_t>& 
                    : row_filter::shared(storage.data(), rows);
 }
 
-std::string plan_line(const resources& res, const search_params& sp, const any_index& x, uint32_t k,
-                      int64_t batch, const row_filter& filter) {
+search_plan point_plan(const resources& res, const search_params& sp, const any_index& x,
+                       uint32_t k, int64_t batch, const row_filter& filter) {
   std::vector<uint32_t> storage;
   const index& idx = x.plan_index();
   // A shard smaller than k is searched for all its rows (the sharded search's rule).
-  const search_plan plan =
-      plan_search(res, sp, idx, std::min<uint32_t>(k, static_cast<uint32_t>(idx.size())), batch,
-                  memory_space::host, first_rows(filter, idx.size(), storage));
-  return to_string(plan);
+  return plan_search(res, sp, idx, std::min<uint32_t>(k, static_cast<uint32_t>(idx.size())), batch,
+                     memory_space::host, first_rows(filter, idx.size(), storage));
 }
 
 host_matrix read_vectors(const std::string& path) {
