@@ -5,16 +5,17 @@
 // `reverse_merge_ab` (CAGRA_BUILD_BENCH):
 //
 //   build/reverse_merge_ab ROWS THREADS
+#include <omp.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
-#include <omp.h>
 #include "core/update/graph_edit.hpp"
 using namespace cagra;
-static std::vector<uint32_t> old_rm(const std::vector<uint32_t>& pruned, int64_t n, uint32_t degree, int num_threads) {
+static std::vector<uint32_t> old_rm(const std::vector<uint32_t>& pruned, int64_t n, uint32_t degree,
+                                    int num_threads) {
   const size_t d = degree, nd = size_t(n) * d;
   std::vector<uint32_t> by_rank(nd);
   constexpr int64_t kBlock = 4096;
@@ -22,7 +23,8 @@ static std::vector<uint32_t> old_rm(const std::vector<uint32_t>& pruned, int64_t
   for (int64_t x0 = 0; x0 < n; x0 += kBlock) {
     const int64_t x1 = std::min(n, x0 + kBlock);
     for (size_t r = 0; r < d; ++r)
-      for (int64_t x = x0; x < x1; ++x) by_rank[r * size_t(n) + size_t(x)] = pruned[size_t(x) * d + r];
+      for (int64_t x = x0; x < x1; ++x)
+        by_rank[r * size_t(n) + size_t(x)] = pruned[size_t(x) * d + r];
   }
   std::vector<uint32_t> rev(nd, 0xFFFFFFFFu), count(size_t(n), 0u);
   const int walkers = int(std::max<int64_t>(1, std::min<int64_t>({num_threads, 16, n / 1024 + 1})));
@@ -44,11 +46,12 @@ static std::vector<uint32_t> old_rm(const std::vector<uint32_t>& pruned, int64_t
   std::vector<uint32_t> graph(nd);
 #pragma omp parallel for num_threads(num_threads) schedule(static)
   for (int64_t x = 0; x < n; ++x)
-    core::merge_row(pruned.data() + size_t(x) * d, rev.data() + size_t(x) * d, count[size_t(x)], degree, graph.data() + size_t(x) * d);
+    core::merge_row(pruned.data() + size_t(x) * d, rev.data() + size_t(x) * d, count[size_t(x)],
+                    degree, graph.data() + size_t(x) * d);
   return graph;
 }
 static void old_merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
-               uint32_t* out) {
+                          uint32_t* out) {
   const uint32_t rev_quota = degree / 2;
   uint32_t n_out = 0, ip = 0, ir = 0, taken_rev = 0;
   auto contains = [&](uint32_t id) { return std::find(out, out + n_out, id) != out + n_out; };
@@ -58,7 +61,10 @@ static void old_merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, 
     if (use_rev) {
       if (ir >= n_rev) break;
       uint32_t id = r[ir++];
-      if (!contains(id)) { out[n_out++] = id; ++taken_rev; }
+      if (!contains(id)) {
+        out[n_out++] = id;
+        ++taken_rev;
+      }
     } else {
       uint32_t id = p[ip++];
       if (!contains(id)) out[n_out++] = id;
@@ -76,20 +82,33 @@ int main(int argc, char** argv) {
   const int t = atoi(argv[2]);
   std::vector<uint32_t> pruned(size_t(n) * d);
   std::mt19937_64 rng(3);
-  for (int64_t x = 0; x < n; ++x) for (uint32_t r = 0; r < d; ++r) { uint32_t y; do { y = uint32_t(rng() % uint64_t(n)); } while (y == uint32_t(x)); pruned[size_t(x)*d+r] = y; }
+  for (int64_t x = 0; x < n; ++x)
+    for (uint32_t r = 0; r < d; ++r) {
+      uint32_t y;
+      do {
+        y = uint32_t(rng() % uint64_t(n));
+      } while (y == uint32_t(x));
+      pruned[size_t(x) * d + r] = y;
+    }
   {
     std::vector<uint32_t> graph(pruned.size());
     auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(t) schedule(static)
     for (int64_t x = 0; x < n; ++x)
-      cagra::core::merge_row(pruned.data() + size_t(x) * d, pruned.data() + size_t((x * 7919) % n) * d, d, d, graph.data() + size_t(x) * d);
-    std::printf("merge_row alone %.2f s\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      cagra::core::merge_row(pruned.data() + size_t(x) * d,
+                             pruned.data() + size_t((x * 7919) % n) * d, d, d,
+                             graph.data() + size_t(x) * d);
+    std::printf("merge_row alone %.2f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     std::vector<uint32_t> g2(pruned.size());
     t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(t) schedule(static)
     for (int64_t x = 0; x < n; ++x)
-      old_merge_row(pruned.data() + size_t(x) * d, pruned.data() + size_t((x * 7919) % n) * d, d, d, g2.data() + size_t(x) * d);
-    std::printf("old merge_row alone %.2f s same=%d\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), int(graph == g2));
+      old_merge_row(pruned.data() + size_t(x) * d, pruned.data() + size_t((x * 7919) % n) * d, d, d,
+                    g2.data() + size_t(x) * d);
+    std::printf("old merge_row alone %.2f s same=%d\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                int(graph == g2));
   }
   for (int round = 0; round < 2; ++round) {
     auto t0 = std::chrono::steady_clock::now();
@@ -98,6 +117,7 @@ int main(int argc, char** argv) {
     auto b = core::reverse_and_merge(pruned, n, d, t);
     auto t2 = std::chrono::steady_clock::now();
     std::printf("n=%lld threads=%d old %.2f s new %.2f s same=%d\n", (long long)n, t,
-      std::chrono::duration<double>(t1-t0).count(), std::chrono::duration<double>(t2-t1).count(), int(a==b));
+                std::chrono::duration<double>(t1 - t0).count(),
+                std::chrono::duration<double>(t2 - t1).count(), int(a == b));
   }
 }
