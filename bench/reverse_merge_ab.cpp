@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <random>
 #include <vector>
-#include "core/update/graph_edit.hpp"
+#include "core/bench_hooks.hpp"
 using namespace cagra;
 static std::vector<uint32_t> old_rm(const std::vector<uint32_t>& pruned, int64_t n, uint32_t degree,
                                     int num_threads) {
@@ -46,8 +46,8 @@ static std::vector<uint32_t> old_rm(const std::vector<uint32_t>& pruned, int64_t
   std::vector<uint32_t> graph(nd);
 #pragma omp parallel for num_threads(num_threads) schedule(static)
   for (int64_t x = 0; x < n; ++x)
-    core::merge_row(pruned.data() + size_t(x) * d, rev.data() + size_t(x) * d, count[size_t(x)],
-                    degree, graph.data() + size_t(x) * d);
+    bench_hooks::merge_row(pruned.data() + size_t(x) * d, rev.data() + size_t(x) * d,
+                           count[size_t(x)], degree, graph.data() + size_t(x) * d);
   return graph;
 }
 static void old_merge_row(const uint32_t* p, const uint32_t* r, uint32_t n_rev, uint32_t degree,
@@ -95,9 +95,9 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
 #pragma omp parallel for num_threads(t) schedule(static)
     for (int64_t x = 0; x < n; ++x)
-      cagra::core::merge_row(pruned.data() + size_t(x) * d,
-                             pruned.data() + size_t((x * 7919) % n) * d, d, d,
-                             graph.data() + size_t(x) * d);
+      cagra::bench_hooks::merge_row(pruned.data() + size_t(x) * d,
+                                    pruned.data() + size_t((x * 7919) % n) * d, d, d,
+                                    graph.data() + size_t(x) * d);
     std::printf("merge_row alone %.2f s\n",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     std::vector<uint32_t> g2(pruned.size());
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     auto a = old_rm(pruned, n, d, t);
     auto t1 = std::chrono::steady_clock::now();
-    auto b = core::reverse_and_merge(pruned, n, d, t);
+    auto b = bench_hooks::reverse_and_merge(pruned, n, d, t);
     auto t2 = std::chrono::steady_clock::now();
     std::printf("n=%lld threads=%d old %.2f s new %.2f s same=%d\n", (long long)n, t,
                 std::chrono::duration<double>(t1 - t0).count(),

@@ -3,6 +3,7 @@
 #include "core/bench_hooks.hpp"
 
 #include "core/convert.hpp"
+#include "core/update/graph_edit.hpp"
 
 namespace cagra::bench_hooks {
 
@@ -22,6 +23,16 @@ std::vector<uint32_t> optimize_steps(const resources& res, const knn_graph& knn,
                 "the kNN graph is empty or has rows <= degree");
   return core::backend_for(core::resolve_backend(res))
       .optimize(knn, degree, reorder, {reorder_step, reverse_step}, res);
+}
+
+std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int64_t n,
+                                        uint32_t degree, int num_threads) {
+  return core::reverse_and_merge(pruned, n, degree, num_threads);
+}
+
+void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint32_t degree,
+               uint32_t* out) {
+  core::merge_row(pruned, rev, n_rev, degree, out);
 }
 
 }  // namespace cagra::bench_hooks

@@ -24,4 +24,11 @@ void cpu_search_with_stats(const resources& res, const search_params& params, co
 std::vector<uint32_t> optimize_steps(const resources& res, const knn_graph& knn, uint32_t degree,
                                      reorder_kind reorder, bool reorder_step, bool reverse_step);
 
+/** Steps 2 and 3 of the optimization on the host (core::reverse_and_merge) and its per-row merge
+ *  (core::merge_row), for bench/reverse_merge_ab.cpp. */
+std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int64_t n,
+                                        uint32_t degree, int num_threads);
+void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint32_t degree,
+               uint32_t* out);
+
 }  // namespace cagra::bench_hooks
