@@ -18,7 +18,8 @@
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
 # (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
 # WIDTHS (1,2,4), TEAMS (0 = automatic; e.g. 2,4,8: with width 2 on 128-d bytes, CTAs of 64, 128,
-# 256 threads), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),
+# 256 threads), SAMPLINGS (0 = automatic; e.g. 0,1,2,3: random draws per initial slot, swept by
+# every bench), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),
 # STEPS (build,bench,ncu,copy; add source), SOURCE_BATCH (2000: one launch a call), CAGRA_COMMIT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -31,6 +32,7 @@ BATCHES=${BATCHES:-1250,2500,5000,10000,20000}
 ALGOS=${ALGOS:-auto single multi}
 WIDTHS=${WIDTHS:-1,2,4}
 TEAMS=${TEAMS:-0}
+SAMPLINGS=${SAMPLINGS:-0}
 NCU_BATCHES=${NCU_BATCHES-2500 10000}
 STEPS=,${STEPS:-build,bench,ncu,copy},
 W=/tmp/cagra-profile
@@ -66,8 +68,8 @@ if has bench; then
   for algo in $ALGOS; do
     for b in ${BATCHES//,/ }; do
       say "bench: algo $algo, $b queries a call, itopk $ITOPK"
-      shape=()
-      [ "$algo" = auto ] || shape=(--algo "$algo")
+      shape=(--random-samplings "$SAMPLINGS")
+      [ "$algo" = auto ] || shape+=(--algo "$algo")
       [ "$algo" = single ] && shape+=(--search-width "$WIDTHS" --team-size "$TEAMS")
       "$CLI" bench "$idx" "$queries" "$gt" --backend cuda "${shape[@]}" --itopk "$ITOPK" \
         --batch "$b" --repeat 5 --explain --json "$J" --dataset "$NAME" \

@@ -83,6 +83,7 @@ int run_bench(const args& a) {
   const std::vector<uint32_t> widths = a.uint_list("--search-width", {1}, 1, UINT32_MAX);
   const auto max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", 0));
   const std::vector<uint32_t> teams = a.uint_list("--team-size", {0}, 0, 32);
+  const std::vector<uint32_t> samplings = a.uint_list("--random-samplings", {0}, 0, 64);
   for (uint32_t t : teams)
     if (t != 0 && t != 2 && t != 4 && t != 8 && t != 16 && t != 32)
       throw usage_error("--team-size: expected 0 (auto), 2, 4, 8, 16 or 32, got " +
@@ -247,93 +248,98 @@ int run_bench(const args& a) {
         fview.empty() ? truth.ids.as<const uint32_t>() : filtered_truth.as<const uint32_t>();
     rec.selectivity = share < 0 ? -1 : fview.empty() ? 1.0 : double(allowed.count()) / idx.size();
     for (uint32_t team : teams) {
-      for (uint32_t width : widths) {
-        for (uint32_t itopk : sweep_itopk) {
-          search_params sp;
-          sp.itopk_size = itopk;
-          sp.search_width = width;
-          sp.max_iterations = max_iterations;
-          sp.team_size = team;
-          sp.algo = algo;
-          sp.hash_bits = hash_bits;
-          sp.hash_reset_interval = hash_reset;
-          sp.persistent = persistent;
-          sp.filter = falgo;
-          // The plan of one search call of this point (a last, shorter batch may differ).
-          // A sharded index: the plan of shard 0 (each shard runs its own).
-          const search_plan plan =
-              point_plan(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, fview);
-          rec.plan = to_string(plan);
-          if (explain) {
-            std::printf("plan: %s\n", rec.plan.c_str());
+      for (uint32_t sampling : samplings) {
+        if (sampling) std::printf("random samplings %u\n", sampling);
+        for (uint32_t width : widths) {
+          for (uint32_t itopk : sweep_itopk) {
+            search_params sp;
+            sp.itopk_size = itopk;
+            sp.search_width = width;
+            sp.max_iterations = max_iterations;
+            sp.team_size = team;
+            sp.num_random_samplings = sampling;
+            sp.algo = algo;
+            sp.hash_bits = hash_bits;
+            sp.hash_reset_interval = hash_reset;
+            sp.persistent = persistent;
+            sp.filter = falgo;
+            // The plan of one search call of this point (a last, shorter batch may differ).
+            // A sharded index: the plan of shard 0 (each shard runs its own).
+            const search_plan plan =
+                point_plan(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, fview);
+            rec.plan = to_string(plan);
+            if (explain) {
+              std::printf("plan: %s\n", rec.plan.c_str());
+              std::fflush(stdout);
+            }
+            {  // untimed: the first call of a point may upload the index or grow workspaces
+              const int64_t rows = batch > 0 ? std::min(batch, nq) : nq;
+              idx.search(res, sp, {queries.data(), queries.type(), rows, queries.cols()}, k,
+                         {ids.data(), rows, k}, {dist.data(), rows, k}, fview);
+              // On a GPU, then untimed passes for at least kWarmupSeconds: best-of-3 batch-10K
+              // passes time only ~20 ms, and right after a long index upload the first points of
+              // a sweep were up to 45% slow (30M and 100M rows on an H100; the device settling).
+              const double t0 = now_seconds();
+              while (plan.target == backend::cuda && now_seconds() - t0 < kWarmupSeconds)
+                run_pass(res, sp, idx, queries, k, batch, ids, dist, fview);
+            }
+            pass_result best;
+            for (int r = 0; r < repeat; ++r) {
+              pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist, fview);
+              if (r == 0 || p.seconds < best.seconds) best = p;
+            }
+            rec.itopk = itopk;
+            rec.search_width = width;
+            rec.team_size = team;
+            rec.random_samplings = sampling;
+            // The file's ground truth lists labels; the filtered one (an exact search) rows.
+            const bool by_label = single.has_labels() && fview.empty();
+            if (by_label) {
+              found = ids;
+              for (uint32_t& id : found)
+                if (id != kInvalidId) id = static_cast<uint32_t>(single.label_of(id));
+            }
+            rec.recall = recall({(by_label ? found : ids).data(), nq, k}, truth_ids, k);
+            if (share >= 0) {  // every returned id of every query checked against the filter
+              rec.filter_violations = 0;
+              for (uint32_t id : ids)
+                rec.filter_violations += id != kInvalidId && !fview.empty() && !allowed.test(id);
+            }
+            rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
+            rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
+            std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width,
+                        team ? std::to_string(team).c_str() : "auto", rec.recall, rec.qps);
+            if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
+            if (want_stats) {
+              // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
+              // kernel takes the same steps, so the counts describe it too. Bytes per query =
+              // vectors read (one row per distance) + graph rows read (one per parent).
+              bench_hooks::search_stats st;
+              std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
+              bench_hooks::cpu_search_with_stats(res, sp, single, queries.view(), k, sids.data(),
+                                                 &st);
+              const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
+              rec.dists_per_query = st.distances / q;
+              rec.parents_per_query = st.parents / q;
+              rec.iterations_per_query = st.iterations / q;
+              rec.hash_resets_per_query = st.hash_resets / q;
+              rec.bytes_per_query =
+                  rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
+                  rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
+              std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
+                          rec.iterations_per_query, rec.bytes_per_query);
+            }
+            std::printf("\n");
             std::fflush(stdout);
+            if (json.is_open()) {
+              json << to_json(rec) << '\n';
+              json.flush();
+              if (!json) throw cagra::error("cannot write to '" + json_path + "'");
+            }
+            if (rec.filter_violations > 0)
+              throw cagra::error("the filtered search returned " +
+                                 std::to_string(rec.filter_violations) + " disallowed ids");
           }
-          {  // untimed: the first call of a point may upload the index or grow workspaces
-            const int64_t rows = batch > 0 ? std::min(batch, nq) : nq;
-            idx.search(res, sp, {queries.data(), queries.type(), rows, queries.cols()}, k,
-                       {ids.data(), rows, k}, {dist.data(), rows, k}, fview);
-            // On a GPU, then untimed passes for at least kWarmupSeconds: best-of-3 batch-10K
-            // passes time only ~20 ms, and right after a long index upload the first points of
-            // a sweep were up to 45% slow (30M and 100M rows on an H100; the device settling).
-            const double t0 = now_seconds();
-            while (plan.target == backend::cuda && now_seconds() - t0 < kWarmupSeconds)
-              run_pass(res, sp, idx, queries, k, batch, ids, dist, fview);
-          }
-          pass_result best;
-          for (int r = 0; r < repeat; ++r) {
-            pass_result p = run_pass(res, sp, idx, queries, k, batch, ids, dist, fview);
-            if (r == 0 || p.seconds < best.seconds) best = p;
-          }
-          rec.itopk = itopk;
-          rec.search_width = width;
-          rec.team_size = team;
-          // The file's ground truth lists labels; the filtered one (an exact search) rows.
-          const bool by_label = single.has_labels() && fview.empty();
-          if (by_label) {
-            found = ids;
-            for (uint32_t& id : found)
-              if (id != kInvalidId) id = static_cast<uint32_t>(single.label_of(id));
-          }
-          rec.recall = recall({(by_label ? found : ids).data(), nq, k}, truth_ids, k);
-          if (share >= 0) {  // every returned id of every query checked against the filter
-            rec.filter_violations = 0;
-            for (uint32_t id : ids)
-              rec.filter_violations += id != kInvalidId && !fview.empty() && !allowed.test(id);
-          }
-          rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
-          rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
-          std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width,
-                      team ? std::to_string(team).c_str() : "auto", rec.recall, rec.qps);
-          if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
-          if (want_stats) {
-            // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
-            // kernel takes the same steps, so the counts describe it too. Bytes per query = vectors
-            // read (one row per distance) + graph rows read (one per parent).
-            bench_hooks::search_stats st;
-            std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
-            bench_hooks::cpu_search_with_stats(res, sp, single, queries.view(), k, sids.data(),
-                                               &st);
-            const double q = static_cast<double>(std::max<uint64_t>(st.queries, 1));
-            rec.dists_per_query = st.distances / q;
-            rec.parents_per_query = st.parents / q;
-            rec.iterations_per_query = st.iterations / q;
-            rec.hash_resets_per_query = st.hash_resets / q;
-            rec.bytes_per_query =
-                rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
-                rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
-            std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
-                        rec.iterations_per_query, rec.bytes_per_query);
-          }
-          std::printf("\n");
-          std::fflush(stdout);
-          if (json.is_open()) {
-            json << to_json(rec) << '\n';
-            json.flush();
-            if (!json) throw cagra::error("cannot write to '" + json_path + "'");
-          }
-          if (rec.filter_violations > 0)
-            throw cagra::error("the filtered search returned " +
-                               std::to_string(rec.filter_violations) + " disallowed ids");
         }
       }
     }
@@ -360,6 +366,8 @@ const command_spec& bench_command() {
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
           {"--team-size", nullptr, "LIST",
            "GPU threads per distance, swept: 0 = auto (default), 2..32"},
+          {"--random-samplings", nullptr, "LIST",
+           "random draws per initial slot, swept: 0 = auto (default; the plan prints it)"},
           {"--algo", nullptr, "A", "GPU kernel: auto (default), single or multi (CTA)"},
           {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
           {"--hash-reset-interval", nullptr, "I",

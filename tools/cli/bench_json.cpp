@@ -93,6 +93,7 @@ std::string to_json(const bench_record& r) {
     << ",\"max_iterations\":" << r.max_iterations << ",\"threads\":" << r.threads
     << ",\"storage\":" << json_quote(r.storage) << ",\"graph_degree\":" << r.graph_degree;
   if (r.team_size) o << ",\"team_size\":" << r.team_size;
+  if (r.random_samplings) o << ",\"num_random_samplings\":" << r.random_samplings;
   if (!r.algo.empty()) o << ",\"algo\":" << json_quote(r.algo);
   if (r.hash_bits) o << ",\"hash_bits\":" << r.hash_bits;
   if (r.hash_reset_interval) o << ",\"hash_reset_interval\":" << r.hash_reset_interval;

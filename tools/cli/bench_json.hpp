@@ -34,6 +34,7 @@ struct bench_record {
   int threads = 0;
   // Search settings for the ablations (written into params only when not the default: 0 / "").
   uint32_t team_size = 0;
+  uint32_t random_samplings = 0;
   std::string algo;  // "single_cta" / "multi_cta" when forced
   uint32_t hash_bits = 0;
   uint32_t hash_reset_interval = 0;
