@@ -12,7 +12,9 @@
 # batch 1 (one query per call) at 16 and 64 CTAs, and batch 1 with the persistent kernel.
 # Writes $OUT/ab-NAME-{a,b}.jsonl and prints one table: best QPS of each side per point, B/A.
 #
-# Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), A_COMMIT / B_COMMIT
+# Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), BATCHES (queries a call
+# of the large-batch points, "0" = all in one call; e.g. "0 2500"), WIDTHS (1,2), SAMPLINGS
+# (--random-samplings LIST; unset: the plan's), SKIP_BATCH1=1 (no batch-1 points), A_COMMIT / B_COMMIT
 # (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there), METRIC (l2;
 # cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin).
 set -uo pipefail
@@ -64,13 +66,19 @@ run() {  # run SIDE BIN: one round of every point
   local side=$1 bin=$2 commit
   commit=$([[ $side == a ]] && echo "$A_COMMIT" || echo "$B_COMMIT")
   local j="$OUT/ab-$NAME-$side.jsonl"
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --repeat 3 --itopk 32,64,128 \
-    --search-width 1,2 --json "$j" >>"$L" 2>&1
+  local b
+  for b in ${BATCHES:-0}; do
+    CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --repeat 3 --itopk 32,64,128 \
+      --search-width "${WIDTHS:-1,2}" --batch "$b" --json "$j" $SAMPLING_ARGS >>"$L" 2>&1
+  done
+  [[ ${SKIP_BATCH1:-0} == 1 ]] && return
   CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 16,32 \
     --search-width 16,64 --json "$j" >>"$L" 2>&1
   CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent --itopk 16 \
     --search-width 64 --json "$j" >>"$L" 2>&1
 }
+# Both sides' CLIs must know --random-samplings when SAMPLINGS is set (A at d4eb4c4 or later).
+SAMPLING_ARGS=${SAMPLINGS:+--random-samplings $SAMPLINGS}
 for r in $(seq 1 "$ROUNDS"); do
   say "round $r: A then B"
   run a "$A"
@@ -84,15 +92,16 @@ def load(path):
     for line in open(path):
         r = json.loads(line)
         p = r.get("params", {})
-        key = (r.get("batch", 0), p.get("persistent", False), p.get("itopk"), p.get("search_width"))
+        key = (r.get("batch", 0), p.get("persistent", False), p.get("itopk"), p.get("search_width"),
+               p.get("num_random_samplings", 0))
         q = r.get("qps", 0)
         if key not in best or q > best[key][0]:
             best[key] = (q, r.get("recall"))
     return best
 a, b = load(sys.argv[1]), load(sys.argv[2])
-print(f"{'batch':>6} {'pers':>5} {'itopk':>6} {'width':>6} {'recall A':>9} {'recall B':>9} {'QPS A':>12} {'QPS B':>12} {'B/A':>7}")
+print(f"{'batch':>6} {'pers':>5} {'itopk':>6} {'width':>6} {'samp':>5} {'recall A':>9} {'recall B':>9} {'QPS A':>12} {'QPS B':>12} {'B/A':>7}")
 for key in sorted(set(a) & set(b), key=str):
     (qa, ra), (qb, rb) = a[key], b[key]
-    print(f"{key[0]:>6} {str(key[1]):>5} {key[2]:>6} {key[3]:>6} {ra:>9.4f} {rb:>9.4f} {qa:>12.0f} {qb:>12.0f} {qb / qa:>7.3f}")
+    print(f"{key[0]:>6} {str(key[1]):>5} {key[2]:>6} {key[3]:>6} {key[4]:>5} {ra:>9.4f} {rb:>9.4f} {qa:>12.0f} {qb:>12.0f} {qb / qa:>7.3f}")
 PY
 say "done"

@@ -71,7 +71,7 @@ class backend_ops {
   /** Search of host queries into host [nq, k] ids / distances (distances may be null).
    *  `filter` (host memory, checked against the call) is empty or plan.filter's kind; with
    *  plan.filter_path == exact the answer is exact over the allowed rows. */
-  virtual void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+  virtual void search(const index& idx, dataset_view queries, const search_plan& plan,
                       const row_filter& filter, uint32_t* ids, float* distances,
                       const resources& res, search_stats* stats) const = 0;
   /** `idx` changed in place (extend): rows [old_rows, idx.size()) are new and the graph rows in

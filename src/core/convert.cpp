@@ -145,15 +145,20 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
   return h;
 }
 
+bool queries_as_is(dataset_view queries, dtype storage, metric m) {
+  if (queries.space != memory_space::host) return false;
+  if (storage == dtype::f32 || storage == dtype::f16)
+    return queries.type == dtype::f32 && m != metric::cosine;
+  return queries.type == storage;
+}
+
 host_matrix queries_for(dataset_view queries, dtype storage, metric m, int nt) {
   require_host(queries, "queries");
   check_finite(queries, "queries", nt);
-  if (storage == dtype::f32 || storage == dtype::f16) {
-    if (queries.type == dtype::f32 && m != metric::cosine) return host_matrix::copy_of(queries);
+  if (queries_as_is(queries, storage, m)) return host_matrix::copy_of(queries);
+  if (storage == dtype::f32 || storage == dtype::f16)
     return to_float(queries, m == metric::cosine, nt, "queries");
-  }
   // Integer storage: queries must hold exactly representable integers.
-  if (queries.type == storage) return host_matrix::copy_of(queries);
   const double lo = storage == dtype::u8 ? 0 : -128, hi = storage == dtype::u8 ? 255 : 127;
   host_matrix out(storage, queries.rows, queries.cols);
   uint8_t* o = static_cast<uint8_t*>(out.data());

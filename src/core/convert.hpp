@@ -23,6 +23,11 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_thr
  *  cannot be represented exactly, or is NaN/Inf. */
 host_matrix queries_for(dataset_view queries, dtype storage, metric m, int num_threads);
 
+/** True when host `queries` already are what queries_for would make of them (f32 rows of a
+ *  float index searched by L2 or inner product, or rows of the index's own integer type): a
+ *  search may read the caller's rows in place, after check_finite. */
+bool queries_as_is(dataset_view queries, dtype storage, metric m);
+
 /** Throws unless every value of `v` (f32/f16) is finite; `what` names the matrix in messages. */
 void check_finite(dataset_view v, const char* what, int num_threads = 1);
 

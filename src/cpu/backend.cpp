@@ -33,7 +33,7 @@ class cpu_ops final : public core::backend_ops {
                                  optimize_steps steps, const resources& res) const override {
     return cpu::optimize(knn, degree, reorder, steps, res.num_threads, res.progress);
   }
-  void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+  void search(const index& idx, dataset_view queries, const search_plan& plan,
               const row_filter& filter, uint32_t* ids, float* distances, const resources& res,
               search_stats* stats) const override {
     if (plan.filter_path == filter_algo::exact)

@@ -33,16 +33,16 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
                                optimize_steps steps, int num_threads, const progress_fn& progress);
 
 /** CAGRA search (paper §IV-A) of every query row with a resolved CPU plan, multi-threaded over
- *  queries; ids/distances are [queries.rows(), plan.k] (distances may be null). A non-empty
+ *  queries; ids/distances are [queries.rows, plan.k] (distances may be null). A non-empty
  *  `filter`: the allowed entries of the final top-M list are returned. With `stats` the work
  *  counts are added to *stats (null: nothing is gathered). */
-void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void search(const index& idx, dataset_view queries, const search_plan& plan,
             const row_filter& filter, uint32_t* ids, float* distances, int num_threads,
             search_stats* stats = nullptr);
 
 /** Exact filtered search (plan.filter_path == exact): the k nearest allowed rows of every query
  *  by (distance, id), padded with kInvalidId / +inf (src/cpu/exact_search.cpp). */
-void exact_search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
                   const row_filter& filter, uint32_t* ids, float* distances, int num_threads);
 
 /** Number of OpenMP threads for `requested` (0 = OpenMP's default). */

@@ -58,10 +58,10 @@ class top_k {
 
 }  // namespace
 
-void exact_search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
                   const row_filter& filter, uint32_t* ids, float* distances, int nt) {
   const uint32_t k = plan.k;
-  const int64_t nq = queries.rows(), n = idx.size();
+  const int64_t nq = queries.rows, n = idx.size();
   const int64_t words = row_filter::words_for(n);
   nt = nq == 1 ? 1 : thread_count(nt);
   // A shared bitset: its allowed rows, listed once.
@@ -69,7 +69,7 @@ void exact_search(const index& idx, const host_matrix& queries, const search_pla
       filter.queries == 0 ? core::allowed_ids(filter) : std::vector<uint32_t>{};
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data());
+    const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data);
     const T* x = static_cast<const T*>(idx.vectors().data());
     const size_t dim = idx.dim();
     const distance<T> dist{idx.metric(), dim};

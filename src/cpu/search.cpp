@@ -170,15 +170,15 @@ class searcher {
 
 }  // namespace
 
-void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void search(const index& idx, dataset_view queries, const search_plan& plan,
             const row_filter& filter, uint32_t* ids, float* distances, int nt,
             search_stats* stats) {
   const uint32_t k = plan.k;
-  const int64_t nq = queries.rows(), n = idx.size();
+  const int64_t nq = queries.rows, n = idx.size();
   nt = nq == 1 ? 1 : thread_count(nt);
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
     using T = decltype(tag);
-    const query_t<T>* q = static_cast<const query_t<T>*>(queries.data());
+    const query_t<T>* q = static_cast<const query_t<T>*>(queries.data);
     const size_t dim = idx.dim();
 #pragma omp parallel num_threads(nt)
     {

@@ -33,7 +33,7 @@ class cuda_ops final : public core::backend_ops {
                                  core::optimize_steps steps, const resources& res) const override {
     return cuda::optimize(knn, degree, reorder, steps, res.device, res.progress);
   }
-  void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+  void search(const index& idx, dataset_view queries, const search_plan& plan,
               const row_filter& filter, uint32_t* ids, float* distances, const resources& res,
               core::search_stats*) const override {
     if (plan.filter_path == filter_algo::exact)

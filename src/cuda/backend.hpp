@@ -48,13 +48,14 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
 
 /** GPU search (paper §IV-B/C) as `plan` (core/plan.cpp, backend cuda) says: the single-CTA
  *  kernel (the CPU's answer) or the multi-CTA kernel (recall parity, not bit parity), with the
- *  plan's io path. `queries` are host rows of the index's query type (core::queries_for),
+ *  plan's io path. `queries` are host rows of the index's query type (core::queries_for, or the
+ *  caller's own rows when they need no conversion: core::queries_as_is),
  *  [nq, dim]; ids/distances are host [nq, plan.k] (distances may be null). The index's vectors
  *  and graph are copied to the device on first use and cached in idx.backend_cache(). */
-void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void search(const index& idx, dataset_view queries, const search_plan& plan,
             const row_filter& filter, uint32_t* ids, float* distances, int device);
 /** The same without a filter. */
-inline void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+inline void search(const index& idx, dataset_view queries, const search_plan& plan,
                    uint32_t* ids, float* distances, int device) {
   search(idx, queries, plan, row_filter{}, ids, distances, device);
 }
@@ -63,7 +64,7 @@ inline void search(const index& idx, const host_matrix& queries, const search_pl
  *  its allowed rows and runs brute_force on them; per-query bitsets run brute_force over every
  *  row with each query's bitset as a mask. Results as cpu::exact_search (ties and near-ties at
  *  the k-th place may swap for f32/f16 data, as brute_force says). */
-void exact_search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
                   const row_filter& filter, uint32_t* ids, float* distances, int device);
 
 /** GPU search on device memory, no host round trip (the device path of cagra::search).
@@ -87,16 +88,16 @@ uint32_t brute_force_max_k();
  *  f16, u8, i8; unit rows for cosine), `queries` in its query type (core::queries_for). Results
  *  and distances as cpu::brute_force; ids at the k-th place may swap with ties or near-ties
  *  (within f32 rounding of the expanded |q|^2 + |x|^2 - 2 q.x) for f32/f16 data. */
-knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+knn_graph brute_force(const host_matrix& data, dataset_view queries, metric m, uint32_t k,
                       bool exclude_self, int device);
 /** brute_force over rows `rows` of the index's device copy (cached in the index: no host gather
  *  and no upload of the rows); result ids index into `rows`. The exact path of a search with a
  *  shared filter. */
 knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
-                           const host_matrix& queries, uint32_t k, int device);
+                           dataset_view queries, uint32_t k, int device);
 /** brute_force restricted by a mask: query q only sees the rows whose bit is set in
  *  mask[q * mask_words ...] (bitsets as cagra::row_filter; mask_words = 0: one shared bitset).
  *  Queries with fewer than k allowed rows get kInvalidId / +inf in the remaining slots. */
-knn_graph brute_force_masked(const host_matrix& data, const host_matrix& queries, metric m,
+knn_graph brute_force_masked(const host_matrix& data, dataset_view queries, metric m,
                              uint32_t k, const uint32_t* mask, int64_t mask_words, int device);
 }  // namespace cagra::cuda

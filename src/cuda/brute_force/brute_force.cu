@@ -211,20 +211,20 @@ __global__ void refine_kernel(const unsigned long long* state, uint32_t slots, u
 }
 
 /** Copies a host matrix to the device and widens it to f32 there. */
-void upload_f32(const host_matrix& m, device_buffer<float>& out, device_buffer<uint8_t>& staging,
+void upload_f32(dataset_view m, device_buffer<float>& out, device_buffer<uint8_t>& staging,
                 cudaStream_t s) {
-  const size_t n = size_t(m.rows()) * size_t(m.cols());
+  const size_t n = size_t(m.rows) * size_t(m.cols);
   out.reserve(std::max<size_t>(n, 1));
-  if (m.type() == dtype::f32) {
+  if (m.type == dtype::f32) {
     CAGRA_CUDA_TRY(
-        cudaMemcpyAsync(out.data(), m.data(), n * sizeof(float), cudaMemcpyHostToDevice, s));
+        cudaMemcpyAsync(out.data(), m.data, n * sizeof(float), cudaMemcpyHostToDevice, s));
     return;
   }
-  staging.reserve(std::max<size_t>(m.size_bytes(), 1));
+  staging.reserve(std::max<size_t>(size_t(m.rows) * m.row_bytes(), 1));
   CAGRA_CUDA_TRY(
-      cudaMemcpyAsync(staging.data(), m.data(), m.size_bytes(), cudaMemcpyHostToDevice, s));
+      cudaMemcpyAsync(staging.data(), m.data, size_t(m.rows) * m.row_bytes(), cudaMemcpyHostToDevice, s));
   const int blocks = int(std::min<size_t>((n + 255) / 256, 65535));
-  switch (m.type()) {
+  switch (m.type) {
     case dtype::f16:
       widen_kernel<<<blocks, 256, 0, s>>>(reinterpret_cast<const uint16_t*>(staging.data()),
                                           out.data(), n);
@@ -239,7 +239,7 @@ void upload_f32(const host_matrix& m, device_buffer<float>& out, device_buffer<u
       break;
     default:
       CAGRA_FAIL("the GPU brute force takes f32, f16, u8 or i8 vectors, not %s",
-                 to_string(m.type()));
+                 to_string(m.type));
   }
   CAGRA_CUDA_CHECK_LAUNCH();
   // `staging` is reused for the next matrix: wait until this one is widened.
@@ -306,15 +306,15 @@ void load_data(const data_source& data, context& c, cudaStream_t s) {
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
-knn_graph run_brute_force(const data_source& data, const host_matrix& queries, metric m, uint32_t k,
+knn_graph run_brute_force(const data_source& data, dataset_view queries, metric m, uint32_t k,
                           bool exclude_self, const uint32_t* h_mask, int64_t mask_words,
                           int device) {
-  const int64_t n = data.size(), nq = queries.rows(), dim = data.dim();
+  const int64_t n = data.size(), nq = queries.rows, dim = data.dim();
   CAGRA_EXPECTS(k >= 1, "k must be >= 1");
   CAGRA_EXPECTS(k <= brute_force_max_k(), "the GPU brute force takes k <= %u (got %u)",
                 brute_force_max_k(), k);
-  CAGRA_EXPECTS(queries.cols() == dim, "queries have dimension %lld but the data %lld",
-                (long long)queries.cols(), (long long)dim);
+  CAGRA_EXPECTS(queries.cols == dim, "queries have dimension %lld but the data %lld",
+                (long long)queries.cols, (long long)dim);
   CAGRA_EXPECTS(!exclude_self || nq == n, "exclude_self needs the queries to be the data itself");
   const int64_t available = n - (exclude_self ? 1 : 0);
   CAGRA_EXPECTS(static_cast<int64_t>(k) <= available,
@@ -409,21 +409,21 @@ knn_graph run_brute_force(const data_source& data, const host_matrix& queries, m
 
 }  // namespace
 
-knn_graph brute_force(const host_matrix& data, const host_matrix& queries, metric m, uint32_t k,
+knn_graph brute_force(const host_matrix& data, dataset_view queries, metric m, uint32_t k,
                       bool exclude_self, int device) {
   return run_brute_force(data_source{&data, nullptr, nullptr}, queries, m, k, exclude_self, nullptr,
                          0, device);
 }
 
 knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
-                           const host_matrix& queries, uint32_t k, int device) {
+                           dataset_view queries, uint32_t k, int device) {
   // The device copy is the one searches use (copied once, kept up to date by extend).
   const std::shared_ptr<index_state> st = device_index(idx, device);
   return run_brute_force(data_source{nullptr, st.get(), &rows}, queries, idx.metric(), k, false,
                          nullptr, 0, device);
 }
 
-knn_graph brute_force_masked(const host_matrix& data, const host_matrix& queries, metric m,
+knn_graph brute_force_masked(const host_matrix& data, dataset_view queries, metric m,
                              uint32_t k, const uint32_t* mask, int64_t mask_words, int device) {
   CAGRA_EXPECTS(mask != nullptr, "internal error: brute_force_masked without a mask");
   return run_brute_force(data_source{&data, nullptr, nullptr}, queries, m, k, false, mask,

@@ -14,10 +14,10 @@
 
 namespace cagra::cuda {
 
-void exact_search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
                   const row_filter& filter, uint32_t* ids, float* distances, int device) {
   const uint32_t k = plan.k;
-  const int64_t nq = queries.rows();
+  const int64_t nq = queries.rows;
   CAGRA_EXPECTS(k <= brute_force_max_k(),
                 "the exact filtered search on the GPU takes k <= %u (got %u): use the CPU backend",
                 brute_force_max_k(), k);

@@ -76,12 +76,12 @@ device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
 
 /** search_io::mapped and host_merge: a small host batch through pinned host memory in place. */
 void search_mapped(const index& idx, index_state& st, const search_plan& plan,
-                   const host_matrix& queries, uint32_t* ids, float* distances, int device,
+                   dataset_view queries, uint32_t* ids, float* distances, int device,
                    device_filter filter) {
   search_workspace& w = st.io;
-  const int64_t nq = queries.rows();
+  const int64_t nq = queries.rows;
   const uint32_t k = plan.k;
-  const size_t q_bytes = queries.size_bytes(), n_out = size_t(nq) * k;
+  const size_t q_bytes = size_t(queries.rows) * queries.row_bytes(), n_out = size_t(nq) * k;
   const bool host_merge = plan.io == search_io::host_merge;
   const cudaStream_t stream = st.stream.get();
   // The last call may have returned on its results while its CTAs were still exiting: nothing
@@ -91,7 +91,7 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
                      (n_out > w.host_ids.size() || (distances && n_out > w.host_distances.size())));
   if (grow) st.stream.sync();
   w.host_queries.reserve(q_bytes);
-  std::memcpy(w.host_queries.data(), queries.data(), q_bytes);
+  std::memcpy(w.host_queries.data(), queries.data, q_bytes);
   if (!host_merge) {
     w.host_ids.reserve(n_out);
     if (distances) w.host_distances.reserve(n_out);
@@ -106,7 +106,7 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
   io.tag = w.next_tag();
   inline_query iq;
   if (nq == 1 && q_bytes <= kInlineQueryMax) {
-    std::memcpy(iq.bytes, queries.data(), q_bytes);
+    std::memcpy(iq.bytes, queries.data, q_bytes);
     io.query = &iq;
     io.query_bytes = static_cast<uint32_t>(q_bytes);
   }
@@ -123,13 +123,13 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
 /** search_io::copy: queries copied to the device workspace, results copied back; a large
  *  single-CTA batch in overlapping chunks (copy_pipeline.cu). */
 void search_copy(const index& idx, index_state& st, const search_plan& plan,
-                 const host_matrix& queries, uint32_t* ids, float* distances, int device,
+                 dataset_view queries, uint32_t* ids, float* distances, int device,
                  device_filter filter) {
   search_workspace& w = st.io;
-  const int64_t nq = queries.rows();
-  const size_t q_bytes = queries.size_bytes(), n_out = size_t(nq) * plan.k;
+  const int64_t nq = queries.rows;
+  const size_t q_bytes = size_t(queries.rows) * queries.row_bytes(), n_out = size_t(nq) * plan.k;
   if (use_copy_pipeline(plan, nq)) {
-    search_copy_pipelined(st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data()),
+    search_copy_pipelined(st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
                           q_bytes / size_t(nq), nq, ids, distances, device, filter);
     return;
   }
@@ -138,7 +138,7 @@ void search_copy(const index& idx, index_state& st, const search_plan& plan,
   w.ids.reserve(n_out);
   if (distances) w.distances.reserve(n_out);
   CAGRA_CUDA_TRY(
-      cudaMemcpyAsync(w.queries.data(), queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
+      cudaMemcpyAsync(w.queries.data(), queries.data, q_bytes, cudaMemcpyHostToDevice, stream));
   run_kernels(st, plan, idx.metric(), w.queries.data(), nq, w.ids.data(),
               distances ? w.distances.data() : nullptr, device, stream, nullptr, filter);
   CAGRA_CUDA_TRY(
@@ -151,28 +151,28 @@ void search_copy(const index& idx, index_state& st, const search_plan& plan,
 
 }  // namespace
 
-void search(const index& idx, const host_matrix& queries, const search_plan& plan,
+void search(const index& idx, dataset_view queries, const search_plan& plan,
             const row_filter& filter, uint32_t* ids, float* distances, int device) {
   const dtype qtype = query_dtype_for(idx.storage_dtype());
-  CAGRA_EXPECTS(queries.type() == qtype && queries.cols() == int64_t{idx.dim()},
+  CAGRA_EXPECTS(queries.type == qtype && queries.cols == int64_t{idx.dim()},
                 "queries must be %s [n, %u] for a %s index (got %s [n, %lld])", to_string(qtype),
-                idx.dim(), to_string(idx.storage_dtype()), to_string(queries.type()),
-                (long long)queries.cols());
+                idx.dim(), to_string(idx.storage_dtype()), to_string(queries.type),
+                (long long)queries.cols);
   check_search(idx, plan, ids, device);
-  if (queries.rows() == 0) return;
+  if (queries.rows == 0) return;
 
   device_guard guard(device);
   std::shared_ptr<index_state> st = device_index(idx, device);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   if (plan.io != search_io::persistent) stop_persistent(*st);
-  const device_filter df = upload_filter(*st, filter, queries.rows());
+  const device_filter df = upload_filter(*st, filter, queries.rows);
   switch (plan.io) {
     case search_io::persistent:
-      CAGRA_EXPECTS(queries.rows() == 1 && filter.empty(),
+      CAGRA_EXPECTS(queries.rows == 1 && filter.empty(),
                     "internal error: a persistent plan for %lld queries%s",
-                    (long long)queries.rows(), filter.empty() ? "" : " with a filter");
-      persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data()),
-                        queries.size_bytes(), ids, distances, device);
+                    (long long)queries.rows, filter.empty() ? "" : " with a filter");
+      persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
+                        size_t(queries.rows) * queries.row_bytes(), ids, distances, device);
       return;
     case search_io::mapped:
     case search_io::host_merge:
