@@ -33,8 +33,8 @@ class no_cuda_ops final : public backend_ops {
                                  const resources&) const override {
     no_cuda();
   }
-  void search(const index&, dataset_view, const search_plan&, const row_filter&, uint32_t*,
-              float*, const resources&, search_stats*) const override {
+  void search(const index&, dataset_view, const search_plan&, const row_filter&, uint32_t*, float*,
+              const resources&, search_stats*) const override {
     no_cuda();
   }
   void search_device(const index&, dataset_view, const search_plan&, const row_filter&, uint32_t*,

@@ -55,8 +55,8 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
 void search(const index& idx, dataset_view queries, const search_plan& plan,
             const row_filter& filter, uint32_t* ids, float* distances, int device);
 /** The same without a filter. */
-inline void search(const index& idx, dataset_view queries, const search_plan& plan,
-                   uint32_t* ids, float* distances, int device) {
+inline void search(const index& idx, dataset_view queries, const search_plan& plan, uint32_t* ids,
+                   float* distances, int device) {
   search(idx, queries, plan, row_filter{}, ids, distances, device);
 }
 
@@ -98,6 +98,6 @@ knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
 /** brute_force restricted by a mask: query q only sees the rows whose bit is set in
  *  mask[q * mask_words ...] (bitsets as cagra::row_filter; mask_words = 0: one shared bitset).
  *  Queries with fewer than k allowed rows get kInvalidId / +inf in the remaining slots. */
-knn_graph brute_force_masked(const host_matrix& data, dataset_view queries, metric m,
-                             uint32_t k, const uint32_t* mask, int64_t mask_words, int device);
+knn_graph brute_force_masked(const host_matrix& data, dataset_view queries, metric m, uint32_t k,
+                             const uint32_t* mask, int64_t mask_words, int device);
 }  // namespace cagra::cuda

@@ -221,8 +221,8 @@ void upload_f32(dataset_view m, device_buffer<float>& out, device_buffer<uint8_t
     return;
   }
   staging.reserve(std::max<size_t>(size_t(m.rows) * m.row_bytes(), 1));
-  CAGRA_CUDA_TRY(
-      cudaMemcpyAsync(staging.data(), m.data, size_t(m.rows) * m.row_bytes(), cudaMemcpyHostToDevice, s));
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(staging.data(), m.data, size_t(m.rows) * m.row_bytes(),
+                                 cudaMemcpyHostToDevice, s));
   const int blocks = int(std::min<size_t>((n + 255) / 256, 65535));
   switch (m.type) {
     case dtype::f16:
@@ -238,8 +238,7 @@ void upload_f32(dataset_view m, device_buffer<float>& out, device_buffer<uint8_t
                                           out.data(), n);
       break;
     default:
-      CAGRA_FAIL("the GPU brute force takes f32, f16, u8 or i8 vectors, not %s",
-                 to_string(m.type));
+      CAGRA_FAIL("the GPU brute force takes f32, f16, u8 or i8 vectors, not %s", to_string(m.type));
   }
   CAGRA_CUDA_CHECK_LAUNCH();
   // `staging` is reused for the next matrix: wait until this one is widened.
@@ -423,8 +422,8 @@ knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
                          nullptr, 0, device);
 }
 
-knn_graph brute_force_masked(const host_matrix& data, dataset_view queries, metric m,
-                             uint32_t k, const uint32_t* mask, int64_t mask_words, int device) {
+knn_graph brute_force_masked(const host_matrix& data, dataset_view queries, metric m, uint32_t k,
+                             const uint32_t* mask, int64_t mask_words, int device) {
   CAGRA_EXPECTS(mask != nullptr, "internal error: brute_force_masked without a mask");
   return run_brute_force(data_source{&data, nullptr, nullptr}, queries, m, k, false, mask,
                          mask_words, device);

@@ -75,9 +75,8 @@ device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
 }
 
 /** search_io::mapped and host_merge: a small host batch through pinned host memory in place. */
-void search_mapped(const index& idx, index_state& st, const search_plan& plan,
-                   dataset_view queries, uint32_t* ids, float* distances, int device,
-                   device_filter filter) {
+void search_mapped(const index& idx, index_state& st, const search_plan& plan, dataset_view queries,
+                   uint32_t* ids, float* distances, int device, device_filter filter) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows;
   const uint32_t k = plan.k;
@@ -122,9 +121,8 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan,
 
 /** search_io::copy: queries copied to the device workspace, results copied back; a large
  *  single-CTA batch in overlapping chunks (copy_pipeline.cu). */
-void search_copy(const index& idx, index_state& st, const search_plan& plan,
-                 dataset_view queries, uint32_t* ids, float* distances, int device,
-                 device_filter filter) {
+void search_copy(const index& idx, index_state& st, const search_plan& plan, dataset_view queries,
+                 uint32_t* ids, float* distances, int device, device_filter filter) {
   search_workspace& w = st.io;
   const int64_t nq = queries.rows;
   const size_t q_bytes = size_t(queries.rows) * queries.row_bytes(), n_out = size_t(nq) * plan.k;
@@ -169,8 +167,8 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
   switch (plan.io) {
     case search_io::persistent:
       CAGRA_EXPECTS(queries.rows == 1 && filter.empty(),
-                    "internal error: a persistent plan for %lld queries%s",
-                    (long long)queries.rows, filter.empty() ? "" : " with a filter");
+                    "internal error: a persistent plan for %lld queries%s", (long long)queries.rows,
+                    filter.empty() ? "" : " with a filter");
       persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
                         size_t(queries.rows) * queries.row_bytes(), ids, distances, device);
       return;
