@@ -138,6 +138,15 @@ __device__ __forceinline__ uint32_t team_mask() {
   }
 }
 
+/** The team's total of its lanes' partial sums, in every lane (xor-shuffles within the team). */
+template <uint32_t kTeam, typename Acc>
+__device__ __forceinline__ Acc team_reduce(Acc acc) {
+  const uint32_t mask = team_mask<kTeam>();
+#pragma unroll
+  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
+  return acc;
+}
+
 /** Float rows: the sum over the row (squared L2 or dot product) computed by the team; every
  *  lane of the team gets the total. Must be called by all kTeam lanes of a team together. */
 template <typename T, uint32_t kTeam, bool kDot>
@@ -153,10 +162,7 @@ __device__ __forceinline__ float team_sum(const uint4* row, const float4* q4, ui
     if (ca < n_chunks) acc = chunk_accumulate<T, kDot>(va, q4, ca, acc);
     if (cb < n_chunks) acc = chunk_accumulate<T, kDot>(vb, q4, cb, acc);
   }
-  const uint32_t mask = team_mask<kTeam>();
-#pragma unroll
-  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
-  return acc;
+  return team_reduce<kTeam>(acc);
 }
 
 /** Byte rows: the team's exact sum over the row of q*x (kDot) or x*x - 2 q*x (add |q|^2 for
@@ -173,10 +179,7 @@ __device__ __forceinline__ int team_sum_bytes(const uint4* row, const uint4* q16
     if (ca < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(va, q16[ca], acc);
     if (cb < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(vb, q16[cb], acc);
   }
-  const uint32_t mask = team_mask<kTeam>();
-#pragma unroll
-  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
-  return acc;
+  return team_reduce<kTeam>(acc);
 }
 
 /** Chunks per lane that a latency-bound distance (team_load_head) loads before the first use:
@@ -184,10 +187,13 @@ __device__ __forceinline__ int team_sum_bytes(const uint4* row, const uint4* q16
  *  team 2), where team_sum keeps two loads in flight (two round trips for such a row). */
 constexpr uint32_t kHeadChunks = 4;
 
-/** The first kHeadChunks chunks of a lane's share of a row (zero past the row). */
-struct row_head {
-  uint4 v[kHeadChunks];
+/** The first N chunks of a lane's share of a row: chunk lane + j kTeam in v[j] (zero past the
+ *  row). */
+template <uint32_t N>
+struct row_chunks {
+  uint4 v[N];
 };
+using row_head = row_chunks<kHeadChunks>;
 
 /** Issues the loads of the lane's first kHeadChunks chunks of `row` (chunk lane + j kTeam). */
 template <uint32_t kTeam>
@@ -202,22 +208,32 @@ __device__ __forceinline__ row_head team_load_head(const uint4* row, uint32_t n_
   return h;
 }
 
+/** The lane's partial sum over the chunks of h (team_sum / team_sum_bytes before the reduction,
+ *  in the same order): q = q4 (float rows) or q16 (byte rows). */
+template <typename T, uint32_t kTeam, bool kDot, uint32_t N, typename Q>
+__device__ __forceinline__ auto lane_sum_head(const row_chunks<N>& h, const Q* q, uint32_t n_chunks,
+                                              uint32_t lane) {
+  std::conditional_t<elem_traits<T>::is_byte, int, float> acc = 0;
+#pragma unroll
+  for (uint32_t j = 0; j < N; ++j) {
+    const uint32_t c = lane + j * kTeam;
+    if constexpr (elem_traits<T>::is_byte) {
+      if (c < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(h.v[j], q[c], acc);
+    } else {
+      if (c < n_chunks) acc = chunk_accumulate<T, kDot>(h.v[j], q, c, acc);
+    }
+  }
+  return acc;
+}
+
 /** team_sum (float rows) with the head already loaded; the rest of a longer row is read here. */
 template <typename T, uint32_t kTeam, bool kDot>
 __device__ __forceinline__ float team_sum_head(const row_head& h, const uint4* row,
                                                const float4* q4, uint32_t n_chunks, uint32_t lane) {
-  float acc = 0.0f;
-#pragma unroll
-  for (uint32_t j = 0; j < kHeadChunks; ++j) {
-    const uint32_t c = lane + j * kTeam;
-    if (c < n_chunks) acc = chunk_accumulate<T, kDot>(h.v[j], q4, c, acc);
-  }
+  float acc = lane_sum_head<T, kTeam, kDot>(h, q4, n_chunks, lane);
   for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
     acc = chunk_accumulate<T, kDot>(__ldg(row + c), q4, c, acc);
-  const uint32_t mask = team_mask<kTeam>();
-#pragma unroll
-  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
-  return acc;
+  return team_reduce<kTeam>(acc);
 }
 
 /** team_sum_bytes with the head already loaded. */
@@ -225,18 +241,10 @@ template <typename T, uint32_t kTeam, bool kDot>
 __device__ __forceinline__ int team_sum_bytes_head(const row_head& h, const uint4* row,
                                                    const uint4* q16, uint32_t n_chunks,
                                                    uint32_t lane) {
-  int acc = 0;
-#pragma unroll
-  for (uint32_t j = 0; j < kHeadChunks; ++j) {
-    const uint32_t c = lane + j * kTeam;
-    if (c < n_chunks) acc = chunk_accumulate_bytes<T, kDot>(h.v[j], q16[c], acc);
-  }
+  int acc = lane_sum_head<T, kTeam, kDot>(h, q16, n_chunks, lane);
   for (uint32_t c = lane + kHeadChunks * kTeam; c < n_chunks; c += kTeam)
     acc = chunk_accumulate_bytes<T, kDot>(__ldg(row + c), q16[c], acc);
-  const uint32_t mask = team_mask<kTeam>();
-#pragma unroll
-  for (uint32_t off = kTeam / 2; off > 0; off >>= 1) acc += __shfl_xor_sync(mask, acc, off, kTeam);
-  return acc;
+  return team_reduce<kTeam>(acc);
 }
 
 }  // namespace cagra::cuda::dev

@@ -56,36 +56,75 @@ __device__ void convert_query(const single_cta_args& a, const Q* rq, uint8_t* q,
   }
 }
 
-/** Distances of ids[0, n) into dists, one team per candidate. q: the query in shared memory
- *  (float4 swizzled for float rows, bytes for byte rows); qq: |q|^2 (byte rows, L2). */
-template <typename T, uint32_t kTeam>
+/** Distances of ids[0, n) into dists, one team per candidate (team t: t, t + n_teams, ...); kDot:
+ *  inner product or cosine, else L2. q: the query in shared memory (float4 swizzled for float
+ *  rows, bytes for byte rows); qq: |q|^2 (byte rows, L2). */
+template <typename T, uint32_t kTeam, bool kDot>
 __device__ void compute_distances(const single_cta_args& a, const void* q, int qq,
                                   const uint32_t* ids, float* dists, uint32_t n) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
                  n_teams = blockDim.x / kTeam;
+  const auto row_of = [&](uint32_t s) {
+    return reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{ids[s]} * a.row_stride);
+  };
+  const auto distance = [&](auto sum) {  // from the team's sum over the row
+    if constexpr (elem_traits<T>::is_byte) {
+      return kDot ? bits::distance_from_dot(a.metric, __int2float_rn(sum))
+                  : __int2float_rn(qq + sum);
+    } else {
+      return kDot ? bits::distance_from_dot(a.metric, sum) : sum;
+    }
+  };
+  // The kernel is latency-bound. Byte rows of at most two chunks a lane (128-d u8 at team 4): a
+  // team takes its candidates in pairs and loads both rows before reducing either, so its usual
+  // two candidates an iteration cost one memory round trip instead of two; the sums are
+  // team_sum_bytes's. Not for float rows or team 32: ptxas spills there (32 registers a thread).
+  if constexpr (elem_traits<T>::is_byte && kTeam < 32) {
+    if (a.n_chunks <= 2 * kTeam) {
+      const uint4* q16 = static_cast<const uint4*>(q);
+      const auto load = [&](uint32_t s) {  // the lane's chunks lane, lane + kTeam of row s
+        const uint4* row = row_of(s) + lane;
+        row_chunks<2> h{};
+        if (lane < a.n_chunks) h.v[0] = __ldg(row);
+        if (lane + kTeam < a.n_chunks) h.v[1] = __ldg(row + kTeam);
+        return h;
+      };
+      for (uint32_t s = team; s < n; s += 2 * n_teams) {
+        const uint32_t s1 = s + n_teams;  // the pair's second candidate, if s1 < n
+        const row_chunks<2> h0 = load(s), h1 = s1 < n ? load(s1) : row_chunks<2>{};
+        const int sum0 = lane_sum_head<T, kTeam, kDot>(h0, q16, a.n_chunks, lane);
+        const int sum1 = lane_sum_head<T, kTeam, kDot>(h1, q16, a.n_chunks, lane);
+        const float d0 = distance(team_reduce<kTeam>(sum0)),
+                    d1 = distance(team_reduce<kTeam>(sum1));
+        if (lane == 0) {
+          dists[s] = d0;
+          if (s1 < n) dists[s1] = d1;
+        }
+      }
+      return;
+    }
+  }
   for (uint32_t s = team; s < n; s += n_teams) {
-    const uint4* row =
-        reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{ids[s]} * a.row_stride);
     float d;
     if constexpr (elem_traits<T>::is_byte) {
-      const uint4* q16 = static_cast<const uint4*>(q);
-      if (a.metric == metric::l2) {
-        d = __int2float_rn(qq + team_sum_bytes<T, kTeam, false>(row, q16, a.n_chunks, lane));
-      } else {
-        const float dot =
-            __int2float_rn(team_sum_bytes<T, kTeam, true>(row, q16, a.n_chunks, lane));
-        d = bits::distance_from_dot(a.metric, dot);
-      }
+      d = distance(team_sum_bytes<T, kTeam, kDot>(row_of(s), static_cast<const uint4*>(q),
+                                                  a.n_chunks, lane));
     } else {
-      const float4* q4 = static_cast<const float4*>(q);
-      if (a.metric == metric::l2) {
-        d = team_sum<T, kTeam, false>(row, q4, a.n_chunks, lane);
-      } else {
-        const float dot = team_sum<T, kTeam, true>(row, q4, a.n_chunks, lane);
-        d = bits::distance_from_dot(a.metric, dot);
-      }
+      d = distance(
+          team_sum<T, kTeam, kDot>(row_of(s), static_cast<const float4*>(q), a.n_chunks, lane));
     }
     if (lane == 0) dists[s] = d;
+  }
+}
+
+/** compute_distances for the search's metric. */
+template <typename T, uint32_t kTeam>
+__device__ void compute_distances(const single_cta_args& a, const void* q, int qq,
+                                  const uint32_t* ids, float* dists, uint32_t n) {
+  if (a.metric == metric::l2) {
+    compute_distances<T, kTeam, false>(a, q, qq, ids, dists, n);
+  } else {
+    compute_distances<T, kTeam, true>(a, q, qq, ids, dists, n);
   }
 }
 
@@ -168,10 +207,12 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
       cand_i[atomicAdd(&s_n_valid[0], 1u)] = id;  // else drawn twice
   }
   __syncthreads();
-  compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[0]);
-  __syncthreads();
 
   for (uint32_t iter = 0;; ++iter) {
+    // The candidates' distances: the initial nodes at iteration 0, then step 3's of the last
+    // iteration (one call site: two inlined copies of compute_distances made ptxas spill).
+    compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[iter & 1]);
+    __syncthreads();
     // Step 1: top-M update; step 2: the first `width` entries that were not parents yet. Both on
     // warp 0 when the lists are short (one CTA barrier per pair), the merge on the CTA otherwise.
     const uint32_t n_valid = s_n_valid[iter & 1];
@@ -213,15 +254,14 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
       __syncthreads();
     }
 
-    // Step 3: the parents' neighbors not visited yet become the candidates; their distances.
+    // Step 3: the parents' neighbors not visited yet become the candidates (their distances:
+    // at the top of the next iteration).
     const uint32_t n_new = n_par * a.degree;
     for (uint32_t t = tid; t < n_new; t += nt) {
       const uint32_t id = a.d_graph[uint64_t{s_parents[t / a.degree]} * a.degree + t % a.degree];
       if (hash_insert(table, a.hash_bits, id))
         cand_i[atomicAdd(&s_n_valid[(iter + 1) & 1], 1u)] = id;
     }
-    __syncthreads();
-    compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[(iter + 1) & 1]);
     __syncthreads();
   }
 
