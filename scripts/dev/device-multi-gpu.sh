@@ -11,7 +11,9 @@
 # during the bench and its peak per device logged.
 #
 # Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
-# (build-device), ITOPK (32,64,128), DEGREE (32), GT_K (100), ROWS, BENCH_ARGS, CAGRA_COMMIT.
+# (build-device), ITOPK (32,64,128), DEGREE (32), GT_K (100), ROWS, BENCH_ARGS, CAGRA_COMMIT,
+# DATA_ONLY=1 (build, make the data and its ground truth, then stop: a large set's bench then
+# fits in the next call of a warm machine).
 # NVLink multicast stays off.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -52,6 +54,7 @@ if [[ ! -s $gt ]]; then
   [[ -s $gt ]] || { say "exact ground truth on the GPU (k = ${GT_K:-100})";
     "$BUILD_DIR/cagra" gt "$base" "$queries" -k "${GT_K:-100}" -o "$gt" --backend cuda --force 2>&1 | tail -2 | tee -a "$L"; }
 fi
+[[ ${DATA_ONLY:-0} == 1 ]] && { say "data ready (DATA_ONLY=1): $base, $gt"; exit 0; }
 say "bench: $base"
 # Device memory in use, sampled every 0.5 s while the bench runs (its peak goes to the log).
 nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 500 >"$W/gpu-mem.csv" 2>/dev/null &
