@@ -252,13 +252,13 @@ void search(const resources& res, const search_params& params, const index& idx,
   // Rows that need no conversion are searched in place: copying them cost a pass over the batch
   // and fresh pages every call (1.3 MB a 10K-query call of 128-d bytes, 15 MB of 384-d f32).
   const int nt = threads(res);
-  if (core::queries_as_is(queries, idx.storage_dtype(), idx.metric())) {
+  host_matrix converted;
+  if (core::queries_as_is(queries, idx.storage_dtype(), idx.metric()))
     core::check_finite(queries, "queries", nt);
-    be.search(idx, queries, plan, visible, neighbors.data, distances.data, res, nullptr);
-    return;
-  }
-  const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
-  be.search(idx, q, plan, visible, neighbors.data, distances.data, res, nullptr);
+  else
+    converted = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
+  be.search(idx, converted.rows() ? converted.view() : queries, plan, visible, neighbors.data,
+            distances.data, res, nullptr);
 }
 
 void search(const resources& res, const search_params& params, const index& idx,
