@@ -84,6 +84,9 @@ class index {
 
   /** Backend cache slot (used by backends; not for users). */
   std::shared_ptr<detail::backend_state>& backend_cache() const { return cache_; }
+  /** Copies derived from the stored rows (the int8 traversal copy; used by the library, not for
+   *  users). */
+  std::shared_ptr<detail::backend_state>& derived_cache() const { return derived_; }
 
  private:
   friend struct detail::index_editor;
@@ -100,6 +103,7 @@ class index {
    *  computed, or stale after another change). */
   std::vector<uint32_t> in_degree_;
   mutable std::shared_ptr<detail::backend_state> cache_;
+  mutable std::shared_ptr<detail::backend_state> derived_;
 };
 
 }  // namespace cagra

@@ -32,13 +32,18 @@ enum class search_algo : uint32_t { automatic = 0, single_cta = 1, multi_cta = 2
 enum class filter_algo : uint32_t { automatic = 0, graph = 1, exact = 2 };
 /** Element type the index keeps its vectors in. */
 enum class storage_type : uint32_t { same_as_input = 0, f32 = 1, f16 = 2 };
+/** Which copy of the rows a search walks the graph on (search_params::traversal). */
+enum class traversal_type : uint32_t { exact = 0, int8 = 1 };
 
 const char* to_string(backend b);
 const char* to_string(knn_algo a);
 const char* to_string(reorder_kind r);
 const char* to_string(search_algo a);
 const char* to_string(filter_algo a);
+const char* to_string(traversal_type t);
 backend parse_backend(const std::string& s);
+/** Parses "exact" | "int8"; throws cagra::error otherwise. */
+traversal_type parse_traversal(const std::string& s);
 
 /** Execution context: which backend, how many threads, and an optional progress callback. */
 struct resources {
@@ -155,6 +160,18 @@ struct search_params {
    *  itopk_size is the list length at 100% selectivity; the plan grows it as selectivity falls
    *  (cagra::plan_search shows the value used). */
   filter_algo filter = filter_algo::automatic;
+  /** Compressed traversal (docs/params.md "int8 traversal"). `int8`: walk the graph on an int8
+   *  copy of an f32 or f16 index's rows (a quarter of f32's bytes per visited row), then re-rank
+   *  the walk's best `rerank` candidates by their exact distances from the stored rows, so the
+   *  distances returned are exact. The copy is made from the stored rows on the first such
+   *  search (one pass over them; per-dimension offsets and scales) and kept with the index until
+   *  it changes (extend, compact). u8/i8 indexes already walk byte rows: `int8` is refused for
+   *  them. The exact filtered path (filter_algo::exact) computes exact distances and ignores it.
+   *  Host queries only. */
+  traversal_type traversal = traversal_type::exact;
+  /** int8 traversal: candidates re-ranked per query, in [k, itopk]; 0 = auto:
+   *  min(itopk, max(32, 4 k)) (cagra::plan_search shows the value used). */
+  uint32_t rerank = 0;
 
   /** Throws one cagra::error listing every violated constraint. */
   void validate(uint32_t k, int64_t rows, uint32_t graph_degree) const;

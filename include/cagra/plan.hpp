@@ -115,6 +115,10 @@ struct search_plan {
   filter_algo filter_path = filter_algo::automatic;  ///< graph or exact when filtered
   /** Rows the filter allows (per_query: the fewest any query is allowed). */
   int64_t allowed_rows = 0;
+  /** int8: the walk (and the kernel shape above) runs on the index's int8 copy and returns
+   *  `rerank` candidates, which are re-ranked exactly into the k results. */
+  traversal_type traversal = traversal_type::exact;
+  uint32_t rerank = 0;  ///< candidates re-ranked per query (int8 traversal), else 0
 };
 
 /** Resolves `params` for `batch` queries of `k` neighbors on `idx`, on the backend `res`

@@ -15,7 +15,9 @@
 # BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), ABLATIONS=1 adds
 # the paper's Q-B1/Q-B2/Q-B3 sweeps, GRAPH_METRICS=1 the kNN recall and graph metrics, BUDGET_S (560: optional steps are skipped past it),
 # SKIP_HNSW=1 leaves hnswlib out, SKIP_CAGRA=1 runs hnswlib alone (a set too large for one
-# 10-minute call is benchmarked in two back-to-back calls on the same machine).
+# 10-minute call is benchmarked in two back-to-back calls on the same machine), TRAVERSAL
+# (exact; a list such as exact,int8 sweeps search_params::traversal on the GPU), SKIP_CPU=1 leaves
+# our CPU backend out, SKIP_PERSISTENT=1 the persistent-kernel batch-1 sweeps.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=${1:?usage: device-bench-real.sh NAME [METRIC]}
@@ -80,18 +82,21 @@ bench_index() {  # STORAGE LABEL
   local build_s
   build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$W/build-$storage.log")
   local common=(--dataset "$NAME" --json "$J" -k 10 --build-s "$build_s")
+  local trav=(--traversal "${TRAVERSAL:-exact}")
   run_bench "cuda $storage, batch 10000" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
-    --itopk 16,20,24,28,32,40,48,64,96,128,192,256,384,512 --search-width 1,2 "${common[@]}"
+    --itopk 16,20,24,28,32,40,48,64,96,128,192,256,384,512 --search-width 1,2 "${trav[@]}" "${common[@]}"
   run_bench "cuda $storage, batch 1" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-    --itopk 16,32,64,128 --search-width 4,8,16,32,64 "${common[@]}"
-  run_bench "cuda $storage, batch 1, persistent kernel" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-    --persistent --itopk 16,32,64 --search-width 8,16,32,64 "${common[@]}"
-  for it in 2 3; do
-    run_bench "cuda $storage, batch 1, persistent kernel, $it iterations per CTA" "$idx" "$queries" "$gt" \
-      --backend cuda --batch 1 --persistent --itopk 16,32 --search-width 16,32,64 --max-iterations "$it" \
-      "${common[@]}"
-  done
-  [ "$storage" = f16 ] && return
+    --itopk 16,32,64,128 --search-width 4,8,16,32,64 "${trav[@]}" "${common[@]}"
+  if [ "${SKIP_PERSISTENT:-0}" != 1 ]; then
+    run_bench "cuda $storage, batch 1, persistent kernel" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
+      --persistent --itopk 16,32,64 --search-width 8,16,32,64 "${common[@]}"
+    for it in 2 3; do
+      run_bench "cuda $storage, batch 1, persistent kernel, $it iterations per CTA" "$idx" "$queries" "$gt" \
+        --backend cuda --batch 1 --persistent --itopk 16,32 --search-width 16,32,64 --max-iterations "$it" \
+        "${common[@]}"
+    done
+  fi
+  { [ "$storage" = f16 ] || [ "${SKIP_CPU:-0}" = 1 ]; } && return
   run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
     --threads "$THREADS" --repeat 2 --itopk 16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
 }

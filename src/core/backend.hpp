@@ -74,6 +74,14 @@ class backend_ops {
   virtual void search(const index& idx, dataset_view queries, const search_plan& plan,
                       const row_filter& filter, uint32_t* ids, float* distances,
                       const resources& res, search_stats* stats) const = 0;
+  /** Exact re-ranking, the int8 traversal's last step (core/int8_traversal.cpp): for each of
+   *  the queries.rows host queries (idx's query type), the exact distances from idx's stored
+   *  rows to its `n_candidates` candidates (host [nq, n_candidates]; ids >= idx.size(), e.g.
+   *  kInvalidId, are skipped) and the k nearest of them by (distance, id) into host [nq, k]
+   *  ids / distances (distances may be null; slots without a candidate: kInvalidId / +inf). */
+  virtual void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
+                      uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances,
+                      const resources& res) const = 0;
   /** `idx` changed in place (extend): rows [old_rows, idx.size()) are new and the graph rows in
    *  `changed` (all < old_rows, ascending) were rewritten. A backend holding a copy of the index
    *  brings it up to date (reading the rows from idx.graph(), with up to `threads` threads) or

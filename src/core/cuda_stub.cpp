@@ -41,6 +41,10 @@ class no_cuda_ops final : public backend_ops {
                      float*, const resources&) const override {
     no_cuda();
   }
+  void rerank(const index&, dataset_view, const uint32_t*, uint32_t, uint32_t, uint32_t*, float*,
+              const resources&) const override {
+    no_cuda();
+  }
   void index_changed(const index&, int64_t, const std::vector<uint32_t>&, int) const override {}
 };
 

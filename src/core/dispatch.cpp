@@ -12,6 +12,7 @@
 #include "core/convert.hpp"
 #include "core/device_memory.hpp"
 #include "core/filter.hpp"
+#include "core/int8_traversal.hpp"
 #include "core/multi_gpu/multi_gpu.hpp"
 #include "core/partitioned_knn.hpp"
 #include "core/plan.hpp"
@@ -257,8 +258,11 @@ void search(const resources& res, const search_params& params, const index& idx,
     core::check_finite(queries, "queries", nt);
   else
     converted = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
-  be.search(idx, converted.rows() ? converted.view() : queries, plan, visible, neighbors.data,
-            distances.data, res, nullptr);
+  const dataset_view rows = converted.rows() ? converted.view() : queries;
+  if (plan.traversal == traversal_type::int8)
+    core::search_int8(be, idx, rows, plan, visible, neighbors.data, distances.data, res);
+  else
+    be.search(idx, rows, plan, visible, neighbors.data, distances.data, res, nullptr);
 }
 
 void search(const resources& res, const search_params& params, const index& idx,

@@ -1,5 +1,6 @@
 // Parameter validation: every violated constraint is collected into one message, so a user fixes
 // them all in one go instead of one error per run.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,11 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   v.check(uint32_t(algo) <= 2, "unknown search algorithm %u", uint32_t(algo));
   v.check(uint32_t(filter) <= 2, "unknown filter algorithm %u", uint32_t(filter));
   v.check(graph_degree >= 1, "the index graph is empty");
+  v.check(uint32_t(traversal) <= 1, "unknown traversal %u", uint32_t(traversal));
+  v.check(rerank == 0 || rerank >= k, "rerank (%u) must be 0 (auto) or at least k (%u)", rerank, k);
+  v.check(rerank == 0 || rerank <= std::max(itopk_size, k),
+          "rerank (%u) must be at most itopk_size (%u): the walk keeps that many candidates",
+          rerank, std::max(itopk_size, k));
   v.raise("search parameters");
 }
 

@@ -13,6 +13,7 @@
 #include "core/convert.hpp"
 #include "core/device_memory.hpp"
 #include "core/filter.hpp"
+#include "core/int8_traversal.hpp"
 #include "core/partitioned_knn.hpp"
 
 namespace cagra::core {
@@ -391,7 +392,20 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
                          uint32_t k, int64_t batch, memory_space space, const row_filter& filter) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   params.validate(k, idx.size(), idx.graph_degree());
-  const core::index_shape shape = core::shape_of(idx);
+  const bool int8 = params.traversal == traversal_type::int8;
+  // The int8 traversal walks an i8 index of the same graph: the kernels are planned for it.
+  core::index_shape shape = core::shape_of(idx);
+  if (int8) {
+    CAGRA_EXPECTS(shape.type == dtype::f32 || shape.type == dtype::f16,
+                  "the int8 traversal walks an int8 copy of f32 or f16 rows, but this index "
+                  "stores %s rows (its walk reads bytes already): use traversal exact",
+                  to_string(shape.type));
+    CAGRA_EXPECTS(space == memory_space::host,
+                  "the int8 traversal takes host queries (queries in device memory: use "
+                  "traversal exact)");
+    shape.type = dtype::i8;
+    shape.m = shape.m == metric::l2 ? metric::l2 : metric::inner_product;
+  }
   const filter_kind fk = core::kind_of(filter);
   if (fk != filter_kind::none) core::check_filter(filter, idx.size(), batch);
   const int64_t allowed =
@@ -430,7 +444,21 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
       target = backend::cpu;
   }
   const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device) : 0;
-  return core::make_search_plan(target, params, shape, k, batch, space, sms, fk, allowed);
+  search_plan s = core::make_search_plan(target, params, shape, k, batch, space, sms, fk, allowed);
+  // The exact filtered path computes exact distances: no walk to compress.
+  if (!int8 || s.filter_path == filter_algo::exact) {
+    if (int8)
+      s = core::make_search_plan(target, params, core::shape_of(idx), k, batch, space, sms, fk,
+                                 allowed);
+    return s;
+  }
+  // The walk returns `rerank` candidates; the plan's k stays the caller's.
+  const uint32_t rerank = params.rerank ? params.rerank : core::auto_rerank(k, s.itopk);
+  s = core::make_search_plan(target, params, shape, rerank, batch, space, sms, fk, allowed);
+  s.k = k;
+  s.traversal = traversal_type::int8;
+  s.rerank = rerank;
+  return s;
 }
 
 }  // namespace core
@@ -498,6 +526,8 @@ std::string to_string(const search_plan& p) {
   if (p.filter != filter_kind::none)
     s += std::string(" filter=") + to_string(p.filter) +
          " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows));
+  if (p.traversal != traversal_type::exact)
+    s += std::string(" traversal=") + to_string(p.traversal) + kv("rerank", p.rerank);
   return s;
 }
 

@@ -77,6 +77,20 @@ const char* to_string(filter_algo a) {
   return "unknown";
 }
 
+const char* to_string(traversal_type t) {
+  switch (t) {
+    case traversal_type::exact: return "exact";
+    case traversal_type::int8: return "int8";
+  }
+  return "unknown";
+}
+
+traversal_type parse_traversal(const std::string& s) {
+  if (s == "exact") return traversal_type::exact;
+  if (s == "int8") return traversal_type::int8;
+  CAGRA_FAIL("unknown traversal '%s' (expected exact or int8)", s.c_str());
+}
+
 backend parse_backend(const std::string& s) {
   if (s == "auto") return backend::automatic;
   if (s == "cpu") return backend::cpu;

@@ -41,6 +41,11 @@ class cpu_ops final : public core::backend_ops {
     else
       cpu::search(idx, queries, plan, filter, ids, distances, res.num_threads, stats);
   }
+  void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
+              uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances,
+              const resources& res) const override {
+    cpu::rerank(idx, queries, candidates, n_candidates, k, ids, distances, res.num_threads);
+  }
   void search_device(const index&, dataset_view, const search_plan&, const row_filter&, uint32_t*,
                      float*, const resources&) const override {
     CAGRA_FAIL("the CPU backend does not search device memory");

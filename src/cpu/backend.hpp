@@ -45,6 +45,12 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
 void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
                   const row_filter& filter, uint32_t* ids, float* distances, int num_threads);
 
+/** Exact re-ranking of each query's `n_candidates` candidate rows (host [nq, n_candidates];
+ *  ids >= idx.size(), e.g. kInvalidId, are skipped): the k nearest by (distance, id), padded
+ *  with kInvalidId / +inf (core::backend_ops::rerank). */
+void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
+            uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int num_threads);
+
 /** Number of OpenMP threads for `requested` (0 = OpenMP's default). */
 inline int thread_count(int requested) { return core::host_threads(requested); }
 

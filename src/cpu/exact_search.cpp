@@ -3,7 +3,8 @@
 // in a bounded max-heap. The path the plan takes when the filter allows so few rows that
 // scanning them costs less than a graph walk (core/plan.cpp), and the filtered ground truth of
 // the tests. A shared bitset is turned into its list of allowed rows once; per-query bitsets
-// are scanned word by word.
+// are scanned word by word. The int8 traversal's re-ranking (rerank) is the same scan over each
+// query's own list of candidate rows.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -92,6 +93,32 @@ void exact_search(const index& idx, dataset_view queries, const search_plan& pla
             }
           }
         }
+        best.write(ids + i * k, distances ? distances + i * k : nullptr);
+      }
+    }
+  });
+}
+
+void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
+            uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int nt) {
+  const int64_t nq = queries.rows, n = idx.size();
+  nt = nq == 1 ? 1 : thread_count(nt);
+  dispatch_storage(idx.storage_dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data);
+    const T* x = static_cast<const T*>(idx.vectors().data());
+    const size_t dim = idx.dim();
+    const distance<T> dist{idx.metric(), dim};
+#pragma omp parallel num_threads(nt)
+    {
+      top_k best(k);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < nq; ++i) {
+        const query_t<T>* q = qs + i * dim;
+        const uint32_t* c = candidates + i * int64_t{n_candidates};
+        best.clear();
+        for (uint32_t j = 0; j < n_candidates; ++j)
+          if (int64_t{c[j]} < n) best.offer(dist(q, x + size_t{c[j]} * dim), c[j]);
         best.write(ids + i * k, distances ? distances + i * k : nullptr);
       }
     }

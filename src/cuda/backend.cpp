@@ -52,6 +52,11 @@ class cuda_ops final : public core::backend_ops {
         std::copy_n(graph + size_t(changed[size_t(i)]) * d, d, out + size_t(i) * d);
     });
   }
+  void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
+              uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances,
+              const resources& res) const override {
+    cuda::rerank(idx, queries, candidates, n_candidates, k, ids, distances, res.device);
+  }
   void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                      const row_filter& filter, uint32_t* ids, float* distances,
                      const resources& res) const override {

@@ -80,6 +80,13 @@ void exact_search(const index& idx, dataset_view queries, const search_plan& pla
 void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                    const row_filter& filter, uint32_t* ids, float* distances, int device);
 
+/** Exact re-ranking on GPU `device` (search/rerank.cu; core::backend_ops::rerank): host queries
+ *  (f32, idx's query type) and candidates go up, each query's candidates' distances are computed
+ *  from the index's device copy (the one its searches use), and the k nearest by (distance, id)
+ *  come back. Distances agree with the CPU's up to f32 rounding of the sum order. */
+void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
+            uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int device);
+
 /** Largest k that cuda::brute_force takes (2048). */
 uint32_t brute_force_max_k();
 /** Exact k-NN on GPU `device` (src/cuda/brute_force/brute_force.cu): cuBLAS FP32 SGEMM over tiles

@@ -12,15 +12,9 @@
 
 #include <cagra/index.hpp>
 
+#include "core/backend_state.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/search/workspace.hpp"
-
-namespace cagra::detail {
-/** Base of every backend's per-index cache (index.hpp only forward-declares it). */
-struct backend_state {
-  virtual ~backend_state() = default;
-};
-}  // namespace cagra::detail
 
 namespace cagra::cuda {
 

@@ -29,6 +29,8 @@ struct index_editor {
   static void reserve_labels(index& i, int64_t rows);
   /** Forgets every backend's copy of the index (the next search uploads the new one). */
   static void drop_backend_state(index& i) { i.cache_.reset(); }
+  /** Forgets the copies derived from the rows (the int8 traversal copy, remade on next use). */
+  static void drop_derived(index& i) { i.derived_.reset(); }
   /** Marks every row live (an all-set bitset over size() rows), the start of a first deletion. */
   static void start_tombstones(index& i);
 };

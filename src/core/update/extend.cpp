@@ -352,6 +352,8 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
   host_matrix add = new_rows(idx, vectors, nt);
   if (labels) check_new_labels(idx, labels, vectors.rows);
 
+  // The int8 traversal copy's offsets and scales came from the old rows: made anew on next use.
+  index_editor::drop_derived(idx);
   const int64_t n0 = idx.size(), total = n0 + vectors.rows;
   extend_report rep;
   rep.backend_used = core::resolve_backend(res);

@@ -227,6 +227,7 @@ void compact(const resources& res, index& idx) {
   index_editor::in_degree(idx).clear();
   index_editor::index_labels(idx);
   index_editor::drop_backend_state(idx);
+  index_editor::drop_derived(idx);
 }
 
 }  // namespace cagra

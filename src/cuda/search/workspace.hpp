@@ -46,6 +46,8 @@ struct search_workspace {
   uint32_t result_tag = 0;             // the last call's tag
   // Large host batches of the single-CTA kernel (copy_pipeline.cu): made on first use.
   std::unique_ptr<pipeline_slot[]> pipeline;
+  // The int8 traversal's exact re-ranking (rerank.cu): each query's candidate rows.
+  device_buffer<uint32_t> candidates;  // [nq, n_candidates]
 
   /** The next call's tag (never 0: tagged buffers start zeroed). */
   uint32_t next_tag() { return ++result_tag == 0 ? ++result_tag : result_tag; }

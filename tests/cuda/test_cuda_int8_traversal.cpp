@@ -1,0 +1,135 @@
+// The int8 traversal on the GPU (search_params::traversal = int8) against the CPU oracle: the
+// GPU re-ranking equals the CPU's on the same candidates (f32 and f16 rows, l2 and cosine), and
+// the whole search (int8 walk + re-ranking) keeps the CPU's recall, for single-CTA batches
+// (through the copy pipeline, past one 65,535-query grid) and multi-CTA batch-1 calls.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "bigann_fixture.hpp"
+#include "core/backend.hpp"
+
+namespace cagra::test {
+namespace {
+
+constexpr uint32_t kK = 10;
+
+resources on(backend b) {
+  resources r;
+  r.target = b;
+  return r;
+}
+
+host_matrix as_f32(const host_matrix& u8) {
+  host_matrix f(dtype::f32, u8.rows(), u8.cols());
+  const uint8_t* s = static_cast<const uint8_t*>(u8.data());
+  for (int64_t i = 0; i < u8.rows() * u8.cols(); ++i) f.as<float>().data[i] = s[i];
+  return f;
+}
+
+/** Unit rows (what a cosine index compares queries as). */
+host_matrix normalized(const host_matrix& f) {
+  host_matrix out = host_matrix::copy_of(f);
+  float* v = out.as<float>().data;
+  for (int64_t i = 0; i < f.rows(); ++i) {
+    double s = 0;
+    for (int64_t j = 0; j < f.cols(); ++j) s += double(v[i * f.cols() + j]) * v[i * f.cols() + j];
+    const float inv = float(1.0 / std::sqrt(s));
+    for (int64_t j = 0; j < f.cols(); ++j) v[i * f.cols() + j] *= inv;
+  }
+  return out;
+}
+
+class CudaInt8Traversal : public bigann_gpu_suite {
+ protected:
+  static index build_f(metric m, storage_type st) {
+    index_params p;
+    p.metric = m;
+    p.graph_degree = 32;
+    p.storage = st;
+    return build(on(backend::cpu), p, set_->base);
+  }
+};
+
+TEST_F(CudaInt8Traversal, RerankEqualsTheCpus) {
+  const uint32_t n_cand = 64;
+  for (metric m : {metric::l2, metric::cosine}) {
+    for (storage_type st : {storage_type::f32, storage_type::f16}) {
+      SCOPED_TRACE(std::string(to_string(m)) + (st == storage_type::f16 ? " f16" : " f32"));
+      const index idx = build_f(m, st);
+      const host_matrix q32 = as_f32(set_->queries);
+      const host_matrix q = m == metric::cosine ? normalized(q32) : host_matrix::copy_of(q32);
+      // Candidates: a spread of rows, a duplicate-free pattern per query, one kInvalidId.
+      std::vector<uint32_t> cand(size_t(q.rows()) * n_cand);
+      for (int64_t i = 0; i < q.rows(); ++i)
+        for (uint32_t j = 0; j < n_cand; ++j)
+          cand[size_t(i) * n_cand + j] =
+              j == 5 ? kInvalidId : uint32_t((i * 131 + j * 97) % idx.size());
+      std::vector<uint32_t> ids_c(size_t(q.rows()) * kK), ids_g(ids_c.size());
+      std::vector<float> d_c(ids_c.size()), d_g(ids_c.size());
+      core::cpu_backend().rerank(idx, q, cand.data(), n_cand, kK, ids_c.data(), d_c.data(),
+                                 on(backend::cpu));
+      core::cuda_backend().rerank(idx, q, cand.data(), n_cand, kK, ids_g.data(), d_g.data(),
+                                  on(backend::cuda));
+      size_t same = 0;
+      for (size_t i = 0; i < ids_c.size(); ++i) {
+        same += ids_c[i] == ids_g[i];
+        EXPECT_NEAR(d_g[i], d_c[i], 1e-5f * std::max(1.f, std::fabs(d_c[i]))) << i;
+      }
+      // L2 of integer-valued f32 rows is exact in both: the same ids. Cosine may swap near-ties.
+      if (m == metric::l2 && st == storage_type::f32)
+        EXPECT_EQ(ids_g, ids_c);
+      else
+        EXPECT_GE(same, ids_c.size() * 99 / 100);
+    }
+  }
+}
+
+TEST_F(CudaInt8Traversal, SearchKeepsTheCpusRecall) {
+  for (storage_type st : {storage_type::f32, storage_type::f16}) {
+    SCOPED_TRACE(st == storage_type::f16 ? "f16" : "f32");
+    const index idx = build_f(metric::l2, st);
+    search_params p;
+    p.itopk_size = 64;
+    p.traversal = traversal_type::int8;
+    for (uint32_t batch : {100u, 1u}) {  // single-CTA, and multi-CTA one query a call
+      std::vector<uint32_t> cpu_ids(100 * kK), gpu_ids(100 * kK);
+      std::vector<float> gpu_d(100 * kK);
+      search(on(backend::cpu), p, idx, set_->queries, kK, {cpu_ids.data(), 100, kK}, {});
+      for (uint32_t first = 0; first < 100; first += batch) {
+        const host_matrix q = slice(set_->queries, first, batch);
+        search(on(backend::cuda), p, idx, q, kK, {gpu_ids.data() + first * kK, batch, kK},
+               {gpu_d.data() + first * kK, batch, kK});
+      }
+      const double r_cpu = recall({cpu_ids.data(), 100, kK}, truth(), kK);
+      const double r_gpu = recall({gpu_ids.data(), 100, kK}, truth(), kK);
+      std::printf("%s batch %u: recall@10 int8 traversal CPU %.4f GPU %.4f\n",
+                  st == storage_type::f16 ? "f16" : "f32", batch, r_cpu, r_gpu);
+      EXPECT_GE(r_gpu, r_cpu - 0.01);
+      EXPECT_GE(r_gpu, 0.95);
+      for (size_t i = 0; i + 1 < gpu_d.size(); ++i)
+        ASSERT_TRUE((i + 1) % kK == 0 || gpu_d[i] <= gpu_d[i + 1]) << i;
+    }
+  }
+}
+
+TEST_F(CudaInt8Traversal, LargeBatchPastOneGrid) {
+  const index idx = build_f(metric::l2, storage_type::f32);
+  const int64_t nq = 70000;  // the copy pipeline's chunks, and re-ranking past 65,535 CTAs
+  host_matrix q(dtype::u8, nq, 128);
+  for (int64_t i = 0; i < nq; ++i)
+    std::memcpy(static_cast<uint8_t*>(q.data()) + i * 128, set_->queries.row_bytes(i % 100), 128);
+  search_params p;
+  p.traversal = traversal_type::int8;
+  std::vector<uint32_t> ids(size_t(nq) * kK);
+  search(on(backend::cuda), p, idx, q, kK, {ids.data(), nq, kK}, {});
+  // Each query's answer is the same wherever it sits in the batch.
+  for (int64_t i = 100; i < nq; ++i)
+    for (uint32_t j = 0; j < kK; ++j)
+      ASSERT_EQ(ids[size_t(i) * kK + j], ids[size_t(i % 100) * kK + j]) << i;
+}
+
+}  // namespace
+}  // namespace cagra::test
