@@ -129,6 +129,15 @@ typedef enum cagra_filter_algo {
   CAGRA_FILTER_ALGO_EXACT = 2
 } cagra_filter_algo_t;
 
+/** Which copy of the rows a search walks the graph on: EXACT the stored rows; INT8 an int8 copy of
+ *  an f32 or f16 index's rows, made on the first such search and kept with the index, whose best
+ *  `rerank` candidates are then re-ranked by their exact distances (the distances returned are
+ *  exact). INT8 is refused for u8/i8 indexes and for queries in device memory. */
+typedef enum cagra_traversal {
+  CAGRA_TRAVERSAL_EXACT = 0,
+  CAGRA_TRAVERSAL_INT8 = 1
+} cagra_traversal_t;
+
 /** Id written to result slots that hold no neighbor. */
 #define CAGRA_INVALID_ID 0xFFFFFFFFu
 
@@ -212,6 +221,12 @@ typedef struct cagra_search_params {
   int32_t persistent;
   cagra_filter_algo_t filter_algo; /**< filtered searches only; default CAGRA_FILTER_ALGO_AUTO */
   cagra_resources_t resources;     /**< backend, threads, device */
+  /** Which rows the walk reads (cagra_traversal_t); default CAGRA_TRAVERSAL_EXACT. Appended
+   *  after `resources` (the rule above): the struct grows by 8 bytes (recompile callers). */
+  cagra_traversal_t traversal;
+  /** CAGRA_TRAVERSAL_INT8: candidates re-ranked per query, in [k, itopk_size]; 0 (the default) =
+   *  min(itopk_size, max(32, 4 k)). Ignored by the exact traversal. */
+  uint32_t rerank;
 } cagra_search_params_t;
 
 /** Parameters of cagra_index_extend (docs/living_index.md). 0 = automatic. */

@@ -68,6 +68,11 @@ class FilterAlgo(enum.Enum):
 
     exact = 2
 
+class Traversal(enum.Enum):
+    exact = 0
+
+    int8 = 1
+
 INVALID_ID: int = 4294967295
 
 class IndexParams:
@@ -225,6 +230,18 @@ class SearchParams:
 
     @filter.setter
     def filter(self, arg: FilterAlgo, /) -> None: ...
+
+    @property
+    def traversal(self) -> Traversal: ...
+
+    @traversal.setter
+    def traversal(self, arg: Traversal, /) -> None: ...
+
+    @property
+    def rerank(self) -> int: ...
+
+    @rerank.setter
+    def rerank(self, arg: int, /) -> None: ...
 
 class ExtendParams:
     def __init__(self) -> None: ...

@@ -20,6 +20,7 @@ from ._options import (
     _BACKENDS,
     _DEFAULT_FILTER_ALGO,
     _DEFAULT_SEARCH_ALGO,
+    _DEFAULT_TRAVERSAL,
     _DTYPES,
     _METRIC_NAMES,
     _METRICS,
@@ -111,6 +112,8 @@ class Index(LivingIndex, HnswlibExport):
         num_random_samplings: int = _SP.num_random_samplings,
         seed: int = _SP.seed,
         persistent: bool = _SP.persistent,
+        traversal: str = _DEFAULT_TRAVERSAL,
+        rerank: int = _SP.rerank,
         backend: str = "auto",
         num_threads: int = 0,
         filter: ArrayLike | None = None,
@@ -144,6 +147,16 @@ class Index(LivingIndex, HnswlibExport):
                 batch-1 latency: 19 us against 23 us on SIFT-1M, docs/cuda.md). Its CTAs
                 hold their SMs until the index is searched another way or 1 s passes
                 without a query. Ignored elsewhere.
+            traversal: which copy of the rows the graph walk reads: ``"exact"`` (default;
+                the stored rows) or ``"int8"``: an int8 copy of a float32/float16 index's rows
+                (a quarter of float32's bytes per visited row), made on the first such search
+                and kept with the index until it changes; the walk's best ``rerank``
+                candidates are then re-ranked by their exact distances, so the distances
+                returned are exact. uint8/int8 indexes and CUDA queries raise CagraError; the
+                exact filtered path ignores it. Any other value raises ValueError.
+            rerank: ``traversal="int8"``: candidates re-ranked per query, in
+                ``[k, itopk_size]``; 0 = automatic, ``min(itopk_size, max(32, 4 k))``
+                (:meth:`explain` shows it as ``rerank=``).
             backend: ``"auto"`` (CUDA when built and a GPU is visible, for what the GPU
                 kernels take; else the CPU), ``"cpu"`` or ``"cuda"``.
             num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per
@@ -208,6 +221,8 @@ class Index(LivingIndex, HnswlibExport):
             seed,
             persistent,
             filter_algo,
+            traversal,
+            rerank,
         )
         q = _vectors(queries, "queries")
         shape = getattr(q, "shape", ())
@@ -242,6 +257,8 @@ class Index(LivingIndex, HnswlibExport):
         num_random_samplings: int = _SP.num_random_samplings,
         seed: int = _SP.seed,
         persistent: bool = _SP.persistent,
+        traversal: str = _DEFAULT_TRAVERSAL,
+        rerank: int = _SP.rerank,
         backend: str = "auto",
         num_threads: int = 0,
         filter: ArrayLike | None = None,
@@ -255,8 +272,10 @@ class Index(LivingIndex, HnswlibExport):
         ``filter`` (as :meth:`search` takes it; a per-query mask needs ``batch`` rows) it
         ends with ``filter=shared|per_query filter_path=graph|exact allowed_rows=N`` (the
         fewest rows any query is allowed), and ``itopk`` is the list length the filter's
-        selectivity needs. The line is the C++ ``cagra::to_string(cagra::plan_search(...))``,
-        the one the CLI's ``cagra search --explain`` prints; nothing is searched. Raises
+        selectivity needs. With ``traversal="int8"`` it ends with ``traversal=int8 rerank=N``
+        (the candidates re-ranked). The line is the C++
+        ``cagra::to_string(cagra::plan_search(...))``, the one the CLI's
+        ``cagra search --explain`` prints; nothing is searched. Raises
         CagraError for parameters or filters :meth:`search` would refuse.
         """
         p = _search_params(
@@ -272,6 +291,8 @@ class Index(LivingIndex, HnswlibExport):
             seed,
             persistent,
             filter_algo,
+            traversal,
+            rerank,
         )
         batch = _uint("batch", batch, 63)
         if batch < 1:

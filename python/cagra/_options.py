@@ -60,6 +60,7 @@ _FILTER_ALGOS = {
     "graph": _ext.FilterAlgo.graph,
     "exact": _ext.FilterAlgo.exact,
 }
+_TRAVERSALS = {"exact": _ext.Traversal.exact, "int8": _ext.Traversal.int8}
 _DTYPES = {
     "f32": np.dtype(np.float32),
     "f16": np.dtype(np.float16),
@@ -81,6 +82,7 @@ _DEFAULT_REORDER = _name_of(_REORDERS, _IP.reorder)
 _DEFAULT_STORAGE = _name_of(_STORAGES, _IP.storage)
 _DEFAULT_SEARCH_ALGO = _name_of(_SEARCH_ALGOS, _SP.algo)
 _DEFAULT_FILTER_ALGO = _name_of(_FILTER_ALGOS, _SP.filter)
+_DEFAULT_TRAVERSAL = _name_of(_TRAVERSALS, _SP.traversal)
 
 # ---- argument checks -------------------------------------------------------------------------
 
@@ -167,6 +169,8 @@ def _search_params(
     seed: int,
     persistent: bool,
     filter_algo: str,
+    traversal: str,
+    rerank: int,
 ) -> Any:
     p = _ext.SearchParams()
     p.itopk_size = _uint("itopk_size", itopk_size)
@@ -187,4 +191,6 @@ def _search_params(
     except (KeyError, TypeError):
         options = ", ".join(repr(k) for k in _FILTER_ALGOS)
         raise CagraError(f"filter_algo must be one of {options}; got {filter_algo!r}") from None
+    p.traversal = _choice("traversal", traversal, _TRAVERSALS)
+    p.rerank = _uint("rerank", rerank)
     return p

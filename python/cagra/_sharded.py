@@ -19,6 +19,7 @@ from ._options import (
     _BACKENDS,
     _DEFAULT_FILTER_ALGO,
     _DEFAULT_SEARCH_ALGO,
+    _DEFAULT_TRAVERSAL,
     _DTYPES,
     _METRIC_NAMES,
     _SP,
@@ -112,6 +113,8 @@ class ShardedIndex:
         hash_reset_interval: int = _SP.hash_reset_interval,
         num_random_samplings: int = _SP.num_random_samplings,
         seed: int = _SP.seed,
+        traversal: str = _DEFAULT_TRAVERSAL,
+        rerank: int = _SP.rerank,
         backend: str = "auto",
         num_threads: int = 0,
         filter: ArrayLike | None = None,
@@ -147,6 +150,8 @@ class ShardedIndex:
             seed,
             False,
             filter_algo,
+            traversal,
+            rerank,
         )
         q = _vectors(queries, "queries")
         shape = getattr(q, "shape", ())

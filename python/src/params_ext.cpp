@@ -33,6 +33,9 @@ void bind_enums(nb::module_& m) {
       .value("auto", cagra::filter_algo::automatic)
       .value("graph", cagra::filter_algo::graph)
       .value("exact", cagra::filter_algo::exact);
+  nb::enum_<cagra::traversal_type>(m, "Traversal")
+      .value("exact", cagra::traversal_type::exact)
+      .value("int8", cagra::traversal_type::int8);
 }
 
 void bind_params(nb::module_& m) {
@@ -78,7 +81,9 @@ void bind_params(nb::module_& m) {
       .def_rw("persistent", &sp::persistent)
       .def_rw("num_random_samplings", &sp::num_random_samplings)
       .def_rw("seed", &sp::seed)
-      .def_rw("filter", &sp::filter);
+      .def_rw("filter", &sp::filter)
+      .def_rw("traversal", &sp::traversal)
+      .def_rw("rerank", &sp::rerank);
 
   using ep = cagra::extend_params;
   nb::class_<ep>(m, "ExtendParams")

@@ -37,6 +37,8 @@ SEARCH_DEFAULTS = {
     "num_random_samplings": 0,
     "seed": 0,
     "persistent": False,
+    "traversal": "exact",
+    "rerank": 0,
     "backend": "auto",
     "num_threads": 0,
     "filter": None,

@@ -123,6 +123,62 @@ def test_search_options_are_passed_through():
     assert ids.shape == (100, 80)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=lambda t: np.dtype(t).name)
+def test_int8_traversal(dtype):
+    # The walk on an int8 copy of the rows, its best candidates re-ranked exactly: recall within
+    # 0.02 of the exact walk at itopk 64, and the distances those of the returned ids.
+    data, queries = data_and_queries(3000, 200, 32, dtype, seed=11)
+    index = cagra.build(data, graph_degree=32, intermediate_graph_degree=64, backend="cpu")
+    exact_ids, _ = index.search(queries, 10, itopk_size=64, backend="cpu")
+    ids, dist = index.search(queries, 10, itopk_size=64, traversal="int8", backend="cpu")
+    assert ids.shape == dist.shape == (200, 10)
+    recall = tie_aware_recall(ids, data, queries, 10)
+    assert recall >= tie_aware_recall(exact_ids, data, queries, 10) - 0.02
+    assert recall >= 0.9
+    exact = np.take_along_axis(exact_distances(data, queries, "l2"), ids.astype(np.int64), axis=1)
+    np.testing.assert_allclose(dist, exact, rtol=1e-3, atol=1e-4 * np.abs(exact).max())
+    assert (np.diff(dist, axis=1) >= 0).all()
+
+    # The plan names the traversal and the candidates re-ranked (auto: min(itopk, max(32, 4k))).
+    plan = index.explain(10, 200, itopk_size=64, traversal="int8", backend="cpu")
+    assert plan.endswith(" traversal=int8 rerank=40"), plan
+    plan = index.explain(10, 200, itopk_size=64, traversal="int8", rerank=10, backend="cpu")
+    assert plan.endswith(" traversal=int8 rerank=10"), plan
+    assert "traversal" not in index.explain(10, 200, itopk_size=64, backend="cpu")
+    ids, _ = index.search(queries, 10, itopk_size=64, traversal="int8", rerank=64, backend="cpu")
+    assert tie_aware_recall(ids, data, queries, 10) >= recall - 0.02
+
+
+def test_int8_traversal_sharded():
+    # Each shard walks its own int8 copy; the merged distances are still exact.
+    data, queries = data_and_queries(2000, 20, 16, seed=14)
+    index = cagra.build(data, shards=2, graph_degree=16, backend="cpu")
+    ids, dist = index.search(queries, 5, traversal="int8", backend="cpu")
+    assert tie_aware_recall(ids, data, queries, 5) >= 0.9
+    exact = np.take_along_axis(exact_distances(data, queries, "l2"), ids.astype(np.int64), axis=1)
+    np.testing.assert_allclose(dist, exact, rtol=1e-3, atol=1e-4 * np.abs(exact).max())
+    with pytest.raises(ValueError, match="traversal must be one of"):
+        index.search(queries, 5, traversal="fast")
+
+
+def test_int8_traversal_errors():
+    data, queries = data_and_queries(500, 10, 16, seed=12)
+    index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, backend="cpu")
+    with pytest.raises(ValueError, match="traversal must be one of 'exact', 'int8'; got 'int4'"):
+        index.search(queries, 5, traversal="int4")
+    with pytest.raises(cagra.CagraError, match=r"rerank \(4\) must be 0 \(auto\) or at least k"):
+        index.search(queries, 5, traversal="int8", rerank=4, backend="cpu")
+    with pytest.raises(cagra.CagraError, match="rerank"):
+        index.explain(5, traversal="int8", rerank=4, backend="cpu")
+    with pytest.raises(ValueError, match="rerank must be in"):
+        index.search(queries, 5, traversal="int8", rerank=-1)
+    u8 = cagra.build(
+        clustered(500, 16, np.uint8, seed=12), graph_degree=16, intermediate_graph_degree=32
+    )
+    with pytest.raises(cagra.CagraError, match="int8 traversal"):
+        u8.search(clustered(10, 16, np.uint8, seed=13), 5, traversal="int8", backend="cpu")
+
+
 def test_build_options_and_seed():
     data = clustered(12000, 8, seed=10)
     # backend="cpu": the CPU build is deterministic (same seed, same graph, any thread count);

@@ -87,8 +87,13 @@ def test_build_plan_cli_equals_python(cli, files, tmp_path, cli_args, kwargs):
             ["--itopk", "96", "--search-width", "2"],
             {"itopk_size": 96, "search_width": 2},
         ),
+        (
+            10,
+            ["--traversal", "int8", "--rerank", "20"],
+            {"traversal": "int8", "rerank": 20},
+        ),
     ],
-    ids=["defaults", "k100", "itopk5", "itopk96-width2"],
+    ids=["defaults", "k100", "itopk5", "itopk96-width2", "int8-rerank20"],
 )
 def test_search_plan_cli_equals_python(cli, files, tmp_path, k, cli_args, kwargs):
     d, _, q = files

@@ -25,10 +25,14 @@ static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources
                   offsetof(cagra_build_params_t, knn_partition_rows) + 8 ==
                       offsetof(cagra_build_params_t, knn_checkpoint_dir) &&
                   offsetof(cagra_search_params_t, resources) + sizeof(cagra_resources_t) ==
-                      sizeof(cagra_search_params_t) &&
+                      offsetof(cagra_search_params_t, traversal) &&
                   offsetof(cagra_extend_params_t, resources) + sizeof(cagra_resources_t) ==
                       sizeof(cagra_extend_params_t),
-              "each params struct ends with its cagra_resources_t (new build fields after it)");
+              "each params struct ends with its cagra_resources_t (new fields after it)");
+static_assert(offsetof(cagra_search_params_t, traversal) + 4 ==
+                      offsetof(cagra_search_params_t, rerank) &&
+                  offsetof(cagra_search_params_t, rerank) + 4 == sizeof(cagra_search_params_t),
+              "cagra_search_params_t: traversal and rerank appended after resources");
 
 namespace cagra::c_api {
 namespace {
@@ -148,6 +152,8 @@ search_params to_search_params(const cagra_search_params_t* p, const char* f) {
   require(enum_in(p->filter_algo, CAGRA_FILTER_ALGO_EXACT), f,
           "params->filter_algo is not a cagra_filter_algo_t value");
   require(p->persistent == 0 || p->persistent == 1, f, "params->persistent must be 0 or 1");
+  require(enum_in(p->traversal, CAGRA_TRAVERSAL_INT8), f,
+          "params->traversal is not a cagra_traversal_t value");
   sp.itopk_size = p->itopk_size;
   sp.search_width = p->search_width;
   sp.max_iterations = p->max_iterations;
@@ -160,6 +166,8 @@ search_params to_search_params(const cagra_search_params_t* p, const char* f) {
   sp.seed = p->seed;
   sp.persistent = p->persistent != 0;
   sp.filter = static_cast<filter_algo>(p->filter_algo);
+  sp.traversal = static_cast<traversal_type>(p->traversal);
+  sp.rerank = p->rerank;
   return sp;
 }
 
@@ -261,6 +269,8 @@ cagra_status_t cagra_search_params_default(cagra_search_params_t* params) {
     params->persistent = d.persistent ? 1 : 0;
     params->filter_algo = static_cast<cagra_filter_algo_t>(d.filter);
     cagra_resources_default(&params->resources);
+    params->traversal = static_cast<cagra_traversal_t>(d.traversal);
+    params->rerank = d.rerank;
   });
 }
 

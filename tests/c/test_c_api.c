@@ -1,7 +1,8 @@
 /* The C interface (include/cagra/c_api.h) exercised from C99, as a binding would use it: build
  * on bigann10k, search (recall against the ground truth), save/load round trip, filtered search,
  * labels, extend / remove / compact, device lists (replicated search), a sharded index (build,
- * search, save/load, info) and the error paths (status, message, index unchanged).
+ * search, save/load, info), the int8 traversal and the error paths (status, message, index
+ * unchanged).
  * No test framework: each failed check prints its line, and main returns 1 if any failed.
  * Usage: test_c_api OUTPUT_DIR (where the index file is written; the data folder comes from
  * CAGRA_DATA_DIR or the source tree, as for the C++ tests). */
@@ -144,6 +145,7 @@ static void test_library(void) {
   CHECK(bp.metric == CAGRA_METRIC_L2 && bp.resources.backend == CAGRA_BACKEND_AUTO);
   CHECK_OK(cagra_search_params_default(&sp));
   CHECK(sp.itopk_size == 64 && sp.search_width == 1 && sp.persistent == 0);
+  CHECK(sp.traversal == CAGRA_TRAVERSAL_EXACT && sp.rerank == 0);
   CHECK_OK(cagra_extend_params_default(&ep));
   CHECK(ep.chunk_size == 0 && ep.resources.num_threads == 0);
   /* No device list by default: `device` alone, as before the list existed. */
@@ -873,6 +875,72 @@ static void test_partitioned_build(const data_set* d, const char* out_dir) {
   cagra_index_free(a), cagra_index_free(b);
 }
 
+/* The int8 traversal: on a float32 copy of bigann10k, recall within 0.02 of the exact walk and
+ * the distances returned exact (squared L2 of the returned rows); refused for the u8 index, for
+ * rerank < k and for a traversal outside the enum. */
+static void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index) {
+  const int64_t rows = d->base.rows, dim = d->base.cols, nq = d->queries.rows;
+  const size_t n = (size_t)nq * K;
+  const cagra_build_params_t bp = build_params();
+  cagra_search_params_t sp = search_params();
+  float* base = malloc((size_t)(rows * dim) * sizeof *base);
+  float* queries = malloc((size_t)(nq * dim) * sizeof *queries);
+  uint32_t* ids = malloc(n * sizeof *ids);
+  float* dist = malloc(n * sizeof *dist);
+  int64_t* ids64 = malloc(n * sizeof *ids64);
+  cagra_index_t* index = NULL;
+  double exact_recall = 0, int8_recall = 0;
+  size_t i;
+
+  for (i = 0; i < (size_t)(rows * dim); ++i) base[i] = ((const uint8_t*)d->base.data)[i];
+  for (i = 0; i < (size_t)(nq * dim); ++i) queries[i] = ((const uint8_t*)d->queries.data)[i];
+
+  sp.traversal = CAGRA_TRAVERSAL_INT8;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "int8");
+  sp.traversal = (cagra_traversal_t)2;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "traversal");
+
+  CHECK_OK(cagra_index_build(&bp, base, CAGRA_DTYPE_F32, rows, dim, &index));
+  if (index != NULL) {
+    sp = search_params();
+    CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    for (i = 0; i < n; ++i) ids64[i] = ids[i];
+    exact_recall = recall(ids64, d->truth, d->truth_k, (size_t)nq);
+
+    sp.traversal = CAGRA_TRAVERSAL_INT8;
+    CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    for (i = 0; i < n; ++i) ids64[i] = ids[i];
+    int8_recall = recall(ids64, d->truth, d->truth_k, (size_t)nq);
+    printf("recall@10 on bigann10k as f32: exact %.4f, int8 traversal %.4f\n", exact_recall,
+           int8_recall);
+    CHECK(int8_recall >= exact_recall - 0.02);
+    for (i = 0; i < n; ++i) {
+      const float* q = queries + (i / K) * (size_t)dim;
+      const float* x = base + (size_t)ids[i] * (size_t)dim;
+      double exact = 0;
+      int64_t j;
+      CHECK(ids[i] < (uint32_t)rows);
+      if (ids[i] >= (uint32_t)rows) continue;
+      for (j = 0; j < dim; ++j) exact += ((double)q[j] - x[j]) * ((double)q[j] - x[j]);
+      CHECK(fabs(dist[i] - exact) <= 1e-4 * exact + 1e-3);
+      CHECK(i % K == 0 || dist[i - 1] <= dist[i]);
+    }
+
+    sp.rerank = K - 1; /* fewer candidates than k */
+    CHECK_FAILS(
+        cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL),
+        CAGRA_ERROR_INVALID_ARGUMENT, "rerank");
+    sp.rerank = K; /* the smallest allowed */
+    CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    CHECK_OK(cagra_index_free(index));
+  }
+  free(base), free(queries), free(ids), free(dist), free(ids64);
+}
+
 int main(int argc, char** argv) {
   const char* dir = data_dir();
   char path[4096];
@@ -910,6 +978,7 @@ int main(int argc, char** argv) {
     test_errors(&d, index);
     test_device_lists(&d, index);
     test_sharded(&d, index, argv[1]);
+    test_int8_traversal(&d, index);
     CHECK_OK(cagra_index_free(index));
   }
   test_living_index(&d);

@@ -213,6 +213,57 @@ TEST(CliRules, ItopkBelowKIsRaisedToK) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// --traversal int8 on a float index: the search succeeds, its plan and summary name the traversal
+// and the candidates re-ranked; an unknown traversal is a usage error, a rerank below k the
+// library's error, both before any output is written.
+TEST(CliRules, Int8Traversal) {
+  const std::string idx = small_index(), q8 = small_queries(8, "q8t.fbin");
+  const std::string out = temp_path("small_int8.ibin");
+  cli_result r = run_cli({"search", idx, q8, "-k", "5", "--itopk", "16", "-o", out, "--force",
+                          "--explain", "--backend", "cpu", "--traversal", "int8"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(plan_line(r.out).find(" traversal=int8 rerank=16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", traversal int8 (rerank 16)"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out));
+  r = run_cli({"search", idx, q8, "-k", "5", "--itopk", "16", "-o", out, "--force", "--explain",
+               "--backend", "cpu", "--traversal", "int8", "--rerank", "8"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(plan_line(r.out).find(" traversal=int8 rerank=8"), std::string::npos) << r.out;
+  r = run_cli({"search", idx, q8, "-k", "5", "-o", out, "--force", "--explain", "--backend", "cpu",
+               "--traversal", "exact"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(plan_line(r.out).find("traversal"), std::string::npos) << r.out;
+
+  const std::string none = temp_path("small_int8_none.ibin");
+  std::string err =
+      expect_error({"search", idx, q8, "-k", "5", "-o", none, "--traversal", "bogus"}, 2);
+  EXPECT_NE(err.find("--traversal: expected exact or int8, got 'bogus'"), std::string::npos) << err;
+  err = expect_error({"search", idx, q8, "-k", "5", "-o", none, "--backend", "cpu", "--traversal",
+                      "int8", "--rerank", "3"},
+                     1);
+  EXPECT_NE(err.find("rerank (3)"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(none));
+
+  // bench --traversal exact,int8: one point each; the int8 point's JSON names the traversal and
+  // the plan's rerank count, the exact point's names neither.
+  const index small = load(idx);
+  const host_matrix queries = io::read_matrix(q8);
+  const knn_graph gt = brute_force_knn({}, metric::l2, small.vectors().view(), queries.view(), 5);
+  const std::string truth = temp_path("small_int8_gt.ibin"), json = temp_path("int8.jsonl");
+  io::write_neighbors(truth, gt.view());
+  r = run_cli({"bench", idx, q8, truth, "-k", "5", "--itopk", "16", "--backend", "cpu",
+               "--traversal", "exact,int8", "--json", json});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("traversal int8, rerank auto"), std::string::npos) << r.out;
+  std::ifstream lines(json);
+  std::string exact_point, int8_point;
+  ASSERT_TRUE(std::getline(lines, exact_point) && std::getline(lines, int8_point)) << r.out;
+  EXPECT_EQ(exact_point.find("traversal"), std::string::npos) << exact_point;
+  EXPECT_NE(int8_point.find("\"traversal\":\"int8\",\"rerank\":16"), std::string::npos)
+      << int8_point;
+  expect_error({"bench", idx, q8, truth, "-k", "5", "--traversal", "exact,fast"}, 2);
+}
+
 // With no --intermediate-degree, `cagra build` passes 0 (automatic) and prints the degree the
 // library chose; its --explain line and `cagra search --explain` equal the library's plans.
 TEST(CliRules, BuildAndSearchFollowTheLibraryDefaults) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <cagra/plan.hpp>
 
@@ -84,6 +85,14 @@ int run_bench(const args& a) {
   const auto max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", 0));
   const std::vector<uint32_t> teams = a.uint_list("--team-size", {0}, 0, 32);
   const std::vector<uint32_t> samplings = a.uint_list("--random-samplings", {0}, 0, 64);
+  const std::vector<traversal_type> traversals = traversal_list(a);
+  const auto rerank = static_cast<uint32_t>(a.uint("--rerank", 0));
+  const bool any_int8 =
+      std::find(traversals.begin(), traversals.end(), traversal_type::int8) != traversals.end();
+  // The sweep's walks: every --random-samplings value with every --traversal, in that order.
+  std::vector<std::pair<uint32_t, traversal_type>> walks;
+  for (uint32_t sampling : samplings)
+    for (traversal_type traversal : traversals) walks.emplace_back(sampling, traversal);
   for (uint32_t t : teams)
     if (t != 0 && t != 2 && t != 4 && t != 8 && t != 16 && t != 32)
       throw usage_error("--team-size: expected 0 (auto), 2, 4, 8, 16 or 32, got " +
@@ -212,6 +221,7 @@ int run_bench(const args& a) {
   std::printf("\n%6s %6s %4s %10s %12s", "itopk", "width", "team",
               ("recall@" + std::to_string(k)).c_str(), "QPS");
   if (batch > 0) std::printf(" %12s", batch == 1 ? "latency ms" : "ms/batch");
+  if (any_int8) std::printf(" %6s", "rerank");
   if (want_stats) std::printf(" %10s %9s %8s %12s", "dist/q", "parents/q", "iters/q", "bytes/q");
   std::printf("\n");
   std::fflush(stdout);
@@ -248,8 +258,16 @@ int run_bench(const args& a) {
         fview.empty() ? truth.ids.as<const uint32_t>() : filtered_truth.as<const uint32_t>();
     rec.selectivity = share < 0 ? -1 : fview.empty() ? 1.0 : double(allowed.count()) / idx.size();
     for (uint32_t team : teams) {
-      for (uint32_t sampling : samplings) {
-        if (sampling) std::printf("random samplings %u\n", sampling);
+      for (size_t w = 0; w < walks.size(); ++w) {
+        const auto [sampling, traversal] = walks[w];
+        const bool new_sampling = w == 0 || walks[w - 1].first != sampling;
+        if (sampling && new_sampling) std::printf("random samplings %u\n", sampling);
+        if (traversal == traversal_type::int8) {
+          if (rerank)
+            std::printf("traversal int8, rerank %u\n", rerank);
+          else
+            std::printf("traversal int8, rerank auto (the rerank column: the plan's count)\n");
+        }
         for (uint32_t width : widths) {
           for (uint32_t itopk : sweep_itopk) {
             search_params sp;
@@ -258,6 +276,8 @@ int run_bench(const args& a) {
             sp.max_iterations = max_iterations;
             sp.team_size = team;
             sp.num_random_samplings = sampling;
+            sp.traversal = traversal;
+            sp.rerank = rerank;
             sp.algo = algo;
             sp.hash_bits = hash_bits;
             sp.hash_reset_interval = hash_reset;
@@ -292,6 +312,10 @@ int run_bench(const args& a) {
             rec.search_width = width;
             rec.team_size = team;
             rec.random_samplings = sampling;
+            // The plan's traversal: int8 only where the walk runs on the int8 copy (the exact
+            // filtered path ignores it), with the candidates it re-ranks.
+            rec.traversal = plan.traversal == traversal_type::int8 ? "int8" : "";
+            rec.rerank = plan.rerank;
             // The file's ground truth lists labels; the filtered one (an exact search) rows.
             const bool by_label = single.has_labels() && fview.empty();
             if (by_label) {
@@ -310,6 +334,12 @@ int run_bench(const args& a) {
             std::printf("%6u %6u %4s %10.4f %12.0f", itopk, width,
                         team ? std::to_string(team).c_str() : "auto", rec.recall, rec.qps);
             if (batch > 0) std::printf(" %12.4f", rec.latency_ms);
+            if (any_int8) {
+              if (plan.traversal == traversal_type::int8)
+                std::printf(" %6u", plan.rerank);
+              else
+                std::printf(" %6s", "-");
+            }
             if (want_stats) {
               // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
               // kernel takes the same steps, so the counts describe it too. Bytes per query =
@@ -368,6 +398,12 @@ const command_spec& bench_command() {
            "GPU threads per distance, swept: 0 = auto (default), 2..32"},
           {"--random-samplings", nullptr, "LIST",
            "random draws per initial slot, swept: 0 = auto (default; the plan prints it)"},
+          {"--traversal", nullptr, "LIST",
+           "graph walk, swept: exact (default) and/or int8 (an int8 copy of an f32/f16 index's "
+           "rows, the best candidates re-ranked exactly), e.g. exact,int8"},
+          {"--rerank", nullptr, "N",
+           "int8 traversal: candidates re-ranked per query, in [k, itopk] (default 0 = auto: "
+           "min(itopk, max(32, 4k)); the rerank column shows it)"},
           {"--algo", nullptr, "A", "GPU kernel: auto (default), single or multi (CTA)"},
           {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
           {"--hash-reset-interval", nullptr, "I",

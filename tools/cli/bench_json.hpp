@@ -35,6 +35,10 @@ struct bench_record {
   // Search settings for the ablations (written into params only when not the default: 0 / "").
   uint32_t team_size = 0;
   uint32_t random_samplings = 0;
+  // The int8 traversal (search_params::traversal): "int8" when the point's plan walks the int8
+  // copy, with the plan's resolved rerank count; "" = exact (both left out of the JSON).
+  std::string traversal;
+  uint32_t rerank = 0;
   std::string algo;  // "single_cta" / "multi_cta" when forced
   uint32_t hash_bits = 0;
   uint32_t hash_reset_interval = 0;

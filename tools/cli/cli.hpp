@@ -115,6 +115,10 @@ metric metric_option(const args& a, metric fallback);
 int effective_threads(int requested);
 /** --filter-algo: auto (default), graph or exact. */
 filter_algo filter_algo_option(const args& a);
+/** --traversal: exact (default) or int8, one value (search); usage error otherwise. */
+traversal_type traversal_option(const args& a);
+/** --traversal LIST: comma-separated exact and int8 values (bench); {exact} when absent. */
+std::vector<traversal_type> traversal_list(const args& a);
 /** "cuda" when the resources pick the CUDA backend, else "cpu". */
 const char* backend_name(const resources& res);
 

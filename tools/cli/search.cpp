@@ -25,6 +25,8 @@ int run_search(const args& a) {
   sp.max_iterations = static_cast<uint32_t>(a.uint("--max-iterations", sp.max_iterations));
   sp.seed = a.uint("--seed", sp.seed, 0, UINT64_MAX);
   sp.filter = filter_algo_option(a);
+  sp.traversal = traversal_option(a);
+  sp.rerank = static_cast<uint32_t>(a.uint("--rerank", sp.rerank));
   const std::string filter_path = a.str("--filter", "");
   resources res = make_resources(a);
 
@@ -105,6 +107,8 @@ int run_search(const args& a) {
               to_string(queries.type()));
   std::printf("search    k %u, itopk %u, search width %u, backend %s, threads %d", k, plan.itopk,
               plan.search_width, to_string(plan.target), effective_threads(res.num_threads));
+  if (plan.traversal == traversal_type::int8)
+    std::printf(", traversal int8 (rerank %u)", plan.rerank);
   if (!res.devices.empty()) std::printf(", devices %s", devices_text(res.devices).c_str());
   if (x.is_sharded) std::printf(", %zu shards merged", x.shard_count());
   std::printf("\n");
@@ -162,6 +166,12 @@ const command_spec& search_command() {
           {"--search-width", nullptr, "P", "parents expanded per iteration (default 1)"},
           {"--max-iterations", nullptr, "I", "iteration cap (default 0 = auto)"},
           {"--seed", nullptr, "S", "seed of the random initial nodes (default 0)"},
+          {"--traversal", nullptr, "T",
+           "exact (default) or int8: walk the graph on an int8 copy of an f32/f16 index's rows, "
+           "then re-rank the best candidates by exact distances (u8/i8 indexes: exact only)"},
+          {"--rerank", nullptr, "N",
+           "int8 traversal: candidates re-ranked per query, in [K, itopk] (default 0 = auto: "
+           "min(itopk, max(32, 4K)))"},
           {"--filter", nullptr, "FILE",
            "return only allowed rows: a mask (.npy bool/uint8 or .u8bin, one byte per index row; "
            "one row, or one per query) or a list of allowed ids (.ibin, .npy int32/uint32)"},

@@ -300,6 +300,36 @@ filter_algo filter_algo_option(const args& a) {
   throw usage_error("--filter-algo: expected auto, graph or exact, got '" + s + "'");
 }
 
+traversal_type traversal_option(const args& a) {
+  const std::string s = a.str("--traversal", to_string(search_params{}.traversal));
+  try {
+    return parse_traversal(s);
+  } catch (const cagra::error&) {
+    throw usage_error("--traversal: expected exact or int8, got '" + s + "'");
+  }
+}
+
+std::vector<traversal_type> traversal_list(const args& a) {
+  if (!a.has("--traversal")) return {search_params{}.traversal};
+  const std::string s = a.str("--traversal");
+  std::vector<traversal_type> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = s.find(',', start);
+    const std::string item =
+        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      out.push_back(parse_traversal(item));
+    } catch (const cagra::error&) {
+      throw usage_error("--traversal: expected a comma-separated list of exact and int8, got '" +
+                        s + "'");
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 filter_file read_filter(const std::string& path, int64_t rows, int64_t queries) {
   const host_matrix m = io::read_matrix(path);
   filter_file f;
