@@ -22,7 +22,9 @@ void row_as_float(const host_matrix& m, int64_t i, float* out) {
   for (size_t j = 0; j < dim; ++j) out[j] = half_to_float(h[j]);
 }
 
-int8_t code_of(float v) { return static_cast<int8_t>(std::clamp(std::nearbyint(v), -127.f, 127.f)); }
+int8_t code_of(float v) {
+  return static_cast<int8_t>(std::clamp(std::nearbyint(v), -127.f, 127.f));
+}
 
 }  // namespace
 

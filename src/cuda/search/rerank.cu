@@ -61,15 +61,14 @@ __global__ void rerank_kernel(const uint8_t* rows, uint32_t row_stride, int64_t 
                               uint32_t n_cand, uint32_t k, int metric_code, uint32_t* out_ids,
                               float* out_dist) {
   extern __shared__ float smem[];
-  const uint32_t padded = row_stride / sizeof(T);  // elements a row holds, padding included
-  float* q = smem;                                 // [padded]
-  float* dist = q + padded;                        // [n_cand]
+  const uint32_t padded = row_stride / sizeof(T);          // elements a row holds, padding included
+  float* q = smem;                                         // [padded]
+  float* dist = q + padded;                                // [n_cand]
   auto* ids = reinterpret_cast<uint32_t*>(dist + n_cand);  // [n_cand]
   const int64_t qi = blockIdx.x;
   for (uint32_t j = threadIdx.x; j < padded; j += blockDim.x)
     q[j] = j < dim ? queries[qi * dim + j] : 0.f;
-  for (uint32_t j = threadIdx.x; j < n_cand; j += blockDim.x)
-    ids[j] = candidates[qi * n_cand + j];
+  for (uint32_t j = threadIdx.x; j < n_cand; j += blockDim.x) ids[j] = candidates[qi * n_cand + j];
   for (uint32_t j = threadIdx.x; j < k; j += blockDim.x) {
     out_ids[qi * k + j] = kInvalidId;
     if (out_dist) out_dist[qi * k + j] = INFINITY;
@@ -84,8 +83,7 @@ __global__ void rerank_kernel(const uint8_t* rows, uint32_t row_stride, int64_t 
     float acc = l2 ? lane_sum<T, true>(q, row, row_stride, lane)
                    : lane_sum<T, false>(q, row, row_stride, lane);
     for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (lane == 0)
-      dist[c] = l2 ? acc : metric_code == int(metric::cosine) ? 1.f - acc : -acc;
+    if (lane == 0) dist[c] = l2 ? acc : metric_code == int(metric::cosine) ? 1.f - acc : -acc;
   }
   __syncthreads();
   // Rank by (distance, id, position); candidates without a row take no rank.
@@ -117,8 +115,7 @@ void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
   CAGRA_EXPECTS(queries.type == dtype::f32 && queries.space == memory_space::host &&
                     queries.cols == int64_t{idx.dim()},
                 "the GPU re-ranking takes host f32 queries of dimension %u", idx.dim());
-  CAGRA_EXPECTS(k >= 1 && k <= n_candidates, "rerank: k = %u must be in [1, %u]", k,
-                n_candidates);
+  CAGRA_EXPECTS(k >= 1 && k <= n_candidates, "rerank: k = %u must be in [1, %u]", k, n_candidates);
   const int64_t nq = queries.rows;
   if (nq == 0) return;
   device_guard guard(device);
@@ -133,7 +130,8 @@ void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
   w.candidates.reserve(n_cand);
   w.ids.reserve(n_out);
   if (distances) w.distances.reserve(n_out);
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.queries.data(), queries.data, q_bytes, cudaMemcpyHostToDevice, s));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(w.queries.data(), queries.data, q_bytes, cudaMemcpyHostToDevice, s));
   CAGRA_CUDA_TRY(cudaMemcpyAsync(w.candidates.data(), candidates, n_cand * sizeof(uint32_t),
                                  cudaMemcpyHostToDevice, s));
   const uint32_t elem = uint32_t(dtype_size(t));
@@ -143,18 +141,18 @@ void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
   if (smem > 48 * 1024)
     CAGRA_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  for (int64_t first = 0; first < nq; first += 65535) {  // grid x is unlimited; chunks keep
+  for (int64_t first = 0; first < nq; first += 65535) {      // grid x is unlimited; chunks keep
     const int64_t n = std::min<int64_t>(65535, nq - first);  // the offsets 32-bit friendly
     kernel<<<unsigned(n), kThreads, smem, s>>>(
         st->dataset.data(), st->row_stride, st->rows,
         reinterpret_cast<const float*>(w.queries.data()) + size_t(first) * idx.dim(), idx.dim(),
-        w.candidates.data() + size_t(first) * n_candidates, n_candidates, k,
-        int(idx.metric()), w.ids.data() + size_t(first) * k,
+        w.candidates.data() + size_t(first) * n_candidates, n_candidates, k, int(idx.metric()),
+        w.ids.data() + size_t(first) * k,
         distances ? w.distances.data() + size_t(first) * k : nullptr);
     CAGRA_CUDA_TRY(cudaGetLastError());
   }
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(ids, w.ids.data(), n_out * sizeof(uint32_t),
-                                 cudaMemcpyDeviceToHost, s));
+  CAGRA_CUDA_TRY(
+      cudaMemcpyAsync(ids, w.ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
   if (distances)
     CAGRA_CUDA_TRY(cudaMemcpyAsync(distances, w.distances.data(), n_out * sizeof(float),
                                    cudaMemcpyDeviceToHost, s));
