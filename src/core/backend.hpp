@@ -14,6 +14,8 @@
 #include <cagra/cagra.hpp>
 #include <cagra/plan.hpp>
 
+#include "core/int8_codec.hpp"
+
 namespace cagra::core {
 
 using progress_fn = std::function<void(const char* stage, double fraction)>;
@@ -82,6 +84,13 @@ class backend_ops {
   virtual void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
                       uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances,
                       const resources& res) const = 0;
+  /** A search with plan.traversal == int8 (core/int8_traversal.cpp): `queries` are host rows of
+   *  idx's query type, `copy` its int8 copy; the k results as search() gives them. The
+   *  default runs the steps through search() and rerank() (core::search_int8_steps); the CUDA
+   *  backend keeps a large batch on the device from the encoding to the re-ranking. */
+  virtual void search_int8(const index& idx, const int8_copy& copy, dataset_view queries,
+                           const search_plan& plan, const row_filter& filter, uint32_t* ids,
+                           float* distances, const resources& res) const;
   /** `idx` changed in place (extend): rows [old_rows, idx.size()) are new and the graph rows in
    *  `changed` (all < old_rows, ascending) were rewritten. A backend holding a copy of the index
    *  brings it up to date (reading the rows from idx.graph(), with up to `threads` threads) or

@@ -13,21 +13,9 @@
 #include <cagra/plan.hpp>
 
 #include "core/backend.hpp"
-#include "core/backend_state.hpp"
+#include "core/int8_codec.hpp"
 
 namespace cagra::core {
-
-/** How rows and queries are encoded: code_j = round((v_j - offset_j) * scale_j), clamped to
- *  [-127, 127], with offset_j the middle of dimension j's range over the rows.
- *  - l2: one scale for every dimension (127 / the widest half-range), so that the squared L2 of
- *    two codes is the squared L2 of the vectors times scale^2, up to rounding;
- *  - inner_product, cosine: a scale per dimension (127 / its half-range); a query is encoded as
- *    round(q_j / scale_j * t) with t = 127 / max_j |q_j / scale_j| (no offset), so that its dot
- *    product with a row's code is t (<q, x> - <q, offset>): the same order as <q, x>. */
-struct int8_codec {
-  metric m = metric::l2;
-  std::vector<float> offset, scale;
-};
 
 /** The codec for `rows` (f32 or f16, as stored) under `m`. */
 int8_codec fit_int8_codec(const host_matrix& rows, metric m, int threads);
@@ -35,14 +23,6 @@ int8_codec fit_int8_codec(const host_matrix& rows, metric m, int threads);
 host_matrix encode_rows(const int8_codec& c, const host_matrix& rows, int threads);
 /** f32 `queries` (the index's query type: unit rows for cosine) encoded for the walk. */
 host_matrix encode_queries(const int8_codec& c, dataset_view queries, int threads);
-
-/** An index's int8 copy: its codec, and the codes with the same graph as an index of metric l2
- *  (for l2) or inner_product (for inner_product and cosine), which the backends search like any
- *  i8 index (the CUDA backend keeps its device copy in walk.backend_cache()). */
-struct int8_copy final : detail::backend_state {
-  int8_codec codec;
-  index walk;
-};
 
 /** The int8 copy of `idx` (f32 or f16): the one kept in idx.derived_cache(), or a new one made
  *  and kept there (thread-safe). */
@@ -52,9 +32,15 @@ std::shared_ptr<const int8_copy> int8_copy_of(const index& idx, int threads);
 uint32_t auto_rerank(uint32_t k, uint32_t itopk);
 
 /** A host search with plan.traversal == int8: `queries` are host rows of idx's query type;
- *  `visible` and the outputs as backend_ops::search. */
+ *  `visible` and the outputs as backend_ops::search. The backend's search_int8 does the work. */
 void search_int8(const backend_ops& be, const index& idx, dataset_view queries,
                  const search_plan& plan, const row_filter& visible, uint32_t* ids,
                  float* distances, const resources& res);
+/** The steps one after the other through the backend's search and rerank (host queries encoded
+ *  on the host, the candidates back on the host between the two): backend_ops::search_int8's
+ *  default. */
+void search_int8_steps(const backend_ops& be, const index& idx, const int8_copy& copy,
+                       dataset_view queries, const search_plan& plan, const row_filter& visible,
+                       uint32_t* ids, float* distances, const resources& res);
 
 }  // namespace cagra::core

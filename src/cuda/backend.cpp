@@ -2,6 +2,8 @@
 // stage in this folder on the device `resources` names. Plain C++: the kernels sit below.
 #include "cuda/backend.hpp"
 
+#include "core/int8_traversal.hpp"
+
 #include <algorithm>
 
 #include "cuda/graph/nn_descent.hpp"
@@ -56,6 +58,14 @@ class cuda_ops final : public core::backend_ops {
               uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances,
               const resources& res) const override {
     cuda::rerank(idx, queries, candidates, n_candidates, k, ids, distances, res.device);
+  }
+  void search_int8(const index& idx, const core::int8_copy& copy, dataset_view queries,
+                   const search_plan& plan, const row_filter& filter, uint32_t* ids,
+                   float* distances, const resources& res) const override {
+    if (cuda::int8_on_device(plan, queries.rows))
+      cuda::search_int8(idx, copy, queries, plan, filter, ids, distances, res.device);
+    else
+      core::search_int8_steps(*this, idx, copy, queries, plan, filter, ids, distances, res);
   }
   void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                      const row_filter& filter, uint32_t* ids, float* distances,

@@ -87,6 +87,18 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
 void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
             uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int device);
 
+/** Whether search_int8 takes a host batch of `nq` queries under `plan` (traversal int8): a batch
+ *  the single-CTA copy pipeline takes. Smaller ones run the steps one after the other
+ *  (core::search_int8_steps). */
+bool int8_on_device(const search_plan& plan, int64_t nq);
+/** The int8 traversal of a large host batch on the device (core/int8_traversal.cpp): the f32
+ *  queries (idx's query type) go up in the copy pipeline's chunks, and each chunk is encoded,
+ *  walked on `copy`'s device copy and re-ranked from idx's stored rows there; only the k results
+ *  come down. The same answers as the steps one after the other. */
+void search_int8(const index& idx, const core::int8_copy& copy, dataset_view queries,
+                 const search_plan& plan, const row_filter& filter, uint32_t* ids, float* distances,
+                 int device);
+
 /** Largest k that cuda::brute_force takes (2048). */
 uint32_t brute_force_max_k();
 /** Exact k-NN on GPU `device` (src/cuda/brute_force/brute_force.cu): cuBLAS FP32 SGEMM over tiles

@@ -1,7 +1,8 @@
 // The int8 traversal on the GPU (search_params::traversal = int8) against the CPU oracle: the
 // GPU re-ranking equals the CPU's on the same candidates (f32 and f16 rows, l2 and cosine), and
 // the whole search (int8 walk + re-ranking) keeps the CPU's recall, for single-CTA batches
-// (through the copy pipeline, past one 65,535-query grid) and multi-CTA batch-1 calls.
+// (through the copy pipeline, past one 65,535-query grid) and multi-CTA batch-1 calls; a large
+// batch encoded, walked and re-ranked on the device answers as the steps one after the other.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -111,6 +112,36 @@ TEST_F(CudaInt8Traversal, SearchKeepsTheCpusRecall) {
       EXPECT_GE(r_gpu, 0.95);
       for (size_t i = 0; i + 1 < gpu_d.size(); ++i)
         ASSERT_TRUE((i + 1) % kK == 0 || gpu_d[i] <= gpu_d[i + 1]) << i;
+    }
+  }
+}
+
+TEST_F(CudaInt8Traversal, DeviceBatchEqualsTheStepsOneAfterTheOther) {
+  for (metric m : {metric::l2, metric::cosine}) {
+    for (storage_type st : {storage_type::f32, storage_type::f16}) {
+      SCOPED_TRACE(std::string(to_string(m)) + (st == storage_type::f16 ? " f16" : " f32"));
+      const index idx = build_f(m, st);
+      const int64_t nq = 4000;  // the copy pipeline: encoded, walked and re-ranked on the device
+      host_matrix q(dtype::f32, nq, 128);
+      const host_matrix base = as_f32(set_->base);
+      for (int64_t i = 0; i < nq; ++i)  // rows of the base, slightly moved: new queries
+        for (int j = 0; j < 128; ++j)
+          q.as<float>().data[i * 128 + j] =
+              base.as<float>().data[(i * 7 % base.rows()) * 128 + j] + float((i + j) % 5) - 2.f;
+      search_params p;
+      p.traversal = traversal_type::int8;
+      ASSERT_TRUE(cuda::int8_on_device(plan_search(on(backend::cuda), p, idx, kK, nq), nq));
+      std::vector<uint32_t> ids(size_t(nq) * kK), ids_steps(ids.size());
+      std::vector<float> d(ids.size()), d_steps(ids.size());
+      search(on(backend::cuda), p, idx, q, kK, {ids.data(), nq, kK}, {d.data(), nq, kK});
+      for (int64_t first = 0; first < nq; first += 200) {  // 200 a call: the steps
+        const host_matrix part = slice(q, first, 200);
+        ASSERT_FALSE(cuda::int8_on_device(plan_search(on(backend::cuda), p, idx, kK, 200), 200));
+        search(on(backend::cuda), p, idx, part, kK, {ids_steps.data() + first * kK, 200, kK},
+               {d_steps.data() + first * kK, 200, kK});
+      }
+      EXPECT_EQ(ids, ids_steps);
+      EXPECT_EQ(d, d_steps);
     }
   }
 }

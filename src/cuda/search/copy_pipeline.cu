@@ -41,9 +41,10 @@ bool use_copy_pipeline(const search_plan& plan, int64_t nq) {
 
 void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
                            const uint8_t* queries, size_t query_bytes, int64_t nq, uint32_t* ids,
-                           float* distances, int device, device_filter filter) {
+                           float* distances, int device, device_filter filter,
+                           const chunk_stages* stages) {
   search_workspace& w = st.io;
-  const uint32_t k = plan.k;
+  const uint32_t k = stages ? stages->out_k : plan.k;  // results a query, down
   const int64_t chunk = chunk_queries(nq, query_bytes);
   if (!w.pipeline) w.pipeline = std::make_unique<pipeline_slot[]>(kSlots);
   pipeline_slot* slots = w.pipeline.get();
@@ -53,6 +54,7 @@ void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
   w.queries.reserve(size_t(nq) * query_bytes);
   w.ids.reserve(size_t(nq) * k);
   if (distances) w.distances.reserve(size_t(nq) * k);
+  if (stages) w.candidates.reserve(size_t(nq) * plan.k);
   // Work already queued on the index's stream (a filter's upload, an extend's update) comes
   // first: every slot's stream waits for it.
   cuda_event before;
@@ -85,7 +87,14 @@ void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
         cudaMemcpyAsync(d_queries, slot.queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
     const device_filter part{filter.words ? filter.words + size_t(first) * filter.stride : nullptr,
                              filter.stride};
-    run_kernels(st, plan, m, d_queries, n, d_ids, d_distances, device, stream, nullptr, part);
+    if (stages) {
+      uint32_t* found = w.candidates.data() + size_t(first) * plan.k;
+      run_kernels(st, plan, m, stages->prepare(d_queries, first, n, stream), n, found, nullptr,
+                  device, stream, nullptr, part);
+      stages->finish(d_queries, found, first, n, d_ids, d_distances, stream);
+    } else {
+      run_kernels(st, plan, m, d_queries, n, d_ids, d_distances, device, stream, nullptr, part);
+    }
     CAGRA_CUDA_TRY(cudaMemcpyAsync(slot.ids.data(), d_ids, n_out * sizeof(uint32_t),
                                    cudaMemcpyDeviceToHost, stream));
     if (distances)

@@ -13,6 +13,7 @@
 #include "cuda/search/copy_pipeline.hpp"
 #include "cuda/search/device_queries.hpp"
 #include "cuda/search/host_lists.hpp"
+#include "cuda/search/int8_traversal.hpp"
 #include "cuda/search/launch_args.hpp"
 #include "cuda/search/persistent.hpp"
 #include "cuda/search/run_kernels.hpp"
@@ -271,6 +272,62 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
   const device_filter df = upload_filter(*st, filter, nq);
   run_kernels(*st, plan, idx.metric(), d_queries, nq, ids, distances, device, stream, nullptr, df);
   st->stream.sync();
+}
+
+bool int8_on_device(const search_plan& plan, int64_t nq) {
+  search_plan walk = plan;
+  walk.k = plan.rerank;
+  return plan.io == search_io::copy && use_copy_pipeline(walk, nq);
+}
+
+void search_int8(const index& idx, const core::int8_copy& copy, dataset_view queries,
+                 const search_plan& plan, const row_filter& filter, uint32_t* ids, float* distances,
+                 int device) {
+  CAGRA_EXPECTS(queries.type == dtype::f32 && queries.space == memory_space::host &&
+                    queries.cols == int64_t{idx.dim()} && int8_on_device(plan, queries.rows),
+                "internal error: the device int8 traversal takes a large host f32 batch");
+  search_plan walk = plan;
+  walk.k = plan.rerank;
+  walk.traversal = traversal_type::exact;
+  walk.rerank = 0;
+  check_search(copy.walk, walk, ids, device);
+  device_guard guard(device);
+  // Two device copies: the codes the walk reads, the stored rows the re-ranking reads. Their
+  // workspaces are taken in this order (nothing takes them the other way round).
+  std::shared_ptr<index_state> codes_st = device_index(copy.walk, device);
+  std::shared_ptr<index_state> rows_st = device_index(idx, device);
+  std::lock_guard<std::mutex> lock_codes(codes_st->workspace_mutex);
+  std::lock_guard<std::mutex> lock_rows(rows_st->workspace_mutex);
+  stop_persistent(*codes_st);
+  stop_persistent(*rows_st);
+  search_workspace& w = codes_st->io;
+  const uint32_t dim = idx.dim();
+  const int64_t nq = queries.rows;
+  // The codec, queued before the pipeline (its streams wait for the index's stream).
+  w.codec.reserve(2 * size_t(dim));
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.codec.data(), copy.codec.offset.data(), dim * sizeof(float),
+                                 cudaMemcpyHostToDevice, codes_st->stream.get()));
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.codec.data() + dim, copy.codec.scale.data(), dim * sizeof(float),
+                                 cudaMemcpyHostToDevice, codes_st->stream.get()));
+  w.codes.reserve(size_t(nq) * dim);
+  const bool l2 = copy.codec.m == metric::l2;
+  chunk_stages stages;
+  stages.out_k = plan.k;
+  stages.prepare = [&](const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s) {
+    auto* codes = reinterpret_cast<int8_t*>(w.codes.data()) + size_t(first) * dim;
+    launch_encode_queries(reinterpret_cast<const float*>(rows), n, dim, w.codec.data(),
+                          w.codec.data() + dim, l2, codes, s);
+    return reinterpret_cast<const uint8_t*>(codes);
+  };
+  stages.finish = [&](const uint8_t* rows, const uint32_t* found, int64_t, int64_t n,
+                      uint32_t* d_ids, float* d_distances, cudaStream_t s) {
+    launch_rerank(*rows_st, idx.metric(), reinterpret_cast<const float*>(rows), found, walk.k, n,
+                  plan.k, d_ids, d_distances, s);
+  };
+  const device_filter df = upload_filter(*codes_st, filter, nq);
+  search_copy_pipelined(*codes_st, walk, copy.walk.metric(),
+                        static_cast<const uint8_t*>(queries.data), queries.row_bytes(), nq, ids,
+                        distances, device, df, &stages);
 }
 
 }  // namespace cagra::cuda

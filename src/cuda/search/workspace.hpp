@@ -46,8 +46,11 @@ struct search_workspace {
   uint32_t result_tag = 0;             // the last call's tag
   // Large host batches of the single-CTA kernel (copy_pipeline.cu): made on first use.
   std::unique_ptr<pipeline_slot[]> pipeline;
-  // The int8 traversal's exact re-ranking (rerank.cu): each query's candidate rows.
+  // The int8 traversal (int8_traversal.cu, search.cu): each query's candidate rows, and, in the
+  // walk index's workspace, the queries' codes and the codec ([2, dim]: offsets, scales).
   device_buffer<uint32_t> candidates;  // [nq, n_candidates]
+  device_buffer<uint8_t> codes;        // [nq, dim]
+  device_buffer<float> codec;
 
   /** The next call's tag (never 0: tagged buffers start zeroed). */
   uint32_t next_tag() { return ++result_tag == 0 ? ++result_tag : result_tag; }

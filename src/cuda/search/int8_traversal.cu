@@ -1,23 +1,28 @@
-// cuda::rerank: the last step of the int8 traversal (core/int8_traversal.cpp). The walk on the
-// int8 copy returns each query's best candidates by their approximate distances; here they get
-// their exact distances from the index's stored rows (its device copy, the one an exact search
-// reads) and the k nearest are kept, ordered by (distance, id) like the CPU's cpu::rerank.
-//
-// One CTA per query: the query sits in shared memory as f32 (zero padded to the row stride),
-// each warp takes candidates in turn and reads a row with 16-byte loads, lanes summing a strided
-// slice and a shuffle reduction giving the distance; then each thread ranks its candidates by
-// counting the ones before them (n_candidates <= a few hundred: n^2 / threads comparisons cost
-// less than a sort's passes) and writes those ranked below k. A 384-d f32 set reads 1.5 KB a
-// candidate: 32 candidates are 49 KB a query, about a tenth of what the int8 walk reads.
+// The int8 traversal's device kernels (core/int8_traversal.cpp says what the traversal is):
+//  - encode: f32 queries (the index's query type) into the walk's int8 codes, with the host's
+//    arithmetic step for step (core::encode_queries), so a query walks the same nodes whether it
+//    was encoded here or on the host;
+//  - rerank: the walk returns each query's best candidates by their approximate distances; here
+//    they get their exact distances from the index's stored rows (its device copy, the one an
+//    exact search reads) and the k nearest are kept, ordered by (distance, id) like cpu::rerank.
+//    One CTA per query: the query sits in shared memory as f32 (zero padded to the row stride),
+//    each warp takes candidates in turn and reads a row with 16-byte loads, lanes summing a
+//    strided slice and a shuffle reduction giving the distance; then each thread ranks its
+//    candidates by counting the ones before them (a few hundred candidates: n^2 / threads
+//    comparisons cost less than a sort's passes) and writes those ranked below k. A 384-d f32 set
+//    reads 1.5 KB a candidate: 40 candidates are 61 KB a query.
+// cuda::rerank is the host entry (backend_ops::rerank); the launches also serve the pipelined
+// int8 search (search.cu).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <cuda_fp16.h>
 
+#include "cuda/search/int8_traversal.hpp"
+
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
-#include "cuda/state.hpp"
 
 namespace cagra::cuda {
 namespace {
@@ -105,7 +110,56 @@ __global__ void rerank_kernel(const uint8_t* rows, uint32_t row_stride, int64_t 
   }
 }
 
+/** One warp per query row: the codes of core::encode_queries. */
+__global__ void encode_kernel(const float* queries, int64_t nq, uint32_t dim, const float* offset,
+                              const float* scale, int l2, int8_t* codes) {
+  const int64_t row = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const uint32_t lane = threadIdx.x % 32;
+  if (row >= nq) return;
+  const float* r = queries + row * dim;
+  int8_t* o = codes + row * dim;
+  const auto code = [](float v) { return int8_t(fminf(fmaxf(rintf(v), -127.f), 127.f)); };
+  if (l2) {
+    for (uint32_t j = lane; j < dim; j += 32) o[j] = code(__fmul_rn(r[j] - offset[j], scale[j]));
+    return;
+  }
+  float most = 0.f;
+  for (uint32_t j = lane; j < dim; j += 32) most = fmaxf(most, fabsf(r[j] / scale[j]));
+  for (int d = 16; d > 0; d /= 2) most = fmaxf(most, __shfl_xor_sync(0xffffffffu, most, d));
+  const float t = most > 0.f ? 127.f / most : 0.f;
+  for (uint32_t j = lane; j < dim; j += 32) o[j] = code(__fmul_rn(r[j] / scale[j], t));
+}
+
 }  // namespace
+
+void launch_encode_queries(const float* queries, int64_t nq, uint32_t dim, const float* offset,
+                           const float* scale, bool l2, int8_t* codes, cudaStream_t stream) {
+  if (nq == 0) return;
+  constexpr uint32_t kRowsPerBlock = 8;
+  encode_kernel<<<unsigned((nq + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0,
+                  stream>>>(queries, nq, dim, offset, scale, l2 ? 1 : 0, codes);
+  CAGRA_CUDA_TRY(cudaGetLastError());
+}
+
+void launch_rerank(const index_state& st, metric m, const float* queries,
+                   const uint32_t* candidates, uint32_t n_candidates, int64_t nq, uint32_t k,
+                   uint32_t* ids, float* distances, cudaStream_t stream) {
+  const uint32_t elem = uint32_t(dtype_size(st.type));
+  const size_t smem = size_t(st.row_stride / elem) * sizeof(float) +
+                      size_t(n_candidates) * (sizeof(float) + sizeof(uint32_t));
+  auto kernel = st.type == dtype::f32 ? rerank_kernel<float> : rerank_kernel<__half>;
+  if (smem > 48 * 1024)
+    CAGRA_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  for (int64_t first = 0; first < nq; first += 65535) {  // the grid's x limit, kept portable
+    const int64_t n = std::min<int64_t>(65535, nq - first);
+    kernel<<<unsigned(n), kThreads, smem, stream>>>(
+        st.dataset.data(), st.row_stride, st.rows, queries + size_t(first) * st.dim, st.dim,
+        candidates + size_t(first) * n_candidates, n_candidates, k, int(m), ids + size_t(first) * k,
+        distances ? distances + size_t(first) * k : nullptr);
+    CAGRA_CUDA_TRY(cudaGetLastError());
+  }
+}
 
 void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
             uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int device) {
@@ -134,23 +188,9 @@ void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
       cudaMemcpyAsync(w.queries.data(), queries.data, q_bytes, cudaMemcpyHostToDevice, s));
   CAGRA_CUDA_TRY(cudaMemcpyAsync(w.candidates.data(), candidates, n_cand * sizeof(uint32_t),
                                  cudaMemcpyHostToDevice, s));
-  const uint32_t elem = uint32_t(dtype_size(t));
-  const size_t smem = size_t(st->row_stride / elem) * sizeof(float) +
-                      size_t(n_candidates) * (sizeof(float) + sizeof(uint32_t));
-  auto kernel = t == dtype::f32 ? rerank_kernel<float> : rerank_kernel<__half>;
-  if (smem > 48 * 1024)
-    CAGRA_CUDA_TRY(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  for (int64_t first = 0; first < nq; first += 65535) {      // grid x is unlimited; chunks keep
-    const int64_t n = std::min<int64_t>(65535, nq - first);  // the offsets 32-bit friendly
-    kernel<<<unsigned(n), kThreads, smem, s>>>(
-        st->dataset.data(), st->row_stride, st->rows,
-        reinterpret_cast<const float*>(w.queries.data()) + size_t(first) * idx.dim(), idx.dim(),
-        w.candidates.data() + size_t(first) * n_candidates, n_candidates, k, int(idx.metric()),
-        w.ids.data() + size_t(first) * k,
-        distances ? w.distances.data() + size_t(first) * k : nullptr);
-    CAGRA_CUDA_TRY(cudaGetLastError());
-  }
+  launch_rerank(*st, idx.metric(), reinterpret_cast<const float*>(w.queries.data()),
+                w.candidates.data(), n_candidates, nq, k, w.ids.data(),
+                distances ? w.distances.data() : nullptr, s);
   CAGRA_CUDA_TRY(
       cudaMemcpyAsync(ids, w.ids.data(), n_out * sizeof(uint32_t), cudaMemcpyDeviceToHost, s));
   if (distances)
