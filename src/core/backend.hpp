@@ -91,6 +91,10 @@ class backend_ops {
   virtual void search_int8(const index& idx, const int8_copy& copy, dataset_view queries,
                            const search_plan& plan, const row_filter& filter, uint32_t* ids,
                            float* distances, const resources& res) const;
+  /** Whether search() and search_int8() of a cosine index take the caller's f32 rows for a
+   *  batch of `nq` under `plan` and normalize them themselves (search_plan::
+   *  normalize_on_device). The CPU: never. */
+  virtual bool normalizes_on_device(const search_plan&, int64_t) const { return false; }
   /** `idx` changed in place (extend): rows [old_rows, idx.size()) are new and the graph rows in
    *  `changed` (all < old_rows, ascending) were rewritten. A backend holding a copy of the index
    *  brings it up to date (reading the rows from idx.graph(), with up to `threads` threads) or

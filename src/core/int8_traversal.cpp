@@ -124,23 +124,24 @@ std::shared_ptr<const int8_copy> int8_copy_of(const index& idx, int threads) {
 
 uint32_t auto_rerank(uint32_t k, uint32_t itopk) { return std::min(itopk, std::max(32u, 4 * k)); }
 
-void search_int8_steps(const backend_ops& be, const index& idx, const int8_copy& copy,
-                       dataset_view queries, const search_plan& plan, const row_filter& visible,
-                       uint32_t* ids, float* distances, const resources& res) {
+void search_int8_steps(const backend_ops& walker, const backend_ops& reranker, const index& idx,
+                       const int8_copy& copy, dataset_view queries, const search_plan& plan,
+                       const row_filter& visible, uint32_t* ids, float* distances,
+                       const resources& res) {
   const host_matrix codes = encode_queries(copy.codec, queries, host_threads(res.num_threads));
   search_plan walk = plan;
   walk.k = plan.rerank;
   walk.traversal = traversal_type::exact;
   walk.rerank = 0;
   std::vector<uint32_t> candidates(size_t(queries.rows) * plan.rerank);
-  be.search(copy.walk, codes.view(), walk, visible, candidates.data(), nullptr, res, nullptr);
-  be.rerank(idx, queries, candidates.data(), plan.rerank, plan.k, ids, distances, res);
+  walker.search(copy.walk, codes.view(), walk, visible, candidates.data(), nullptr, res, nullptr);
+  reranker.rerank(idx, queries, candidates.data(), plan.rerank, plan.k, ids, distances, res);
 }
 
 void backend_ops::search_int8(const index& idx, const int8_copy& copy, dataset_view queries,
                               const search_plan& plan, const row_filter& filter, uint32_t* ids,
                               float* distances, const resources& res) const {
-  search_int8_steps(*this, idx, copy, queries, plan, filter, ids, distances, res);
+  search_int8_steps(*this, *this, idx, copy, queries, plan, filter, ids, distances, res);
 }
 
 void search_int8(const backend_ops& be, const index& idx, dataset_view queries,

@@ -36,11 +36,12 @@ uint32_t auto_rerank(uint32_t k, uint32_t itopk);
 void search_int8(const backend_ops& be, const index& idx, dataset_view queries,
                  const search_plan& plan, const row_filter& visible, uint32_t* ids,
                  float* distances, const resources& res);
-/** The steps one after the other through the backend's search and rerank (host queries encoded
- *  on the host, the candidates back on the host between the two): backend_ops::search_int8's
- *  default. */
-void search_int8_steps(const backend_ops& be, const index& idx, const int8_copy& copy,
-                       dataset_view queries, const search_plan& plan, const row_filter& visible,
-                       uint32_t* ids, float* distances, const resources& res);
+/** The steps one after the other: the queries encoded on the host, the walk through `walker`'s
+ *  search, the candidates back on the host and re-ranked by `reranker` (backend_ops::
+ *  search_int8's default: the same backend for both). */
+void search_int8_steps(const backend_ops& walker, const backend_ops& reranker, const index& idx,
+                       const int8_copy& copy, dataset_view queries, const search_plan& plan,
+                       const row_filter& visible, uint32_t* ids, float* distances,
+                       const resources& res);
 
 }  // namespace cagra::core

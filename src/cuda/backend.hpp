@@ -87,6 +87,9 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
 void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
             uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int device);
 
+/** Whether search() / search_int8() take a cosine index's raw f32 host rows for a batch of `nq`
+ *  under `plan` (search_plan::normalize_on_device): batches of the copy pipeline. */
+bool normalizes_on_device(const search_plan& plan, int64_t nq);
 /** Whether search_int8 takes a host batch of `nq` queries under `plan` (traversal int8): a batch
  *  the single-CTA copy pipeline takes. Smaller ones run the steps one after the other
  *  (core::search_int8_steps). */

@@ -54,7 +54,7 @@ void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
   w.queries.reserve(size_t(nq) * query_bytes);
   w.ids.reserve(size_t(nq) * k);
   if (distances) w.distances.reserve(size_t(nq) * k);
-  if (stages) w.candidates.reserve(size_t(nq) * plan.k);
+  if (stages && stages->finish) w.candidates.reserve(size_t(nq) * plan.k);
   // Work already queued on the index's stream (a filter's upload, an extend's update) comes
   // first: every slot's stream waits for it.
   cuda_event before;
@@ -87,11 +87,13 @@ void search_copy_pipelined(index_state& st, const search_plan& plan, metric m,
         cudaMemcpyAsync(d_queries, slot.queries.data(), q_bytes, cudaMemcpyHostToDevice, stream));
     const device_filter part{filter.words ? filter.words + size_t(first) * filter.stride : nullptr,
                              filter.stride};
-    if (stages) {
+    const uint8_t* searched = stages ? stages->prepare(d_queries, first, n, stream) : d_queries;
+    if (stages && stages->finish) {
       uint32_t* found = w.candidates.data() + size_t(first) * plan.k;
-      run_kernels(st, plan, m, stages->prepare(d_queries, first, n, stream), n, found, nullptr,
-                  device, stream, nullptr, part);
+      run_kernels(st, plan, m, searched, n, found, nullptr, device, stream, nullptr, part);
       stages->finish(d_queries, found, first, n, d_ids, d_distances, stream);
+    } else if (stages) {
+      run_kernels(st, plan, m, searched, n, d_ids, d_distances, device, stream, nullptr, part);
     } else {
       run_kernels(st, plan, m, d_queries, n, d_ids, d_distances, device, stream, nullptr, part);
     }

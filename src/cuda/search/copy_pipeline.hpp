@@ -17,10 +17,11 @@ namespace cagra::cuda {
  *  least two chunks' worth of queries. */
 bool use_copy_pipeline(const search_plan& plan, int64_t nq);
 
-/** Device work around each chunk's search (the int8 traversal, search.cu): `prepare` makes the
- *  rows the kernels search from the chunk's uploaded rows (device [n, query_bytes]) and returns
- *  them; the kernels write plan.k ids a query into `found` (no distances); `finish` makes the
- *  chunk's [n, out_k] ids / distances (distances may be null), which go down. */
+/** Device work around each chunk's search (search.cu: cosine rows normalized on the device, the
+ *  int8 traversal): `prepare` makes the rows the kernels search from the chunk's uploaded rows
+ *  (device [n, query_bytes]) and returns them. With `finish`, the kernels write plan.k ids a
+ *  query into `found` (no distances) and `finish` makes the chunk's [n, out_k] ids / distances
+ *  (distances may be null), which go down; without it the kernels' results go down. */
 struct chunk_stages {
   uint32_t out_k = 0;
   std::function<const uint8_t*(const uint8_t* rows, int64_t first, int64_t n, cudaStream_t)>

@@ -7,6 +7,8 @@
 // `device` (the caller's device buffers, read and written in place). The kernels themselves run
 // through run_kernels.cu.
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
@@ -120,6 +122,41 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan, d
         "internal error: the multi-CTA search finished without writing every result");
 }
 
+/** The copy pipeline's first stage for the caller's cosine rows (plan.normalize_on_device): each
+ *  chunk's f32 rows are checked and normalized into w.prepared (launch_prepare_queries: the
+ *  host's arithmetic); check() throws for the first bad row once the batch is done. */
+class device_normalize {
+ public:
+  device_normalize(search_workspace& w, uint32_t dim, int64_t nq) : w_(w), dim_(dim) {
+    w_.prepared.reserve(size_t(nq) * dim);
+    w_.query_flags.reserve(2 * size_t(nq));  // two words at 2 * first for each chunk
+  }
+  const float* operator()(const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s) {
+    float* out = w_.prepared.data() + size_t(first) * dim_;
+    launch_prepare_queries(rows, dtype::f32, n, dim_, out, true,
+                           w_.query_flags.data() + 2 * size_t(first), s);
+    firsts_.push_back(first);
+    return out;
+  }
+  void check() const {
+    for (int64_t first : firsts_) {
+      unsigned long long bad[2] = {0, 0};
+      CAGRA_CUDA_TRY(cudaMemcpy(bad, w_.query_flags.data() + 2 * size_t(first), sizeof bad,
+                                cudaMemcpyDeviceToHost));
+      CAGRA_EXPECTS(bad[0] == ~0ull, "queries row %lld contains NaN or Inf",
+                    (long long)(first + int64_t(bad[0])));
+      CAGRA_EXPECTS(bad[1] == ~0ull,
+                    "queries row %lld is all zeros: cosine distance is undefined for it",
+                    (long long)(first + int64_t(bad[1])));
+    }
+  }
+
+ private:
+  search_workspace& w_;
+  uint32_t dim_;
+  std::vector<int64_t> firsts_;
+};
+
 /** search_io::copy: queries copied to the device workspace, results copied back; a large
  *  single-CTA batch in overlapping chunks (copy_pipeline.cu). */
 void search_copy(const index& idx, index_state& st, const search_plan& plan, dataset_view queries,
@@ -128,10 +165,24 @@ void search_copy(const index& idx, index_state& st, const search_plan& plan, dat
   const int64_t nq = queries.rows;
   const size_t q_bytes = size_t(queries.rows) * queries.row_bytes(), n_out = size_t(nq) * plan.k;
   if (use_copy_pipeline(plan, nq)) {
+    if (!plan.normalize_on_device) {
+      search_copy_pipelined(st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
+                            q_bytes / size_t(nq), nq, ids, distances, device, filter);
+      return;
+    }
+    device_normalize normalize(w, idx.dim(), nq);
+    chunk_stages stages;
+    stages.out_k = plan.k;
+    stages.prepare = [&](const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s) {
+      return reinterpret_cast<const uint8_t*>(normalize(rows, first, n, s));
+    };
     search_copy_pipelined(st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
-                          q_bytes / size_t(nq), nq, ids, distances, device, filter);
+                          q_bytes / size_t(nq), nq, ids, distances, device, filter, &stages);
+    normalize.check();
     return;
   }
+  CAGRA_EXPECTS(!plan.normalize_on_device,
+                "internal error: cosine rows to normalize on the device outside the pipeline");
   const cudaStream_t stream = st.stream.get();
   w.queries.reserve(q_bytes);
   w.ids.reserve(n_out);
@@ -311,23 +362,35 @@ void search_int8(const index& idx, const core::int8_copy& copy, dataset_view que
                                  cudaMemcpyHostToDevice, codes_st->stream.get()));
   w.codes.reserve(size_t(nq) * dim);
   const bool l2 = copy.codec.m == metric::l2;
+  // Cosine rows taken as they are: normalized first, and the re-ranking reads them there.
+  std::optional<device_normalize> normalize;
+  if (plan.normalize_on_device) normalize.emplace(w, dim, nq);
   chunk_stages stages;
   stages.out_k = plan.k;
   stages.prepare = [&](const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s) {
+    const float* q =
+        normalize ? (*normalize)(rows, first, n, s) : reinterpret_cast<const float*>(rows);
     auto* codes = reinterpret_cast<int8_t*>(w.codes.data()) + size_t(first) * dim;
-    launch_encode_queries(reinterpret_cast<const float*>(rows), n, dim, w.codec.data(),
-                          w.codec.data() + dim, l2, codes, s);
+    launch_encode_queries(q, n, dim, w.codec.data(), w.codec.data() + dim, l2, codes, s);
     return reinterpret_cast<const uint8_t*>(codes);
   };
-  stages.finish = [&](const uint8_t* rows, const uint32_t* found, int64_t, int64_t n,
+  stages.finish = [&](const uint8_t* rows, const uint32_t* found, int64_t first, int64_t n,
                       uint32_t* d_ids, float* d_distances, cudaStream_t s) {
-    launch_rerank(*rows_st, idx.metric(), reinterpret_cast<const float*>(rows), found, walk.k, n,
-                  plan.k, d_ids, d_distances, s);
+    const float* q =
+        normalize ? w.prepared.data() + size_t(first) * dim : reinterpret_cast<const float*>(rows);
+    launch_rerank(*rows_st, idx.metric(), q, found, walk.k, n, plan.k, d_ids, d_distances, s);
   };
   const device_filter df = upload_filter(*codes_st, filter, nq);
   search_copy_pipelined(*codes_st, walk, copy.walk.metric(),
                         static_cast<const uint8_t*>(queries.data), queries.row_bytes(), nq, ids,
                         distances, device, df, &stages);
+  if (normalize) normalize->check();
+}
+
+bool normalizes_on_device(const search_plan& plan, int64_t nq) {
+  return plan.traversal == traversal_type::int8
+             ? int8_on_device(plan, nq)
+             : plan.io == search_io::copy && use_copy_pipeline(plan, nq);
 }
 
 }  // namespace cagra::cuda

@@ -51,6 +51,8 @@ struct search_workspace {
   device_buffer<uint32_t> candidates;  // [nq, n_candidates]
   device_buffer<uint8_t> codes;        // [nq, dim]
   device_buffer<float> codec;
+  // Cosine rows normalized on the device (search_plan::normalize_on_device): [nq, dim] f32.
+  device_buffer<float> prepared;
 
   /** The next call's tag (never 0: tagged buffers start zeroed). */
   uint32_t next_tag() { return ++result_tag == 0 ? ++result_tag : result_tag; }
