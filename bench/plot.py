@@ -22,7 +22,7 @@ import sys
 
 # The parameter that each system sweeps along its curve; every other parameter that takes several
 # values in the selected points names a curve of its own (e.g. cagra with search_width 1 and 4).
-SWEPT = {"ef", "itopk", "itopk_size"}
+SWEPT = {"ef", "itopk", "itopk_size", "rerank"}  # rerank: the plan's value follows itopk
 REQUIRED = ("system", "dataset", "batch", "k", "recall", "qps")
 
 
