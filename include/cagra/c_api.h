@@ -132,7 +132,7 @@ typedef enum cagra_filter_algo {
 /** Which copy of the rows a search walks the graph on: EXACT the stored rows; INT8 an int8 copy of
  *  an f32 or f16 index's rows, made on the first such search and kept with the index, whose best
  *  `rerank` candidates are then re-ranked by their exact distances (the distances returned are
- *  exact). INT8 is refused for u8/i8 indexes and for queries in device memory. */
+ *  exact). INT8 is refused for u8/i8 indexes; device-memory queries run it on the GPU. */
 typedef enum cagra_traversal {
   CAGRA_TRAVERSAL_EXACT = 0,
   CAGRA_TRAVERSAL_INT8 = 1

@@ -152,8 +152,9 @@ class Index(LivingIndex, HnswlibExport):
                 (a quarter of float32's bytes per visited row), made on the first such search
                 and kept with the index until it changes; the walk's best ``rerank``
                 candidates are then re-ranked by their exact distances, so the distances
-                returned are exact. uint8/int8 indexes and CUDA queries raise CagraError; the
-                exact filtered path ignores it. Any other value raises ValueError.
+                returned are exact (CUDA queries too: all on the GPU). uint8/int8 indexes
+                raise CagraError; the exact filtered path ignores it. Any other value raises
+                ValueError.
             rerank: ``traversal="int8"``: candidates re-ranked per query, in
                 ``[k, itopk_size]``; 0 = automatic, ``min(itopk_size, max(32, 4 k))``
                 (:meth:`explain` shows it as ``rerank=``).

@@ -85,7 +85,8 @@ class backend_ops {
                       uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances,
                       const resources& res) const = 0;
   /** A search with plan.traversal == int8 (core/int8_traversal.cpp): `queries` are host rows of
-   *  idx's query type, `copy` its int8 copy; the k results as search() gives them. The
+   *  idx's query type, or device rows as search_device takes them (the CUDA backend; then the
+   *  outputs are device memory), `copy` its int8 copy; the k results as search() gives them. The
    *  default runs the steps through search() and rerank() (core::search_int8_steps); the CUDA
    *  backend keeps a large batch on the device from the encoding to the re-ranking. */
   virtual void search_int8(const index& idx, const int8_copy& copy, dataset_view queries,

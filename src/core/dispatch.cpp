@@ -247,7 +247,10 @@ void search(const resources& res, const search_params& params, const index& idx,
   const search_plan plan = core::plan_visible(res, params, idx, k, queries.rows, space, visible);
   const core::backend_ops& be = core::backend_for(plan.target);
   if (space == memory_space::device) {
-    be.search_device(idx, queries, plan, visible, neighbors.data, distances.data, res);
+    if (plan.traversal == traversal_type::int8)
+      core::search_int8(be, idx, queries, plan, visible, neighbors.data, distances.data, res);
+    else
+      be.search_device(idx, queries, plan, visible, neighbors.data, distances.data, res);
     return;
   }
   // Rows that need no conversion are searched in place: copying them cost a pass over the batch

@@ -31,8 +31,9 @@ std::shared_ptr<const int8_copy> int8_copy_of(const index& idx, int threads);
 /** The automatic re-ranking depth: min(itopk, max(32, 4 k)). */
 uint32_t auto_rerank(uint32_t k, uint32_t itopk);
 
-/** A host search with plan.traversal == int8: `queries` are host rows of idx's query type;
- *  `visible` and the outputs as backend_ops::search. The backend's search_int8 does the work. */
+/** A search with plan.traversal == int8: host rows of idx's query type, or device rows as
+ *  search_device takes them (then ids / distances are device memory too); `visible` and the
+ *  outputs as backend_ops::search. The backend's search_int8 does the work. */
 void search_int8(const backend_ops& be, const index& idx, dataset_view queries,
                  const search_plan& plan, const row_filter& visible, uint32_t* ids,
                  float* distances, const resources& res);

@@ -400,9 +400,6 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
                   "the int8 traversal walks an int8 copy of f32 or f16 rows, but this index "
                   "stores %s rows (its walk reads bytes already): use traversal exact",
                   to_string(shape.type));
-    CAGRA_EXPECTS(space == memory_space::host,
-                  "the int8 traversal takes host queries (queries in device memory: use "
-                  "traversal exact)");
     shape.type = dtype::i8;
     shape.m = shape.m == metric::l2 ? metric::l2 : metric::inner_product;
   }

@@ -68,7 +68,9 @@ class cuda_ops final : public core::backend_ops {
     // A large batch stays on the device. A small one's candidates come back to the host
     // anyway: they are re-ranked there, from the host's rows (a round trip to the GPU's costs
     // more than a few dozen rows' distances: MiniLM-1M, H100, batch 1: 12-15K QPS against ...).
-    if (cuda::int8_on_device(plan, queries.rows))
+    if (queries.space == memory_space::device)
+      cuda::search_device(idx, queries, plan, filter, ids, distances, res.device, &copy);
+    else if (cuda::int8_on_device(plan, queries.rows))
       cuda::search_int8(idx, copy, queries, plan, filter, ids, distances, res.device);
     else
       core::search_int8_steps(*this, core::cpu_backend(), idx, copy, queries, plan, filter, ids,

@@ -241,7 +241,6 @@ TEST_F(Int8Traversal, RefusesWhatItCannotDo) {
   EXPECT_THROW(run(idx, set_->queries, p), error);
   p.rerank = 65;
   EXPECT_THROW(run(idx, set_->queries, p), error);
-  EXPECT_THROW(plan_search(cpu(), int8_params(), idx, kK, 1, memory_space::device), error);
 }
 
 }  // namespace

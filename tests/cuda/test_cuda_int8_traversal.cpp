@@ -12,6 +12,7 @@
 
 #include "bigann_fixture.hpp"
 #include "core/backend.hpp"
+#include "cuda/testing.hpp"
 
 namespace cagra::test {
 namespace {
@@ -208,6 +209,54 @@ TEST_F(CudaInt8Traversal, CosineRowsNormalizedOnTheDeviceAnswerAsOnTheHost) {
     ADD_FAILURE() << "an all-zero row was searched";
   } catch (const error& e) {
     EXPECT_NE(std::string(e.what()).find("row 2999 is all zeros"), std::string::npos) << e.what();
+  }
+}
+
+// Queries in device memory (cupy, torch): encoded, walked and re-ranked on the device, with the
+// answers of the same rows from host memory.
+TEST_F(CudaInt8Traversal, DeviceMemoryQueriesAnswerAsHostQueries) {
+  struct device_bytes {
+    explicit device_bytes(size_t n) : p(cuda::testing::device_alloc(n, 0)) {}
+    ~device_bytes() { cuda::testing::device_free(p); }
+    void* p;
+  };
+  for (metric m : {metric::l2, metric::cosine}) {
+    SCOPED_TRACE(to_string(m));
+    const index idx = build_f(m, storage_type::f32);
+    const int64_t nq = 500;  // single-CTA either way
+    host_matrix q(dtype::f32, nq, 128);
+    const uint8_t* b = static_cast<const uint8_t*>(set_->base.data());
+    for (int64_t i = 0; i < nq; ++i)
+      for (int j = 0; j < 128; ++j)
+        q.as<float>().data[i * 128 + j] = float(b[(i * 17 % 9900) * 128 + j]) + float(j % 3);
+    search_params p;
+    p.traversal = traversal_type::int8;
+    std::vector<uint32_t> ids(size_t(nq) * kK);
+    std::vector<float> d(ids.size());
+    search(on(backend::cuda), p, idx, q, kK, {ids.data(), nq, kK}, {d.data(), nq, kK});
+    device_bytes dq(q.size_bytes()), di(ids.size() * 4), dd(d.size() * 4);
+    cuda::testing::copy_memory(dq.p, q.data(), q.size_bytes());
+    search(on(backend::cuda), p, idx,
+           matrix_view<const float>{static_cast<const float*>(dq.p), nq, 128, memory_space::device},
+           kK, matrix_view<uint32_t>{static_cast<uint32_t*>(di.p), nq, kK, memory_space::device},
+           matrix_view<float>{static_cast<float*>(dd.p), nq, kK, memory_space::device});
+    std::vector<uint32_t> ids_dev(ids.size());
+    std::vector<float> d_dev(d.size());
+    cuda::testing::copy_memory(ids_dev.data(), di.p, ids.size() * 4);
+    cuda::testing::copy_memory(d_dev.data(), dd.p, d.size() * 4);
+    // Host rows of 500 queries are re-ranked on the host: the same up to f32 rounding of the
+    // sums (exact for L2 of integer-valued rows).
+    if (m == metric::l2) {
+      EXPECT_EQ(ids_dev, ids);
+      EXPECT_EQ(d_dev, d);
+    } else {
+      size_t same = 0;
+      for (size_t i = 0; i < ids.size(); ++i) {
+        same += ids[i] == ids_dev[i];
+        ASSERT_NEAR(d[i], d_dev[i], 1e-5f) << i;
+      }
+      EXPECT_GE(same, ids.size() * 999 / 1000);
+    }
   }
 }
 

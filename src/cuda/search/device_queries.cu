@@ -83,4 +83,32 @@ void launch_prepare_queries(const void* in, dtype in_type, int64_t rows, uint32_
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
+device_normalize::device_normalize(search_workspace& w, uint32_t dim, int64_t nq)
+    : w_(w), dim_(dim) {
+  w_.prepared.reserve(size_t(nq) * dim);
+  w_.query_flags.reserve(2 * size_t(nq));  // two words at 2 * first for each chunk
+}
+
+const float* device_normalize::operator()(const uint8_t* rows, int64_t first, int64_t n,
+                                          cudaStream_t s) {
+  float* out = w_.prepared.data() + size_t(first) * dim_;
+  launch_prepare_queries(rows, dtype::f32, n, dim_, out, true,
+                         w_.query_flags.data() + 2 * size_t(first), s);
+  firsts_.push_back(first);
+  return out;
+}
+
+void device_normalize::check() const {
+  for (int64_t first : firsts_) {
+    unsigned long long bad[2] = {0, 0};
+    CAGRA_CUDA_TRY(cudaMemcpy(bad, w_.query_flags.data() + 2 * size_t(first), sizeof bad,
+                              cudaMemcpyDeviceToHost));
+    CAGRA_EXPECTS(bad[0] == ~0ull, "queries row %lld contains NaN or Inf",
+                  (long long)(first + int64_t(bad[0])));
+    CAGRA_EXPECTS(bad[1] == ~0ull,
+                  "queries row %lld is all zeros: cosine distance is undefined for it",
+                  (long long)(first + int64_t(bad[1])));
+  }
+}
+
 }  // namespace cagra::cuda

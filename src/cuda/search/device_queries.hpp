@@ -7,10 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include <cagra/types.hpp>
+
+#include "cuda/search/workspace.hpp"
 
 namespace cagra::cuda {
 
@@ -19,5 +22,22 @@ namespace cagra::cuda {
  *  row holding NaN/Inf ([0]) and, with `normalize`, the first all-zero row ([1]). */
 void launch_prepare_queries(const void* in, dtype in_type, int64_t rows, uint32_t cols, float* out,
                             bool normalize, unsigned long long* flags, cudaStream_t stream);
+
+/** The copy pipeline's first stage for the caller's cosine rows (search_plan::
+ *  normalize_on_device): each chunk's f32 rows are checked and normalized into w.prepared by
+ *  launch_prepare_queries; check() throws for the first bad row (numbered in the batch) once the
+ *  batch is done. */
+class device_normalize {
+ public:
+  device_normalize(search_workspace& w, uint32_t dim, int64_t nq);
+  /** Queues chunk [first, first + n)'s rows (device f32) and returns where they land. */
+  const float* operator()(const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s);
+  void check() const;
+
+ private:
+  search_workspace& w_;
+  uint32_t dim_;
+  std::vector<int64_t> firsts_;
+};
 
 }  // namespace cagra::cuda

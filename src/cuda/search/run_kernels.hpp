@@ -32,6 +32,14 @@ struct device_filter {
   uint64_t stride = 0;
 };
 
+/** Throws unless a search of `idx` under `plan` can run on `device` (search.cu: the checks the
+ *  entry points share). */
+void check_search(const index& idx, const search_plan& plan, const uint32_t* ids, int device);
+
+/** A filtered search's bitsets (host memory) copied into st's workspace (search.cu); no filter:
+ *  {}. Queued on st's stream. */
+device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq);
+
 /** The kernels of `plan` over `nq` device-resident queries of the query type (`d_queries`,
  *  4-byte aligned) into device [nq, k] ids/distances (distances may be null), queued on
  *  `stream`. The caller holds st.workspace_mutex and has made `device` current. With `io`, a

@@ -22,39 +22,6 @@
 #include "cuda/state.hpp"
 
 namespace cagra::cuda {
-namespace {
-
-/** Checks shared by both entry points. */
-void check_search(const index& idx, const search_plan& plan, const uint32_t* ids, int device) {
-  const int n_dev = device_count();
-  CAGRA_EXPECTS(n_dev > 0, "no CUDA device is visible (use the CPU backend)");
-  CAGRA_EXPECTS(device >= 0 && device < n_dev, "CUDA device %d does not exist (%d visible)", device,
-                n_dev);
-  CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
-  CAGRA_EXPECTS(ids != nullptr, "ids must not be null");
-  CAGRA_EXPECTS(plan.target == backend::cuda && plan.algo != search_algo::automatic,
-                "internal error: the CUDA search got a plan for another backend");
-  CAGRA_EXPECTS(plan.k >= 1 && plan.k <= plan.itopk, "k = %u must be in [1, itopk = %u]", plan.k,
-                plan.itopk);
-  CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= core::gpu::kMaxByteDim,
-                "the CUDA search of byte vectors handles dim <= %u (exact int32 sums), got %u",
-                core::gpu::kMaxByteDim, idx.dim());
-}
-
-/** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
-void expect_device_memory(const void* p, int device, const char* what) {
-  cudaPointerAttributes at{};
-  const cudaError_t e = cudaPointerGetAttributes(&at, p);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  CAGRA_EXPECTS(
-      e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
-      "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
-      "cupy or torch .cuda(), or pass a host view)",
-      what, p);
-  CAGRA_EXPECTS(at.type != cudaMemoryTypeDevice || at.device == device,
-                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)",
-                what, at.device, device);
-}
 
 /** A filtered search's bitsets (host memory) copied into the workspace; no filter: {}. A shared
  *  bitset equal to the one already there is not copied again (batch-1 calls with one filter:
@@ -75,6 +42,40 @@ device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
                                  cudaMemcpyHostToDevice, st.stream.get()));
   if (!f.queries) w.filter_shared.assign(f.words, f.words + words);
   return {w.filter.data(), f.queries ? words : 0};
+}
+
+/** Checks shared by the entry points. */
+void check_search(const index& idx, const search_plan& plan, const uint32_t* ids, int device) {
+  const int n_dev = device_count();
+  CAGRA_EXPECTS(n_dev > 0, "no CUDA device is visible (use the CPU backend)");
+  CAGRA_EXPECTS(device >= 0 && device < n_dev, "CUDA device %d does not exist (%d visible)", device,
+                n_dev);
+  CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
+  CAGRA_EXPECTS(ids != nullptr, "ids must not be null");
+  CAGRA_EXPECTS(plan.target == backend::cuda && plan.algo != search_algo::automatic,
+                "internal error: the CUDA search got a plan for another backend");
+  CAGRA_EXPECTS(plan.k >= 1 && plan.k <= plan.itopk, "k = %u must be in [1, itopk = %u]", plan.k,
+                plan.itopk);
+  CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= core::gpu::kMaxByteDim,
+                "the CUDA search of byte vectors handles dim <= %u (exact int32 sums), got %u",
+                core::gpu::kMaxByteDim, idx.dim());
+}
+
+namespace {
+
+/** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
+void expect_device_memory(const void* p, int device, const char* what) {
+  cudaPointerAttributes at{};
+  const cudaError_t e = cudaPointerGetAttributes(&at, p);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  CAGRA_EXPECTS(
+      e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
+      "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
+      "cupy or torch .cuda(), or pass a host view)",
+      what, p);
+  CAGRA_EXPECTS(at.type != cudaMemoryTypeDevice || at.device == device,
+                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)",
+                what, at.device, device);
 }
 
 /** search_io::mapped and host_merge: a small host batch through pinned host memory in place. */
@@ -121,41 +122,6 @@ void search_mapped(const index& idx, index_state& st, const search_plan& plan, d
                          stream, ids + i * k, distances ? distances + i * k : nullptr),
         "internal error: the multi-CTA search finished without writing every result");
 }
-
-/** The copy pipeline's first stage for the caller's cosine rows (plan.normalize_on_device): each
- *  chunk's f32 rows are checked and normalized into w.prepared (launch_prepare_queries: the
- *  host's arithmetic); check() throws for the first bad row once the batch is done. */
-class device_normalize {
- public:
-  device_normalize(search_workspace& w, uint32_t dim, int64_t nq) : w_(w), dim_(dim) {
-    w_.prepared.reserve(size_t(nq) * dim);
-    w_.query_flags.reserve(2 * size_t(nq));  // two words at 2 * first for each chunk
-  }
-  const float* operator()(const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s) {
-    float* out = w_.prepared.data() + size_t(first) * dim_;
-    launch_prepare_queries(rows, dtype::f32, n, dim_, out, true,
-                           w_.query_flags.data() + 2 * size_t(first), s);
-    firsts_.push_back(first);
-    return out;
-  }
-  void check() const {
-    for (int64_t first : firsts_) {
-      unsigned long long bad[2] = {0, 0};
-      CAGRA_CUDA_TRY(cudaMemcpy(bad, w_.query_flags.data() + 2 * size_t(first), sizeof bad,
-                                cudaMemcpyDeviceToHost));
-      CAGRA_EXPECTS(bad[0] == ~0ull, "queries row %lld contains NaN or Inf",
-                    (long long)(first + int64_t(bad[0])));
-      CAGRA_EXPECTS(bad[1] == ~0ull,
-                    "queries row %lld is all zeros: cosine distance is undefined for it",
-                    (long long)(first + int64_t(bad[1])));
-    }
-  }
-
- private:
-  search_workspace& w_;
-  uint32_t dim_;
-  std::vector<int64_t> firsts_;
-};
 
 /** search_io::copy: queries copied to the device workspace, results copied back; a large
  *  single-CTA batch in overlapping chunks (copy_pipeline.cu). */
@@ -234,7 +200,10 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
 }
 
 void search_device(const index& idx, dataset_view queries, const search_plan& plan,
-                   const row_filter& filter, uint32_t* ids, float* distances, int device) {
+                   const row_filter& filter, uint32_t* ids, float* distances, int device,
+                   const core::int8_copy* int8) {
+  CAGRA_EXPECTS((plan.traversal == traversal_type::int8) == (int8 != nullptr),
+                "internal error: an int8-traversal plan needs the index's int8 copy");
   CAGRA_EXPECTS(queries.space == memory_space::device,
                 "search_device takes queries in device memory");
   CAGRA_EXPECTS(plan.filter_path != filter_algo::exact,
@@ -272,6 +241,13 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
   expect_device_memory(queries.data, device, "queries");
   expect_device_memory(ids, device, "neighbors");
   if (distances) expect_device_memory(distances, device, "distances");
+  // The int8 walk's device index first, then the stored rows' (the order search_int8 takes).
+  std::shared_ptr<index_state> codes_st = int8 ? device_index(int8->walk, device) : nullptr;
+  std::unique_lock<std::mutex> codes_lock;
+  if (codes_st) {
+    codes_lock = std::unique_lock<std::mutex>(codes_st->workspace_mutex);
+    stop_persistent(*codes_st);
+  }
   std::shared_ptr<index_state> st = device_index(idx, device);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   search_workspace& w = st->io;
@@ -320,77 +296,18 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
         cudaMemcpyAsync(w.queries.data(), d_queries, bytes, cudaMemcpyDeviceToDevice, stream));
     d_queries = w.queries.data();
   }
+  if (int8) {  // f32 rows of a float index here: encoded, walked, re-ranked on the walk's stream
+    st->stream.sync();
+    const device_filter df = upload_filter(*codes_st, filter, nq);
+    int8_walk_device(int8->codec, *codes_st, *st, idx.metric(), int8_walk_plan(plan), plan.k,
+                     reinterpret_cast<const float*>(d_queries), nq, ids, distances, df, device,
+                     codes_st->stream.get());
+    codes_st->stream.sync();
+    return;
+  }
   const device_filter df = upload_filter(*st, filter, nq);
   run_kernels(*st, plan, idx.metric(), d_queries, nq, ids, distances, device, stream, nullptr, df);
   st->stream.sync();
-}
-
-bool int8_on_device(const search_plan& plan, int64_t nq) {
-  search_plan walk = plan;
-  walk.k = plan.rerank;
-  return plan.io == search_io::copy && use_copy_pipeline(walk, nq);
-}
-
-void search_int8(const index& idx, const core::int8_copy& copy, dataset_view queries,
-                 const search_plan& plan, const row_filter& filter, uint32_t* ids, float* distances,
-                 int device) {
-  CAGRA_EXPECTS(queries.type == dtype::f32 && queries.space == memory_space::host &&
-                    queries.cols == int64_t{idx.dim()} && int8_on_device(plan, queries.rows),
-                "internal error: the device int8 traversal takes a large host f32 batch");
-  search_plan walk = plan;
-  walk.k = plan.rerank;
-  walk.traversal = traversal_type::exact;
-  walk.rerank = 0;
-  check_search(copy.walk, walk, ids, device);
-  device_guard guard(device);
-  // Two device copies: the codes the walk reads, the stored rows the re-ranking reads. Their
-  // workspaces are taken in this order (nothing takes them the other way round).
-  std::shared_ptr<index_state> codes_st = device_index(copy.walk, device);
-  std::shared_ptr<index_state> rows_st = device_index(idx, device);
-  std::lock_guard<std::mutex> lock_codes(codes_st->workspace_mutex);
-  std::lock_guard<std::mutex> lock_rows(rows_st->workspace_mutex);
-  stop_persistent(*codes_st);
-  stop_persistent(*rows_st);
-  search_workspace& w = codes_st->io;
-  const uint32_t dim = idx.dim();
-  const int64_t nq = queries.rows;
-  // The codec, queued before the pipeline (its streams wait for the index's stream).
-  w.codec.reserve(2 * size_t(dim));
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.codec.data(), copy.codec.offset.data(), dim * sizeof(float),
-                                 cudaMemcpyHostToDevice, codes_st->stream.get()));
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(w.codec.data() + dim, copy.codec.scale.data(), dim * sizeof(float),
-                                 cudaMemcpyHostToDevice, codes_st->stream.get()));
-  w.codes.reserve(size_t(nq) * dim);
-  const bool l2 = copy.codec.m == metric::l2;
-  // Cosine rows taken as they are: normalized first, and the re-ranking reads them there.
-  std::optional<device_normalize> normalize;
-  if (plan.normalize_on_device) normalize.emplace(w, dim, nq);
-  chunk_stages stages;
-  stages.out_k = plan.k;
-  stages.prepare = [&](const uint8_t* rows, int64_t first, int64_t n, cudaStream_t s) {
-    const float* q =
-        normalize ? (*normalize)(rows, first, n, s) : reinterpret_cast<const float*>(rows);
-    auto* codes = reinterpret_cast<int8_t*>(w.codes.data()) + size_t(first) * dim;
-    launch_encode_queries(q, n, dim, w.codec.data(), w.codec.data() + dim, l2, codes, s);
-    return reinterpret_cast<const uint8_t*>(codes);
-  };
-  stages.finish = [&](const uint8_t* rows, const uint32_t* found, int64_t first, int64_t n,
-                      uint32_t* d_ids, float* d_distances, cudaStream_t s) {
-    const float* q =
-        normalize ? w.prepared.data() + size_t(first) * dim : reinterpret_cast<const float*>(rows);
-    launch_rerank(*rows_st, idx.metric(), q, found, walk.k, n, plan.k, d_ids, d_distances, s);
-  };
-  const device_filter df = upload_filter(*codes_st, filter, nq);
-  search_copy_pipelined(*codes_st, walk, copy.walk.metric(),
-                        static_cast<const uint8_t*>(queries.data), queries.row_bytes(), nq, ids,
-                        distances, device, df, &stages);
-  if (normalize) normalize->check();
-}
-
-bool normalizes_on_device(const search_plan& plan, int64_t nq) {
-  return plan.traversal == traversal_type::int8
-             ? int8_on_device(plan, nq)
-             : plan.io == search_io::copy && use_copy_pipeline(plan, nq);
 }
 
 }  // namespace cagra::cuda
