@@ -164,9 +164,10 @@ struct search_params {
    *  copy of an f32 or f16 index's rows (a quarter of f32's bytes per visited row), then re-rank
    *  the walk's best `rerank` candidates by their exact distances from the stored rows, so the
    *  distances returned are exact. The copy is made from the stored rows on the first such
-   *  search (one pass over them; per-dimension offsets and scales) and kept with the index until
-   *  it changes (extend, compact). u8/i8 indexes already walk byte rows: `int8` is refused for
-   *  them. The exact filtered path (filter_algo::exact) computes exact distances and ignores it. */
+   *  search (one pass over them; per-dimension offsets and scales) and kept with the index
+   *  (extend encodes the new rows into it; compact drops it). u8/i8 indexes already walk byte
+   *  rows: `int8` is refused for them. The exact filtered path (filter_algo::exact) computes
+   *  exact distances and ignores it. */
   traversal_type traversal = traversal_type::exact;
   /** int8 traversal: candidates re-ranked per query, in [k, itopk]; 0 = auto:
    *  min(itopk, max(32, 4 k)) (cagra::plan_search shows the value used). */

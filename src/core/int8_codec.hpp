@@ -29,6 +29,7 @@ struct int8_codec {
 struct int8_copy final : detail::backend_state {
   int8_codec codec;
   index walk;
+  int64_t fitted_rows = 0;  ///< rows the codec was fitted on (extend refits past twice as many)
 };
 
 }  // namespace cagra::core

@@ -7,18 +7,20 @@
 #include <mutex>
 
 #include "core/half.hpp"
+#include "core/update/editor.hpp"
 
 namespace cagra::core {
 namespace {
 
-/** Row i of `m` (f32 or f16) as floats into `out`. */
-void row_as_float(const host_matrix& m, int64_t i, float* out) {
-  const size_t dim = size_t(m.cols());
-  if (m.type() == dtype::f32) {
-    std::copy_n(reinterpret_cast<const float*>(m.row_bytes(i)), dim, out);
+/** Row i of host `m` (f32 or f16) as floats into `out`. */
+void row_as_float(dataset_view m, int64_t i, float* out) {
+  const size_t dim = size_t(m.cols);
+  const auto* row = static_cast<const uint8_t*>(m.data) + size_t(i) * m.row_bytes();
+  if (m.type == dtype::f32) {
+    std::copy_n(reinterpret_cast<const float*>(row), dim, out);
     return;
   }
-  const auto* h = reinterpret_cast<const half*>(m.row_bytes(i));
+  const auto* h = reinterpret_cast<const half*>(row);
   for (size_t j = 0; j < dim; ++j) out[j] = half_to_float(h[j]);
 }
 
@@ -28,16 +30,16 @@ int8_t code_of(float v) {
 
 }  // namespace
 
-int8_codec fit_int8_codec(const host_matrix& rows, metric m, int threads) {
-  CAGRA_EXPECTS(rows.type() == dtype::f32 || rows.type() == dtype::f16,
-                "the int8 traversal encodes f32 or f16 rows, not %s", to_string(rows.type()));
-  const size_t dim = size_t(rows.cols());
+int8_codec fit_int8_codec(dataset_view rows, metric m, int threads) {
+  CAGRA_EXPECTS(rows.type == dtype::f32 || rows.type == dtype::f16,
+                "the int8 traversal encodes f32 or f16 rows, not %s", to_string(rows.type));
+  const size_t dim = size_t(rows.cols);
   std::vector<float> lo(dim, INFINITY), hi(dim, -INFINITY);
 #pragma omp parallel num_threads(std::max(threads, 1))
   {
     std::vector<float> l(dim, INFINITY), h(dim, -INFINITY), v(dim);
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows.rows(); ++i) {
+    for (int64_t i = 0; i < rows.rows; ++i) {
       row_as_float(rows, i, v.data());
       for (size_t j = 0; j < dim; ++j) l[j] = std::min(l[j], v[j]), h[j] = std::max(h[j], v[j]);
     }
@@ -60,17 +62,17 @@ int8_codec fit_int8_codec(const host_matrix& rows, metric m, int threads) {
   return c;
 }
 
-host_matrix encode_rows(const int8_codec& c, const host_matrix& rows, int threads) {
-  const size_t dim = size_t(rows.cols());
+host_matrix encode_rows(const int8_codec& c, dataset_view rows, int threads) {
+  const size_t dim = size_t(rows.cols);
   CAGRA_EXPECTS(c.offset.size() == dim, "the int8 codec has %zu dimensions, the rows %zu",
                 c.offset.size(), dim);
-  host_matrix out(dtype::i8, rows.rows(), rows.cols());
+  host_matrix out(dtype::i8, rows.rows, rows.cols);
   auto* codes = static_cast<int8_t*>(out.data());
 #pragma omp parallel num_threads(std::max(threads, 1))
   {
     std::vector<float> v(dim);
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows.rows(); ++i) {
+    for (int64_t i = 0; i < rows.rows; ++i) {
       row_as_float(rows, i, v.data());
       int8_t* o = codes + size_t(i) * dim;
       for (size_t j = 0; j < dim; ++j) o[j] = code_of((v[j] - c.offset[j]) * c.scale[j]);
@@ -118,8 +120,34 @@ std::shared_ptr<const int8_copy> int8_copy_of(const index& idx, int threads) {
   made->walk = index(idx.metric() == metric::l2 ? metric::l2 : metric::inner_product,
                      encode_rows(made->codec, idx.vectors(), threads),
                      std::vector<uint32_t>(g.data, g.data + g.size()), idx.graph_degree());
+  made->fitted_rows = idx.size();
   slot = made;
   return made;
+}
+
+void int8_copy_extended(index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
+                        int threads) {
+  auto copy = std::dynamic_pointer_cast<int8_copy>(idx.derived_cache());
+  if (!copy) return;
+  index& walk = copy->walk;
+  if (idx.size() > 2 * copy->fitted_rows || walk.size() != old_rows) {
+    detail::index_editor::drop_derived(idx);
+    return;
+  }
+  try {
+    const host_matrix& v = idx.vectors();
+    const dataset_view fresh(v.row_bytes(old_rows), v.type(), idx.size() - old_rows, v.cols());
+    detail::index_editor::vectors(walk).append_rows(encode_rows(copy->codec, fresh, threads));
+    const uint32_t d = idx.graph_degree();
+    const uint32_t* g = idx.graph().data;
+    std::vector<uint32_t>& wg = detail::index_editor::graph(walk);
+    wg.insert(wg.end(), g + size_t(old_rows) * d, g + size_t(idx.size()) * d);
+    for (uint32_t r : changed) std::copy_n(g + size_t(r) * d, d, wg.data() + size_t(r) * d);
+    for (backend b : {backend::cpu, backend::cuda})
+      backend_for(b).index_changed(walk, old_rows, changed, threads);
+  } catch (...) {
+    detail::index_editor::drop_derived(idx);  // made anew on next use
+  }
 }
 
 uint32_t auto_rerank(uint32_t k, uint32_t itopk) { return std::min(itopk, std::max(32u, 4 * k)); }

@@ -17,16 +17,25 @@
 
 namespace cagra::core {
 
-/** The codec for `rows` (f32 or f16, as stored) under `m`. */
-int8_codec fit_int8_codec(const host_matrix& rows, metric m, int threads);
-/** `rows` (f32 or f16) encoded: an i8 matrix of the same shape. */
-host_matrix encode_rows(const int8_codec& c, const host_matrix& rows, int threads);
+/** The codec for host `rows` (f32 or f16, as stored) under `m`. */
+int8_codec fit_int8_codec(dataset_view rows, metric m, int threads);
+/** Host `rows` (f32 or f16) encoded: an i8 matrix of the same shape. */
+host_matrix encode_rows(const int8_codec& c, dataset_view rows, int threads);
 /** f32 `queries` (the index's query type: unit rows for cosine) encoded for the walk. */
 host_matrix encode_queries(const int8_codec& c, dataset_view queries, int threads);
 
 /** The int8 copy of `idx` (f32 or f16): the one kept in idx.derived_cache(), or a new one made
  *  and kept there (thread-safe). */
 std::shared_ptr<const int8_copy> int8_copy_of(const index& idx, int threads);
+
+/** extend() changed `idx` (rows [old_rows, size()) new, graph rows `changed` rewritten: what
+ *  backend_ops::index_changed is told): its int8 copy, if it has one, follows, the new rows
+ *  encoded with the copy's codec (values outside the fitted range are clamped; the re-ranking
+ *  stays exact) and the backends' copies of the walk index brought up to date. Once the index has
+ *  grown past twice the rows the codec was fitted on, the copy is dropped instead (refitted on
+ *  next use). */
+void int8_copy_extended(index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
+                        int threads);
 
 /** The automatic re-ranking depth: min(itopk, max(32, 4 k)). */
 uint32_t auto_rerank(uint32_t k, uint32_t itopk);

@@ -1,11 +1,13 @@
 // The int8 traversal (search_params::traversal = int8) on the CPU backend: the codec's
 // arithmetic, the exact re-ranking against brute force, recall on real data (bigann10k as f32 and
 // f16, every metric) within a point of the exact walk, exact returned distances, filters and
-// labels through the same path, the copy remade after extend, and the errors.
+// labels through the same path, the copy following extend (refitted past twice its rows), and
+// the errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include <cagra/plan.hpp>
 
@@ -218,18 +220,33 @@ TEST_F(Int8Traversal, FiltersAndLabelsGoThroughTheSamePath) {
   for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i], int64_t(rows.ids[i]) * 3 + 1000);
 }
 
-TEST_F(Int8Traversal, CopyIsRemadeAfterExtend) {
+TEST_F(Int8Traversal, CopyFollowsExtendAndIsRefittedPastTwiceItsRows) {
   index_params p;
   p.graph_degree = 32;
   p.storage = storage_type::f32;
   index idx = build(cpu(), p, head(set_->base, 5000));
   (void)run(idx, set_->queries, int8_params());  // makes the copy from 5,000 rows
+  const auto first = core::int8_copy_of(idx, 1);
   const host_matrix more = slice(set_->base, 5000, 4900);
   extend(cpu(), extend_params{}, idx, more);
+  // Followed, not remade: the same copy, the new rows encoded with its codec, the same graph.
+  const auto after = core::int8_copy_of(idx, 1);
+  EXPECT_EQ(after.get(), first.get());
+  ASSERT_EQ(after->walk.size(), idx.size());
+  const host_matrix codes = core::encode_rows(after->codec, idx.vectors(), 1);
+  EXPECT_EQ(std::memcmp(codes.data(), after->walk.vectors().data(), codes.size_bytes()), 0);
+  EXPECT_TRUE(std::equal(idx.graph().data, idx.graph().data + idx.graph().size(),
+                         after->walk.graph().data));
   // The new rows are found: each of a few of them is its own nearest neighbor.
   const host_matrix q = head(more, 20);
   const result r = run(idx, q, int8_params());
   for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(r.dist[size_t(i) * kK], 0.f) << i;
+  // Past twice the fitted rows the copy is dropped and refitted on next use.
+  index small = build(cpu(), p, head(set_->base, 2000));
+  (void)run(small, set_->queries, int8_params());
+  extend(cpu(), extend_params{}, small, slice(set_->base, 2000, 2500));
+  EXPECT_EQ(small.derived_cache(), nullptr);
+  EXPECT_EQ(core::int8_copy_of(small, 1)->fitted_rows, 4500);
 }
 
 TEST_F(Int8Traversal, RefusesWhatItCannotDo) {

@@ -260,6 +260,25 @@ TEST_F(CudaInt8Traversal, DeviceMemoryQueriesAnswerAsHostQueries) {
   }
 }
 
+// extend() on the GPU keeps the int8 copy (and its device index) in step: the new rows are found.
+TEST_F(CudaInt8Traversal, CopyFollowsExtendOnTheDevice) {
+  index_params ip;
+  ip.graph_degree = 32;
+  ip.storage = storage_type::f32;
+  index idx = build(on(backend::cuda), ip, head(set_->base, 6000));
+  search_params p;
+  p.traversal = traversal_type::int8;
+  std::vector<uint32_t> ids(100 * kK);
+  std::vector<float> d(100 * kK);
+  search(on(backend::cuda), p, idx, set_->queries, kK, {ids.data(), 100, kK}, {d.data(), 100, kK});
+  const host_matrix more = slice(set_->base, 6000, 3900);
+  extend(on(backend::cuda), extend_params{}, idx, more);
+  ASSERT_NE(idx.derived_cache(), nullptr);  // followed, not dropped (9,900 <= 2 x 6,000)
+  const host_matrix q = head(more, 100);
+  search(on(backend::cuda), p, idx, q, kK, {ids.data(), 100, kK}, {d.data(), 100, kK});
+  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(d[size_t(i) * kK], 0.f) << i;
+}
+
 TEST_F(CudaInt8Traversal, LargeBatchPastOneGrid) {
   const index idx = build_f(metric::l2, storage_type::f32);
   const int64_t nq = 70000;  // the copy pipeline's chunks, and re-ranking past 65,535 CTAs

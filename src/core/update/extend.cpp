@@ -30,6 +30,7 @@
 
 #include "core/backend.hpp"
 #include "core/convert.hpp"
+#include "core/int8_traversal.hpp"
 #include "core/update/editor.hpp"
 #include "core/update/graph_edit.hpp"
 
@@ -325,6 +326,7 @@ void extend_chunk(const resources& res, const extend_plan& e, index& idx, const 
     // search (and reports there what stops it).
     index_editor::drop_backend_state(idx);
   }
+  core::int8_copy_extended(idx, n, changed, nt);  // the int8 traversal's copy, if there is one
   rep.device_seconds += seconds_since(t0);
   ++rep.chunks;
 }
@@ -352,8 +354,6 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
   host_matrix add = new_rows(idx, vectors, nt);
   if (labels) check_new_labels(idx, labels, vectors.rows);
 
-  // The int8 traversal copy's offsets and scales came from the old rows: made anew on next use.
-  index_editor::drop_derived(idx);
   const int64_t n0 = idx.size(), total = n0 + vectors.rows;
   extend_report rep;
   rep.backend_used = core::resolve_backend(res);
@@ -405,6 +405,7 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     lab.resize(std::min(lab.size(), size_t(n0)));
     index_editor::index_labels(idx);
     index_editor::drop_backend_state(idx);
+    index_editor::drop_derived(idx);
     throw;
   }
   rep.rows_added = vectors.rows;
