@@ -57,17 +57,13 @@ class top_k {
   std::vector<hit> heap_;
 };
 
-}  // namespace
-
-void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
-                  const row_filter& filter, uint32_t* ids, float* distances, int nt) {
-  const uint32_t k = plan.k;
-  const int64_t nq = queries.rows, n = idx.size();
-  const int64_t words = row_filter::words_for(n);
+/** For each query i (threads over the queries): offer(i, q, rows, dist, best) offers rows to
+ *  `best`, whose k nearest are then written out. */
+template <typename Offer>
+void scan_queries(const index& idx, dataset_view queries, uint32_t k, int nt, uint32_t* ids,
+                  float* distances, Offer&& offer) {
+  const int64_t nq = queries.rows;
   nt = nq == 1 ? 1 : thread_count(nt);
-  // A shared bitset: its allowed rows, listed once.
-  const std::vector<uint32_t> shared =
-      filter.queries == 0 ? core::allowed_ids(filter) : std::vector<uint32_t>{};
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
     using T = decltype(tag);
     const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data);
@@ -79,50 +75,51 @@ void exact_search(const index& idx, dataset_view queries, const search_plan& pla
       top_k best(k);
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < nq; ++i) {
-        const query_t<T>* q = qs + i * dim;
         best.clear();
-        if (filter.queries == 0) {
-          for (uint32_t id : shared) best.offer(dist(q, x + size_t{id} * dim), id);
-        } else {
-          const uint32_t* w = filter.words + i * words;
-          for (int64_t j = 0; j < words; ++j) {
-            for (uint32_t b = w[j]; b != 0; b &= b - 1) {
-              const int64_t id = j * 32 + __builtin_ctz(b);
-              if (id >= n) break;
-              best.offer(dist(q, x + size_t(id) * dim), static_cast<uint32_t>(id));
-            }
-          }
-        }
+        offer(i, qs + i * dim, x, dim, dist, best);
         best.write(ids + i * k, distances ? distances + i * k : nullptr);
       }
     }
   });
 }
 
+}  // namespace
+
+void exact_search(const index& idx, dataset_view queries, const search_plan& plan,
+                  const row_filter& filter, uint32_t* ids, float* distances, int nt) {
+  const int64_t n = idx.size();
+  const int64_t words = row_filter::words_for(n);
+  // A shared bitset: its allowed rows, listed once.
+  const std::vector<uint32_t> shared =
+      filter.queries == 0 ? core::allowed_ids(filter) : std::vector<uint32_t>{};
+  scan_queries(
+      idx, queries, plan.k, nt, ids, distances,
+      [&](int64_t i, const auto* q, const auto* x, size_t dim, const auto& dist, top_k& best) {
+        if (filter.queries == 0) {
+          for (uint32_t id : shared) best.offer(dist(q, x + size_t{id} * dim), id);
+          return;
+        }
+        const uint32_t* w = filter.words + i * words;
+        for (int64_t j = 0; j < words; ++j) {
+          for (uint32_t b = w[j]; b != 0; b &= b - 1) {
+            const int64_t id = j * 32 + __builtin_ctz(b);
+            if (id >= n) break;
+            best.offer(dist(q, x + size_t(id) * dim), static_cast<uint32_t>(id));
+          }
+        }
+      });
+}
+
 void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
             uint32_t n_candidates, uint32_t k, uint32_t* ids, float* distances, int nt) {
-  const int64_t nq = queries.rows, n = idx.size();
-  nt = nq == 1 ? 1 : thread_count(nt);
-  dispatch_storage(idx.storage_dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data);
-    const T* x = static_cast<const T*>(idx.vectors().data());
-    const size_t dim = idx.dim();
-    const distance<T> dist{idx.metric(), dim};
-#pragma omp parallel num_threads(nt)
-    {
-      top_k best(k);
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < nq; ++i) {
-        const query_t<T>* q = qs + i * dim;
+  const int64_t n = idx.size();
+  scan_queries(
+      idx, queries, k, nt, ids, distances,
+      [&](int64_t i, const auto* q, const auto* x, size_t dim, const auto& dist, top_k& best) {
         const uint32_t* c = candidates + i * int64_t{n_candidates};
-        best.clear();
         for (uint32_t j = 0; j < n_candidates; ++j)
           if (int64_t{c[j]} < n) best.offer(dist(q, x + size_t{c[j]} * dim), c[j]);
-        best.write(ids + i * k, distances ? distances + i * k : nullptr);
-      }
-    }
-  });
+      });
 }
 
 }  // namespace cagra::cpu

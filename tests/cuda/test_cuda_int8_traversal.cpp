@@ -45,6 +45,23 @@ host_matrix normalized(const host_matrix& f) {
   return out;
 }
 
+/** Two answers to the same queries: equal for L2 (integer-valued rows: exact sums either way),
+ *  within f32 rounding of the sum order for cosine (near-ties may swap). */
+void expect_same_answers(metric m, const std::vector<uint32_t>& ids, const std::vector<float>& d,
+                         const std::vector<uint32_t>& ids2, const std::vector<float>& d2) {
+  if (m == metric::l2) {
+    EXPECT_EQ(ids2, ids);
+    EXPECT_EQ(d2, d);
+    return;
+  }
+  size_t same = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    same += ids[i] == ids2[i];
+    ASSERT_NEAR(d[i], d2[i], 1e-5f) << i;
+  }
+  EXPECT_GE(same, ids.size() * 999 / 1000);
+}
+
 class CudaInt8Traversal : public bigann_gpu_suite {
  protected:
   static index build_f(metric m, storage_type st) {
@@ -142,19 +159,8 @@ TEST_F(CudaInt8Traversal, DeviceBatchEqualsSmallBatches) {
         search(on(backend::cuda), p, idx, part, kK, {ids_steps.data() + first * kK, 200, kK},
                {d_steps.data() + first * kK, 200, kK});
       }
-      // Small batches re-rank on the host (cpu::rerank): the same distances up to f32 rounding of
-      // the sum order; exact for L2 of these integer-valued rows.
-      if (m == metric::l2) {
-        EXPECT_EQ(ids, ids_steps);
-        EXPECT_EQ(d, d_steps);
-      } else {
-        size_t same = 0;
-        for (size_t i = 0; i < ids.size(); ++i) {
-          same += ids[i] == ids_steps[i];
-          ASSERT_NEAR(d[i], d_steps[i], 1e-5f) << i;
-        }
-        EXPECT_GE(same, ids.size() * 999 / 1000);
-      }
+      // Small batches re-rank on the host (cpu::rerank).
+      expect_same_answers(m, ids, d, ids_steps, d_steps);
     }
   }
 }
@@ -244,19 +250,8 @@ TEST_F(CudaInt8Traversal, DeviceMemoryQueriesAnswerAsHostQueries) {
     std::vector<float> d_dev(d.size());
     cuda::testing::copy_memory(ids_dev.data(), di.p, ids.size() * 4);
     cuda::testing::copy_memory(d_dev.data(), dd.p, d.size() * 4);
-    // Host rows of 500 queries are re-ranked on the host: the same up to f32 rounding of the
-    // sums (exact for L2 of integer-valued rows).
-    if (m == metric::l2) {
-      EXPECT_EQ(ids_dev, ids);
-      EXPECT_EQ(d_dev, d);
-    } else {
-      size_t same = 0;
-      for (size_t i = 0; i < ids.size(); ++i) {
-        same += ids[i] == ids_dev[i];
-        ASSERT_NEAR(d[i], d_dev[i], 1e-5f) << i;
-      }
-      EXPECT_GE(same, ids.size() * 999 / 1000);
-    }
+    // Host rows of 500 queries are re-ranked on the host.
+    expect_same_answers(m, ids, d, ids_dev, d_dev);
   }
 }
 
