@@ -3,6 +3,7 @@
 #include "core/bench_hooks.hpp"
 
 #include "core/convert.hpp"
+#include "core/int8_traversal.hpp"
 #include "core/update/graph_edit.hpp"
 
 namespace cagra::bench_hooks {
@@ -12,9 +13,22 @@ void cpu_search_with_stats(const resources& res, const search_params& params, co
   resources cpu = res;
   cpu.target = backend::cpu;
   const search_plan plan = plan_search(cpu, params, idx, k, queries.rows);
-  const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(),
-                                          core::host_threads(res.num_threads));
-  core::cpu_backend().search(idx, q, plan, {}, ids, nullptr, cpu, stats);
+  const int nt = core::host_threads(res.num_threads);
+  const host_matrix q = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
+  if (plan.traversal != traversal_type::int8) {
+    core::cpu_backend().search(idx, q, plan, {}, ids, nullptr, cpu, stats);
+    return;
+  }
+  // The int8 traversal: the walk (what is counted) on the int8 copy, then the re-ranking.
+  const std::shared_ptr<const core::int8_copy> copy = core::int8_copy_of(idx, nt);
+  search_plan walk = plan;
+  walk.k = plan.rerank;
+  walk.traversal = traversal_type::exact;
+  walk.rerank = 0;
+  std::vector<uint32_t> candidates(size_t(q.rows()) * plan.rerank);
+  core::cpu_backend().search(copy->walk, core::encode_queries(copy->codec, q, nt), walk, {},
+                             candidates.data(), nullptr, cpu, stats);
+  core::cpu_backend().rerank(idx, q, candidates.data(), plan.rerank, k, ids, nullptr, cpu);
 }
 
 std::vector<uint32_t> optimize_steps(const resources& res, const knn_graph& knn, uint32_t degree,

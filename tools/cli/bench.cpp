@@ -343,7 +343,8 @@ int run_bench(const args& a) {
             if (want_stats) {
               // One more, untimed pass of the CPU search with its work counted: the CUDA single-CTA
               // kernel takes the same steps, so the counts describe it too. Bytes per query =
-              // vectors read (one row per distance) + graph rows read (one per parent).
+              // vectors read (one row per distance) + graph rows read (one per parent); the int8
+              // traversal reads code rows (one byte a value) and then `rerank` stored rows.
               bench_hooks::search_stats st;
               std::vector<uint32_t> sids(static_cast<size_t>(nq) * k);
               bench_hooks::cpu_search_with_stats(res, sp, single, queries.view(), k, sids.data(),
@@ -353,9 +354,11 @@ int run_bench(const args& a) {
               rec.parents_per_query = st.parents / q;
               rec.iterations_per_query = st.iterations / q;
               rec.hash_resets_per_query = st.hash_resets / q;
-              rec.bytes_per_query =
-                  rec.dists_per_query * idx.dim() * dtype_size(idx.storage_dtype()) +
-                  rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t);
+              const bool int8 = !rec.traversal.empty();
+              const double row_bytes = double(idx.dim()) * dtype_size(idx.storage_dtype());
+              rec.bytes_per_query = rec.dists_per_query * (int8 ? double(idx.dim()) : row_bytes) +
+                                    rec.parents_per_query * idx.graph_degree() * sizeof(uint32_t) +
+                                    (int8 ? double(rec.rerank) * row_bytes : 0.0);
               std::printf(" %10.1f %9.1f %8.1f %12.0f", rec.dists_per_query, rec.parents_per_query,
                           rec.iterations_per_query, rec.bytes_per_query);
             }
