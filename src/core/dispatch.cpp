@@ -261,12 +261,10 @@ void search(const resources& res, const search_params& params, const index& idx,
   call.normalize_on_device = idx.metric() == metric::cosine && queries.type == dtype::f32 &&
                              be.normalizes_on_device(plan, queries.rows);
   host_matrix converted;
-  if (call.normalize_on_device) {
-  } else if (core::queries_as_is(queries, idx.storage_dtype(), idx.metric())) {
+  if (core::queries_as_is(queries, idx.storage_dtype(), idx.metric()))
     core::check_finite(queries, "queries", nt);
-  } else {
+  else if (!call.normalize_on_device)
     converted = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
-  }
   const dataset_view rows = converted.rows() ? converted.view() : queries;
   if (plan.traversal == traversal_type::int8)
     core::search_int8(be, idx, rows, call, visible, neighbors.data, distances.data, res);
