@@ -21,10 +21,7 @@ void cpu_search_with_stats(const resources& res, const search_params& params, co
   }
   // The int8 traversal: the walk (what is counted) on the int8 copy, then the re-ranking.
   const std::shared_ptr<const core::int8_copy> copy = core::int8_copy_of(idx, nt);
-  search_plan walk = plan;
-  walk.k = plan.rerank;
-  walk.traversal = traversal_type::exact;
-  walk.rerank = 0;
+  const search_plan walk = core::int8_walk_plan(plan);
   std::vector<uint32_t> candidates(size_t(q.rows()) * plan.rerank);
   core::cpu_backend().search(copy->walk, core::encode_queries(copy->codec, q, nt), walk, {},
                              candidates.data(), nullptr, cpu, stats);

@@ -150,6 +150,15 @@ void int8_copy_extended(index& idx, int64_t old_rows, const std::vector<uint32_t
   }
 }
 
+search_plan int8_walk_plan(const search_plan& plan) {
+  search_plan walk = plan;
+  walk.k = plan.rerank;
+  walk.traversal = traversal_type::exact;
+  walk.rerank = 0;
+  walk.normalize_on_device = false;
+  return walk;
+}
+
 uint32_t auto_rerank(uint32_t k, uint32_t itopk) { return std::min(itopk, std::max(32u, 4 * k)); }
 
 void search_int8_steps(const backend_ops& walker, const backend_ops& reranker, const index& idx,
@@ -157,10 +166,7 @@ void search_int8_steps(const backend_ops& walker, const backend_ops& reranker, c
                        const row_filter& visible, uint32_t* ids, float* distances,
                        const resources& res) {
   const host_matrix codes = encode_queries(copy.codec, queries, host_threads(res.num_threads));
-  search_plan walk = plan;
-  walk.k = plan.rerank;
-  walk.traversal = traversal_type::exact;
-  walk.rerank = 0;
+  const search_plan walk = int8_walk_plan(plan);
   std::vector<uint32_t> candidates(size_t(queries.rows) * plan.rerank);
   walker.search(copy.walk, codes.view(), walk, visible, candidates.data(), nullptr, res, nullptr);
   reranker.rerank(idx, queries, candidates.data(), plan.rerank, plan.k, ids, distances, res);

@@ -37,6 +37,10 @@ std::shared_ptr<const int8_copy> int8_copy_of(const index& idx, int threads);
 void int8_copy_extended(index& idx, int64_t old_rows, const std::vector<uint32_t>& changed,
                         int threads);
 
+/** The walk of an int8-traversal plan: the same kernel shape, `rerank` results a query, no
+ *  re-ranking and no normalization of its own (the walk reads codes). */
+search_plan int8_walk_plan(const search_plan& plan);
+
 /** The automatic re-ranking depth: min(itopk, max(32, 4 k)). */
 uint32_t auto_rerank(uint32_t k, uint32_t itopk);
 

@@ -6,6 +6,7 @@
 // own device index (codes and a copy of the graph), the re-ranking reads the index's stored rows.
 #include <optional>
 
+#include "core/int8_traversal.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/search/copy_pipeline.hpp"
@@ -14,15 +15,6 @@
 #include "cuda/search/run_kernels.hpp"
 
 namespace cagra::cuda {
-
-search_plan int8_walk_plan(const search_plan& plan) {
-  search_plan walk = plan;
-  walk.k = plan.rerank;
-  walk.traversal = traversal_type::exact;
-  walk.rerank = 0;
-  walk.normalize_on_device = false;
-  return walk;
-}
 
 void upload_codec(const core::int8_codec& codec, search_workspace& w, cudaStream_t stream) {
   const size_t dim = codec.offset.size();
@@ -51,8 +43,7 @@ void int8_walk_device(const core::int8_codec& codec, index_state& codes_st,
 }
 
 bool int8_on_device(const search_plan& plan, int64_t nq) {
-  search_plan walk = plan;
-  walk.k = plan.rerank;
+  const search_plan walk = core::int8_walk_plan(plan);
   return plan.io == search_io::copy && use_copy_pipeline(walk, nq);
 }
 
@@ -62,7 +53,7 @@ void search_int8(const index& idx, const core::int8_copy& copy, dataset_view que
   CAGRA_EXPECTS(queries.type == dtype::f32 && queries.space == memory_space::host &&
                     queries.cols == int64_t{idx.dim()} && int8_on_device(plan, queries.rows),
                 "internal error: the device int8 traversal takes a large host f32 batch");
-  const search_plan walk = int8_walk_plan(plan);
+  const search_plan walk = core::int8_walk_plan(plan);
   check_search(copy.walk, walk, ids, device);
   device_guard guard(device);
   // Two device copies: the codes the walk reads, the stored rows the re-ranking reads. Their

@@ -30,14 +30,12 @@ void launch_rerank(const index_state& st, metric m, const float* queries,
                    const uint32_t* candidates, uint32_t n_candidates, int64_t nq, uint32_t k,
                    uint32_t* ids, float* distances, cudaStream_t stream);
 
-/** The plan of the walk of an int8-traversal plan: `rerank` results a query, no re-ranking. */
-search_plan int8_walk_plan(const search_plan& plan);
 /** The codec's offsets and scales into w.codec ([2, dim]), queued on `stream`. */
 void upload_codec(const core::int8_codec& codec, search_workspace& w, cudaStream_t stream);
 /** The int8 walk and re-ranking of nq device f32 queries (the index's query type, 4-byte aligned)
  *  in one go on `stream` (int8_search.cu): encoded into codes_st's workspace, walked on codes_st
- *  under `walk` (int8_walk_plan), re-ranked from rows_st under `m` into device ids / distances
- *  [nq, k] (distances may be null). The caller holds both workspaces and has made `device`
+ *  under `walk` (core::int8_walk_plan), re-ranked from rows_st under `m` into device ids /
+ * distances [nq, k] (distances may be null). The caller holds both workspaces and has made `device`
  *  current; `filter` is in codes_st's workspace. */
 void int8_walk_device(const core::int8_codec& codec, index_state& codes_st,
                       const index_state& rows_st, metric m, const search_plan& walk, uint32_t k,

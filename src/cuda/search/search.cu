@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/int8_traversal.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/search/copy_pipeline.hpp"
@@ -299,7 +300,7 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
   if (int8) {  // f32 rows of a float index here: encoded, walked, re-ranked on the walk's stream
     st->stream.sync();
     const device_filter df = upload_filter(*codes_st, filter, nq);
-    int8_walk_device(int8->codec, *codes_st, *st, idx.metric(), int8_walk_plan(plan), plan.k,
+    int8_walk_device(int8->codec, *codes_st, *st, idx.metric(), core::int8_walk_plan(plan), plan.k,
                      reinterpret_cast<const float*>(d_queries), nq, ids, distances, df, device,
                      codes_st->stream.get());
     codes_st->stream.sync();
