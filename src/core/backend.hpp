@@ -27,6 +27,12 @@ struct optimize_steps {
   bool reverse = true;
 };
 
+/** What backend_ops::nn_descent_graph reports of its two stages. */
+struct graph_stage_times {
+  uint32_t iterations = 0;  // NN-descent iterations run
+  double knn_seconds = 0, optimize_seconds = 0;
+};
+
 /** Work done by a CPU search, summed over the queries (for bytes-per-query analysis: the
  *  single-CTA kernel follows the same steps, so these counts hold for it too). */
 struct search_stats {
@@ -70,6 +76,15 @@ class backend_ops {
   virtual std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree,
                                          reorder_kind reorder, optimize_steps steps,
                                          const resources& res) const = 0;
+  /** The build's two stages in one call: the NN-descent kNN graph of `data` (degree k), then its
+   *  every optimization step to `degree`, so that a backend can keep the n x k lists where they
+   *  were made (the GPU: no round trip through the host). The same graph as nn_descent, then
+   *  optimize. `times` (may be null) gets the iterations run and each stage's seconds. */
+  virtual std::vector<uint32_t> nn_descent_graph(const host_matrix& data, metric m, uint32_t k,
+                                                 const knn_graph_params& p, uint64_t seed,
+                                                 uint32_t degree, reorder_kind reorder,
+                                                 const resources& res,
+                                                 graph_stage_times* times) const;
   /** Search of host queries into host [nq, k] ids / distances (distances may be null).
    *  `filter` (host memory, checked against the call) is empty or plan.filter's kind; with
    *  plan.filter_path == exact the answer is exact over the allowed rows. */

@@ -191,7 +191,11 @@ uint64_t host_build_bytes(const build_plan& plan, const index_params& params, in
   // The kNN stage: the backend's lists; partitioned (or checkpointed), the merged lists beside
   // one partition's gathered rows and its own lists.
   uint64_t knn = lists;
-  if (plan.partition_rows || !params.knn.checkpoint_dir.empty()) {
+  const bool partitioned = plan.partition_rows || !params.knn.checkpoint_dir.empty();
+  if (!partitioned && plan.target == backend::cuda && plan.knn == knn_algo::nn_descent &&
+      plan.optimize == optimize_path::device)
+    return n * row_bytes + n * d * 4;  // the lists stay on the device: only the graph comes back
+  if (partitioned) {
     const uint64_t m = plan.partition_rows ? uint64_t(plan.partition_rows) : n;
     knn = lists + n * 4 + m * row_bytes + m * k * 8;
   }

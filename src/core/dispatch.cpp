@@ -21,6 +21,23 @@
 namespace cagra {
 namespace core {
 
+std::vector<uint32_t> backend_ops::nn_descent_graph(const host_matrix& data, metric m, uint32_t k,
+                                                    const knn_graph_params& p, uint64_t seed,
+                                                    uint32_t degree, reorder_kind reorder,
+                                                    const resources& res,
+                                                    graph_stage_times* times) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  graph_stage_times t;
+  knn_graph knn = nn_descent(data, m, k, p, seed, res, &t.iterations);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (reorder == reorder_kind::rank) knn.distances = {};
+  std::vector<uint32_t> graph = optimize(knn, degree, reorder, {}, res);
+  t.knn_seconds = std::chrono::duration<double>(t1 - t0).count();
+  t.optimize_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  if (times) *times = t;
+  return graph;
+}
+
 backend resolve_backend(const resources& res) {
   const backend_ops& gpu = cuda_backend();
   if (res.target == backend::cuda) {
@@ -142,26 +159,40 @@ index build_from(const resources& res, const index_params& params, dataset_view 
   if (owned) *owned = host_matrix();  // converted: the input is no longer needed
 
   const auto t1 = clock_type::now();
-  knn_graph knn;
-  if (plan.partition_rows || !params.knn.checkpoint_dir.empty()) {
-    // Partitions, or a checkpointed kNN stage (one partition when the set fits in one pass).
-    core::partition_stats ps;
-    knn = core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
-                                plan.intermediate_graph_degree, params.knn, params.seed,
-                                plan.partition_rows ? plan.partition_rows : compute.rows(), res,
-                                &ps, gpu);
-    rep.knn_partitions = ps.partitions;
-    rep.knn_partitions_resumed = ps.resumed;
-    rep.knn_partitions_overlapped = ps.pipelined;
-    rep.knn_iterations = ps.iterations;
+  const bool partitioned = plan.partition_rows || !params.knn.checkpoint_dir.empty();
+  std::vector<uint32_t> graph;
+  if (!partitioned && plan.knn == knn_algo::nn_descent && plan.optimize == optimize_path::device) {
+    // Both stages on one backend: the GPU keeps the kNN lists on the device in between.
+    core::graph_stage_times times;
+    graph =
+        core::backend_for(plan.target)
+            .nn_descent_graph(compute, params.metric, plan.intermediate_graph_degree, params.knn,
+                              params.seed, params.graph_degree, params.reorder, res, &times);
+    rep.knn_iterations = times.iterations;
+    rep.knn_seconds = times.knn_seconds;
+    rep.optimize_seconds = times.optimize_seconds;
   } else {
-    knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
+    knn_graph knn;
+    if (partitioned) {
+      // Partitions, or a checkpointed kNN stage (one partition when the set fits in one pass).
+      core::partition_stats ps;
+      knn = core::partitioned_knn(core::backend_for(plan.target), compute, params.metric,
+                                  plan.intermediate_graph_degree, params.knn, params.seed,
+                                  plan.partition_rows ? plan.partition_rows : compute.rows(), res,
+                                  &ps, gpu);
+      rep.knn_partitions = ps.partitions;
+      rep.knn_partitions_resumed = ps.resumed;
+      rep.knn_partitions_overlapped = ps.pipelined;
+      rep.knn_iterations = ps.iterations;
+    } else {
+      knn = knn_stage(res, plan, params, compute, &rep.knn_iterations);
+    }
+    rep.knn_seconds = seconds_since(t1);
+    compute_copy = host_matrix();
+    const auto t2 = clock_type::now();
+    graph = optimize_stage(res, plan, params, std::move(knn));
+    rep.optimize_seconds = seconds_since(t2);
   }
-  rep.knn_seconds = seconds_since(t1);
-  compute_copy = host_matrix();
-  const auto t2 = clock_type::now();
-  std::vector<uint32_t> graph = optimize_stage(res, plan, params, std::move(knn));
-  rep.optimize_seconds = seconds_since(t2);
   index idx(params.metric, std::move(stored), std::move(graph), params.graph_degree);
   rep.total_seconds = seconds_since(t0);
   if (report) *report = rep;

@@ -5,7 +5,9 @@
 #include "core/int8_traversal.hpp"
 
 #include <algorithm>
+#include <chrono>
 
+#include "cuda/graph/device_lists.hpp"
 #include "cuda/graph/nn_descent.hpp"
 #include "cuda/graph/optimize.hpp"
 
@@ -34,6 +36,24 @@ class cuda_ops final : public core::backend_ops {
   std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
                                  core::optimize_steps steps, const resources& res) const override {
     return cuda::optimize(knn, degree, reorder, steps, res.device, res.progress);
+  }
+  std::vector<uint32_t> nn_descent_graph(const host_matrix& data, metric m, uint32_t k,
+                                         const knn_graph_params& p, uint64_t seed, uint32_t degree,
+                                         reorder_kind reorder, const resources& res,
+                                         core::graph_stage_times* times) const override {
+    // The lists stay on the device between the stages (cuda/graph/device_lists.hpp).
+    using clock = std::chrono::steady_clock;
+    const auto t0 = clock::now();
+    core::graph_stage_times t;
+    device_lists lists = nn_descent_lists(data, m, k, p, seed, res.device, res.progress,
+                                          &t.iterations, reorder == reorder_kind::distance);
+    const auto t1 = clock::now();
+    std::vector<uint32_t> graph =
+        optimize_lists(std::move(lists), degree, reorder, {}, res.device, res.progress);
+    t.knn_seconds = std::chrono::duration<double>(t1 - t0).count();
+    t.optimize_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+    if (times) *times = t;
+    return graph;
   }
   void search(const index& idx, dataset_view queries, const search_plan& plan,
               const row_filter& filter, uint32_t* ids, float* distances, const resources& res,

@@ -2,6 +2,8 @@
 // `optimize` with backend::cuda (and automatic, which takes the GPU when one is visible) against
 // the CPU backend:
 //  - optimize of the same kNN graph: the same graph bit for bit (rank and distance);
+//  - NN-descent's lists handed to the optimization on the device: the CPU optimize of the
+//    same lists, bit for bit;
 //  - build: search recall with the GPU-built graph within 1 point of the CPU-built graph (the
 //    same CPU search on both), graph metrics (2-hop count, strong components; paper Q-A1)
 //    printed for both, the report names the CUDA backend and its stage times;
@@ -180,6 +182,25 @@ TEST_F(CudaBuild, MaxDeviceMemoryRefusesBeforeAnyWork) {
   } catch (const cagra::error& e) {
     const std::string m = e.what();
     EXPECT_EQ(m.rfind("out of device memory: 2 shards of at most 4950 rows each: ", 0), 0u) << m;
+  }
+}
+// The GPU build hands NN-descent's lists to the optimization on the device
+// (backend_ops::nn_descent_graph): the same graph as optimizing the downloaded lists on the CPU.
+// With no iteration the lists are the random start, which does not depend on scheduling.
+TEST_F(CudaBuild, ListsKeptOnTheDeviceGiveTheCpuOptimize) {
+  knn_graph_params kp;
+  kp.max_iterations = 0;
+  for (reorder_kind r : {reorder_kind::rank, reorder_kind::distance}) {
+    core::graph_stage_times times;
+    times.iterations = 99;
+    const std::vector<uint32_t> kept = core::cuda_backend().nn_descent_graph(
+        set_->base, metric::l2, 64, kp, 7, 32, r, on(backend::cuda), &times);
+    const knn_graph knn = core::cuda_backend().nn_descent(set_->base, metric::l2, 64, kp, 7,
+                                                          on(backend::cuda), nullptr);
+    EXPECT_EQ(kept, core::cpu_backend().optimize(knn, 32, r, {}, on(backend::cpu))) << to_string(r);
+    EXPECT_EQ(times.iterations, 0u);
+    EXPECT_GT(times.knn_seconds, 0.0);
+    EXPECT_GT(times.optimize_seconds, 0.0);
   }
 }
 

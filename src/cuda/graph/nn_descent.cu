@@ -24,11 +24,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include "cuda/check.hpp"
+#include "cuda/graph/build_trace.hpp"
+#include "cuda/graph/device_lists.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/primitives/bitonic.cuh"
 
@@ -234,21 +237,18 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
   if (t == 0 && s_added) atomicAdd(counters, u64(s_added));
 }
 
-/** Keys -> ids and distances. */
+/** Keys -> ids and distances (dists may be null). */
 __global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, float* dists) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     const u64 key = keys[i];
     ids[i] = uint32_t(key);
-    dists[i] = nnd_detail::key_distance(key);
+    if (dists) dists[i] = nnd_detail::key_distance(key);
   }
 }
 
 /** A build with -DCAGRA_NND_TIMING=1 prints each iteration's phases (a developer's measurement;
  *  a normal build compiles the timing out). */
-#ifndef CAGRA_NND_TIMING
-#define CAGRA_NND_TIMING 0
-#endif
 constexpr bool verbose() { return CAGRA_NND_TIMING != 0; }
 
 /** With verbose(): GPU time between marks (timing events exist only then). */
@@ -297,18 +297,9 @@ void launch_init(run_state& r, uint64_t seed, bool dot, bool cosine, cudaStream_
   CAGRA_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-uint32_t nn_descent_max_k() { return kMaxK; }
-
-size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k, float sample_rate) {
-  // run_state's buffers, one term each (core::nn_descent_memory names them).
-  return size_t(core::nn_descent_memory(rows, dim, t, k, sample_rate).total());
-}
-
-knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
-                     uint64_t seed, int device, const core::progress_fn& progress,
-                     uint32_t* iterations_run) {
+/** The CPU's argument checks and the GPU version's own limits, free device memory included
+ *  (cagra::error, before anything is allocated). */
+void check_inputs(const host_matrix& data, uint32_t k, const knn_graph_params& p, int device) {
   const int64_t n = data.rows(), dim = data.cols();
   CAGRA_EXPECTS(k >= 1 && static_cast<int64_t>(k) < n,
                 "NN-descent needs 1 <= k < rows (k = %u, rows = %lld)", k, (long long)n);
@@ -327,7 +318,6 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
       (long long)dim);
   CAGRA_EXPECTS(p.sample_rate > 0.0f, "NN-descent sample_rate must be > 0 (got %g)",
                 double(p.sample_rate));
-
   device_guard guard(device);
   const size_t need = nn_descent_device_bytes(n, dim, t, k, p.sample_rate);
   size_t free_b = 0, total_b = 0;
@@ -338,6 +328,26 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
                 "but device %d has only %zu bytes (%.1f MiB) free",
                 need, need / 1048576.0, (long long)n, (long long)dim, to_string(t), k, device,
                 free_b, free_b / 1048576.0);
+}
+
+}  // namespace
+
+uint32_t nn_descent_max_k() { return kMaxK; }
+
+size_t nn_descent_device_bytes(int64_t rows, int64_t dim, dtype t, uint32_t k, float sample_rate) {
+  // run_state's buffers, one term each (core::nn_descent_memory names them).
+  return size_t(core::nn_descent_memory(rows, dim, t, k, sample_rate).total());
+}
+
+device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
+                              const knn_graph_params& p, uint64_t seed, int device,
+                              const core::progress_fn& progress, uint32_t* iterations_run,
+                              bool with_distances) {
+  check_inputs(data, k, p, device);
+  const int64_t n = data.rows(), dim = data.cols();
+  const dtype t = data.type();
+  build_trace trace("nn-descent");
+  device_guard guard(device);
 
   cuda_stream stream;
   const cudaStream_t st = stream.get();
@@ -359,6 +369,7 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
   r.rev_old.reserve(size_t(n) * r.s);
   r.rcnt.reserve(2 * size_t(n));
   r.counters.reserve(2);
+  trace.mark("device buffers allocated");
 
   phase_timer timer(st, verbose());
   timer.mark(0);
@@ -378,20 +389,13 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
     default: launch_init<int8_t>(r, seed, dot, cosine, st); break;
   }
   timer.mark(1);
-  knn_graph g;  // the host result, allocated (zero-filled) while the GPU runs the first iteration
-  g.rows = n;
-  g.k = k;
-  auto allocate_result = [&] {
-    if (g.ids.size() == nk) return;
-    g.ids.resize(nk);
-    g.distances.resize(nk);
-  };
   if (verbose()) {
     stream.sync();
     std::fprintf(
         stderr,
         "[gpu nn-descent] n=%lld dim=%lld %s k=%u S=%u P=%u: upload + random init %.2f ms\n",
         (long long)n, (long long)dim, to_string(t), k, r.s, r.cap, timer.ms(0, 1));
+    trace.mark("upload + random init");
   }
 
   nnd_detail::join_args ja;
@@ -437,7 +441,6 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
                                                               r.cap, r.counters.data());
     CAGRA_CUDA_CHECK_LAUNCH();
     timer.mark(3);
-    allocate_result();
     u64 counters[2] = {0, 0};
     CAGRA_CUDA_TRY(
         cudaMemcpyAsync(counters, r.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, st));
@@ -453,20 +456,51 @@ knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_gr
     if (double(counters[0]) < stop) break;
   }
   if (iterations_run) *iterations_run = it;
+  trace.mark("iterations done");
 
-  // Ids and distances, decoded into the proposal buffer (n * cap * 8 >= n * k * 8 bytes).
-  allocate_result();
-  uint32_t* d_ids = reinterpret_cast<uint32_t*>(r.props.data());
-  float* d_dist = reinterpret_cast<float*>(d_ids + nk);
+  // Ids (and distances) decoded into their own buffers, the proposals' memory given back first.
+  r.props = device_buffer<u64>();
+  device_lists lists;
+  lists.rows = n;
+  lists.k = k;
+  lists.ids.reserve(nk);
+  if (with_distances) lists.distances.reserve(nk);
   decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(
-      r.keys.data(), nk, d_ids, d_dist);
+      r.keys.data(), nk, lists.ids.data(), lists.distances.data());
   CAGRA_CUDA_CHECK_LAUNCH();
-  CAGRA_CUDA_TRY(
-      cudaMemcpyAsync(g.ids.data(), d_ids, nk * sizeof(uint32_t), cudaMemcpyDeviceToHost, st));
-  CAGRA_CUDA_TRY(
-      cudaMemcpyAsync(g.distances.data(), d_dist, nk * sizeof(float), cudaMemcpyDeviceToHost, st));
   stream.sync();
+  trace.mark("lists decoded");
   if (progress) progress("NN-descent", 1.0);
+  return lists;
+}
+
+knn_graph nn_descent(const host_matrix& data, metric m, uint32_t k, const knn_graph_params& p,
+                     uint64_t seed, int device, const core::progress_fn& progress,
+                     uint32_t* iterations_run) {
+  check_inputs(data, k, p, device);
+  knn_graph g;
+  g.rows = data.rows();
+  g.k = k;
+  // The host result is allocated (zero-filled, faulted in) while the GPU runs; the checks above
+  // come first, so that a run refused at once does not wait for a large allocation.
+  const size_t nk = size_t(g.rows) * k;
+  auto allocated = std::async(std::launch::async, [&g, nk] {
+    g.ids.resize(nk);
+    g.distances.resize(nk);
+  });
+  device_lists lists;
+  try {
+    lists = nn_descent_lists(data, m, k, p, seed, device, progress, iterations_run, true);
+  } catch (...) {
+    allocated.wait();
+    throw;
+  }
+  allocated.get();
+  device_guard guard(device);
+  CAGRA_CUDA_TRY(
+      cudaMemcpy(g.ids.data(), lists.ids.data(), nk * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  CAGRA_CUDA_TRY(cudaMemcpy(g.distances.data(), lists.distances.data(), nk * sizeof(float),
+                            cudaMemcpyDeviceToHost));
   return g;
 }
 

@@ -2,13 +2,18 @@
 // 256 threads per node u:
 //  1. Candidates: NEW = fwd_new(u) ∪ rev_new(u), OLD = (fwd_old(u) ∪ rev_old(u)) \ NEW, each at
 //     most 2S = 64 (S <= 32), deduplicated; cand[0, nnew) are NEW, cand[nnew, C) OLD.
-//  2. Distances of every NEW row against every candidate, a register-tiled small GEMM: the rows
-//     are read in chunks of 32 words (32 floats, or 128 bytes as 32 packed words) of every
-//     candidate into shared memory (transposed, [word][candidate]); thread (ty, tx) owns rows
-//     4ty..4ty+3 and columns tx + 16j (j < 8) of the [64 x 128] tile. Float rows accumulate
-//     (a - b)^2 or a * b element by element in index order in fp32 (the order of row_distance,
-//     so the same pair gives the same bits anywhere); byte rows use exact dp4a dot products and
-//     |a|^2 + |b|^2 - 2 a.b.
+//  2. Distances of every NEW row against every candidate, a small GEMM: the rows are read in
+//     chunks of 32 words (32 floats, or 128 bytes as 32 packed words) of every candidate into
+//     shared memory (transposed, [word][candidate]).
+//     - Float rows: thread (ty, tx) owns rows 4ty..4ty+3 and columns tx + 16j (j < 8) of the
+//       [64 x 128] tile and accumulates (a - b)^2 or a * b element by element in index order in
+//       fp32 (the order of row_distance, so the same pair gives the same bits anywhere).
+//     - Byte rows: tensor cores (mma.sync m16n8k32, u8 x u8 or s8 x s8 into s32: exact integer
+//       dot products, so the same bits as row_distance's dp4a sums); warp w owns columns
+//       16w..16w+15 of every NEW row; distances are |a|^2 + |b|^2 - 2 a.b (l2) or a.b. The
+//       chunk is stored with its columns XOR-swizzled by word (bits 2-4 of the column flip with
+//       bits 2-4 of word / 4), so that both the staging stores and the fragment loads are free
+//       of bank conflicts. Before sm_80 the dp4a tile of the float rows' shape is used instead.
 //  3. Proposals: a NEW target t takes row t (every other candidate), an OLD target takes column
 //     t (the NEW rows); entries below t's current worst distance (the snapshot of this
 //     iteration) are counted by one warp, one atomicAdd reserves room in t's proposal buffer,
@@ -27,13 +32,45 @@ constexpr uint32_t kThreads = 256;
 constexpr uint32_t kMaxNew = 64, kMaxCand = 128;
 constexpr uint32_t kWords = 32;  // 32-bit words of a row per chunk
 constexpr uint32_t kLdx = 132;   // chunk row length in words: 128 candidates + pad (multiple of 4)
+constexpr uint32_t kLdb = 136;   // the same for the swizzled byte chunk (8 banks a word)
 constexpr uint32_t kLdg = 129;   // distance-tile row length: column reads conflict-free
-constexpr uint32_t kBufWords = (kMaxNew * kLdg > kWords * kLdx) ? kMaxNew * kLdg : kWords * kLdx;
+constexpr uint32_t kBufWords = (kMaxNew * kLdg > kWords * kLdb) ? kMaxNew * kLdg : kWords * kLdb;
 constexpr uint32_t kFull = 0xFFFFFFFFu;
 constexpr float kInf = __builtin_huge_valf();
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+constexpr bool kTensorBytes = true;
+#else
+constexpr bool kTensorBytes = false;
+#endif
+
+/** Word `w`, candidate `c` of the swizzled byte chunk. */
+__device__ __forceinline__ uint32_t byte_slot(uint32_t w, uint32_t c) {
+  return w * kLdb + (c ^ (((w >> 2) & 7u) << 2));
+}
+
+/** c += a * b over 16 rows x 8 columns x 32 bytes (exact: s32 accumulators). */
+template <typename T>
+__device__ __forceinline__ void mma_bytes(int (&c)[4], const uint32_t (&a)[4],
+                                          const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (std::is_same_v<T, int8_t>)
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 template <typename T, bool kDot>
-__global__ void __launch_bounds__(kThreads) join_kernel(join_args a) {
+__global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   using tr = unpack_traits<T>;
   constexpr bool kBytes = tr::kBytes;
   constexpr uint32_t kPer = tr::kPer;
@@ -89,14 +126,24 @@ __global__ void __launch_bounds__(kThreads) join_kernel(join_args a) {
   }
 
   // 2. The distance tile.
+  constexpr bool kMma = kBytes && kTensorBytes;
+  // Float rows (and bytes without tensor cores): thread (ty, tx) owns rows 4ty.., columns tx + 16j.
   const uint32_t ty = t >> 4, tx = t & 15u, r0 = ty * 4;
   const bool rows_on = r0 < nnew;
   const uint32_t jmax = (C + 15) / 16;
   acc_t acc[4][8];
+  // Tensor cores: warp `warp` owns columns n0..n0+15 (2 tiles of 8) of every 16-row tile;
+  // fragment coordinates (group, thread in group) as the PTX manual names them.
+  const uint32_t grp = lane >> 2, tig = lane & 3u, n0 = warp * 16;
+  const bool cols_on = n0 < C;
+  int mma_acc[4][2][4];
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = acc_t(0);
+    for (int j = 0; j < 8; ++j) {
+      acc[i][j] = acc_t(0);
+      mma_acc[i][j / 4][j % 4] = 0;
+    }
   const uint32_t n_chunks = (a.row_u4 + kU - 1) / kU;
   float* xs = reinterpret_cast<float*>(buf);
   for (uint32_t c = 0; c < n_chunks; ++c) {
@@ -105,7 +152,12 @@ __global__ void __launch_bounds__(kThreads) join_kernel(join_args a) {
       const uint32_t ci = e / kU, q = e % kU, gq = c * kU + q;
       uint4 v = make_uint4(0, 0, 0, 0);
       if (gq < a.row_u4) v = __ldg(a.data + int64_t(cand[ci]) * a.row_u4 + gq);
-      if constexpr (kBytes) {
+      if constexpr (kMma) {
+        buf[byte_slot(q * 4 + 0, ci)] = v.x;
+        buf[byte_slot(q * 4 + 1, ci)] = v.y;
+        buf[byte_slot(q * 4 + 2, ci)] = v.z;
+        buf[byte_slot(q * 4 + 3, ci)] = v.w;
+      } else if constexpr (kBytes) {
         buf[(q * 4 + 0) * kLdx + ci] = v.x;
         buf[(q * 4 + 1) * kLdx + ci] = v.y;
         buf[(q * 4 + 2) * kLdx + ci] = v.z;
@@ -122,12 +174,38 @@ __global__ void __launch_bounds__(kThreads) join_kernel(join_args a) {
       if (t < C) {
         int s2 = nrm[t];
 #pragma unroll 8
-        for (uint32_t w = 0; w < kWords; ++w)
-          s2 = dev::dp4<T>(buf[w * kLdx + t], buf[w * kLdx + t], s2);
+        for (uint32_t w = 0; w < kWords; ++w) {
+          const uint32_t x = kMma ? buf[byte_slot(w, t)] : buf[w * kLdx + t];
+          s2 = dev::dp4<T>(x, x, s2);
+        }
         nrm[t] = s2;
       }
     }
-    if (rows_on) {
+    if constexpr (kMma) {
+      if (cols_on) {
+#pragma unroll
+        for (uint32_t k8 = 0; k8 < kWords; k8 += 8) {  // 32 bytes a step
+          uint32_t fb[2][2];
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            const uint32_t col = n0 + 8 * nt + grp;
+            fb[nt][0] = buf[byte_slot(k8 + tig, col)];
+            fb[nt][1] = buf[byte_slot(k8 + 4 + tig, col)];
+          }
+#pragma unroll
+          for (int mt = 0; mt < 4; ++mt) {
+            if (uint32_t(16 * mt) < nnew) {
+              const uint32_t row = 16 * mt + grp;
+              const uint32_t fa[4] = {
+                  buf[byte_slot(k8 + tig, row)], buf[byte_slot(k8 + tig, row + 8)],
+                  buf[byte_slot(k8 + 4 + tig, row)], buf[byte_slot(k8 + 4 + tig, row + 8)]};
+              mma_bytes<T>(mma_acc[mt][0], fa, fb[0]);
+              mma_bytes<T>(mma_acc[mt][1], fa, fb[1]);
+            }
+          }
+        }
+      }
+    } else if (rows_on) {
 #pragma unroll 2
       for (uint32_t w = 0; w < kWords; ++w) {
         if constexpr (kBytes) {
@@ -165,21 +243,35 @@ __global__ void __launch_bounds__(kThreads) join_kernel(join_args a) {
   }
   __syncthreads();  // the chunk buffer becomes the distance tile
   float* g = reinterpret_cast<float*>(buf);
-  if (rows_on) {
+  auto byte_distance = [&](int dot, uint32_t row, uint32_t col) {
+    const int v = kDot ? dot : nrm[row] + nrm[col] - 2 * dot;
+    return finish_distance(static_cast<float>(v), kDot, a.cosine);
+  };
+  if constexpr (kMma) {
+    if (cols_on) {
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            const uint32_t row = 16 * mt + grp + (h >= 2 ? 8 : 0);
+            const uint32_t col = n0 + 8 * nt + 2 * tig + (h & 1);
+            if (row < nnew && col < C)
+              g[row * kLdg + col] = byte_distance(mma_acc[mt][nt][h], row, col);
+          }
+    }
+  } else if (rows_on) {
 #pragma unroll
     for (int i = 0; i < 4; ++i)
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const uint32_t row = r0 + i, col = tx + 16 * j;
         if (row < nnew && col < C) {
-          float d;
-          if constexpr (kBytes) {
-            const int v = kDot ? acc[i][j] : nrm[row] + nrm[col] - 2 * acc[i][j];
-            d = finish_distance(static_cast<float>(v), kDot, a.cosine);
-          } else {
-            d = finish_distance(acc[i][j], kDot, a.cosine);
-          }
-          g[row * kLdg + col] = d;
+          if constexpr (kBytes)
+            g[row * kLdg + col] = byte_distance(acc[i][j], row, col);
+          else
+            g[row * kLdg + col] = finish_distance(acc[i][j], kDot, a.cosine);
         }
       }
   }

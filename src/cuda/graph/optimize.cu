@@ -27,6 +27,8 @@
 #include "core/bits.hpp"
 #include "core/device_memory.hpp"
 #include "cuda/check.hpp"
+#include "cuda/graph/build_trace.hpp"
+#include "cuda/graph/device_lists.hpp"
 #include "cuda/graph/optimize.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/primitives/bitonic.cuh"
@@ -223,6 +225,44 @@ size_t optimize_device_bytes(int64_t rows, uint32_t knn_degree, uint32_t degree,
           .total());
 }
 
+namespace {
+
+/** The GPU version's own limits: rows, one CTA's shared memory for k, and the stage's device
+ *  memory (`held`: bytes of it already allocated, the lists handed over). */
+void check_device_limits(int64_t n, uint32_t k, uint32_t degree, int mode,
+                         core::optimize_steps steps, int device, size_t held) {
+  CAGRA_EXPECTS(n < int64_t{kEmpty},
+                "the GPU graph optimization takes fewer than %u rows (got %lld)", kEmpty,
+                (long long)n);
+  device_guard guard(device);
+  const reorder_layout l = layout_for(k);
+  int smem_optin = 0;
+  CAGRA_CUDA_TRY(
+      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CAGRA_EXPECTS(
+      l.bytes(mode == 2) + 64 <= size_t(smem_optin),
+      "kNN degree %u is too large for the GPU graph optimization (%zu bytes of shared memory per "
+      "CTA, device %d allows %d)",
+      k, l.bytes(mode == 2), device, smem_optin);
+  const size_t temp_bytes = steps.reverse ? detail::sort_temp_bytes(n, degree) : 0;
+  const size_t need =
+      size_t(core::optimize_memory(n, k, degree, mode == 2, steps.reverse, temp_bytes).total());
+  size_t free_b = 0, total_b = 0;
+  CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  CAGRA_EXPECTS(
+      need <= free_b + held,
+      "the GPU graph optimization of %lld x %u -> %u needs %zu bytes (%.2f GiB) of device memory, "
+      "device %d has %zu bytes (%.2f GiB) free",
+      (long long)n, k, degree, need, need / 1073741824.0, device, free_b + held,
+      (free_b + held) / 1073741824.0);
+}
+
+int reorder_mode(reorder_kind reorder, core::optimize_steps steps) {
+  return !steps.reorder ? 0 : reorder == reorder_kind::rank ? 1 : 2;
+}
+
+}  // namespace
+
 std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_kind reorder,
                                core::optimize_steps steps, int device,
                                const core::progress_fn& progress) {
@@ -239,56 +279,53 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
     if (progress) progress("optimize", 1.0);
     return {};
   }
-  CAGRA_EXPECTS(n < int64_t{kEmpty},
-                "the GPU graph optimization takes fewer than %u rows (got %lld)", kEmpty,
-                (long long)n);
+  const int mode = reorder_mode(reorder, steps);
+  check_device_limits(n, k, degree, mode, steps, device, 0);  // before anything is allocated
 
   device_guard guard(device);
-  const bool by_rank = reorder == reorder_kind::rank;
-  const int mode = !steps.reorder ? 0 : by_rank ? 1 : 2;
-  const reorder_layout l = layout_for(k);
-  int smem_optin = 0;
-  CAGRA_CUDA_TRY(
-      cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  CAGRA_EXPECTS(
-      l.bytes(mode == 2) + 64 <= size_t(smem_optin),
-      "kNN degree %u is too large for the GPU graph optimization (%zu bytes of shared memory per "
-      "CTA, device %d allows %d)",
-      k, l.bytes(mode == 2), device, smem_optin);
+  device_lists lists;
+  lists.rows = n;
+  lists.k = k;
+  const size_t nk = size_t(n) * k;
+  lists.ids.reserve(nk);
+  CAGRA_CUDA_TRY(cudaMemcpy(lists.ids.data(), knn.ids.data(), nk * 4, cudaMemcpyHostToDevice));
+  if (mode == 2) {
+    lists.distances.reserve(nk);
+    CAGRA_CUDA_TRY(
+        cudaMemcpy(lists.distances.data(), knn.distances.data(), nk * 4, cudaMemcpyHostToDevice));
+  }
+  return optimize_lists(std::move(lists), degree, reorder, steps, device, progress);
+}
 
+std::vector<uint32_t> optimize_lists(device_lists lists, uint32_t degree, reorder_kind reorder,
+                                     core::optimize_steps steps, int device,
+                                     const core::progress_fn& progress) {
+  const int64_t n = lists.rows;
+  const uint32_t k = lists.k;
+  const int mode = reorder_mode(reorder, steps);
+  CAGRA_EXPECTS(degree >= 1 && degree <= k, "graph degree %u must be in [1, kNN degree %u]", degree,
+                k);
+  CAGRA_EXPECTS(n > 0 && lists.ids.size() >= size_t(n) * k, "the kNN lists are empty or short");
+  CAGRA_EXPECTS(mode != 2 || lists.distances.size() >= size_t(n) * k,
+                "distance-based reordering needs the kNN graph's distances");
+  check_device_limits(n, k, degree, mode, steps, device,
+                      lists.ids.bytes() + lists.distances.bytes());
+  build_trace trace("optimize");
+  device_guard guard(device);
   cuda_stream stream;
   const size_t temp_bytes = steps.reverse ? detail::sort_temp_bytes(n, degree) : 0;
-  const size_t need =
-      size_t(core::optimize_memory(n, k, degree, mode == 2, steps.reverse, temp_bytes).total());
-  size_t free_b = 0, total_b = 0;
-  CAGRA_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
-  CAGRA_EXPECTS(
-      need <= free_b,
-      "the GPU graph optimization of %lld x %u -> %u needs %zu bytes (%.2f GiB) of device memory, "
-      "device %d has %zu bytes (%.2f GiB) free",
-      (long long)n, k, degree, need, need / 1073741824.0, device, free_b, free_b / 1073741824.0);
-
   const cudaStream_t s = stream.get();
-  const size_t nk = size_t(n) * k, nd = size_t(n) * degree;
+  const size_t nd = size_t(n) * degree;
   device_buffer<uint32_t> d_pruned(nd);
   device_buffer<unsigned long long> d_bad(1);
   unsigned long long h_bad = kNoBadRow;
   std::vector<uint32_t> graph;  // the result, sized while the GPU counts detours
   CAGRA_CUDA_TRY(cudaMemcpyAsync(d_bad.data(), &h_bad, sizeof(h_bad), cudaMemcpyHostToDevice, s));
   {
-    device_buffer<uint32_t> d_ids(nk);
-    device_buffer<float> d_dist;
-    CAGRA_CUDA_TRY(
-        cudaMemcpyAsync(d_ids.data(), knn.ids.data(), nk * 4, cudaMemcpyHostToDevice, s));
-    if (mode == 2) {
-      d_dist.reserve(nk);
-      CAGRA_CUDA_TRY(
-          cudaMemcpyAsync(d_dist.data(), knn.distances.data(), nk * 4, cudaMemcpyHostToDevice, s));
-    }
-    if (progress && steps.reorder) {
-      stream.sync();
-      progress("optimize: reorder", 0.0);
-    }
+    const device_lists held = std::move(lists);  // freed at the end of this scope
+    const uint32_t* d_ids = held.ids.data();
+    const float* d_dist = held.distances.data();
+    if (progress && steps.reorder) progress("optimize: reorder", 0.0);
     // A few launches of consecutive rows, each followed by an event, for progress. Every launch
     // is queued first, so that the host allocates the result meanwhile (zeroing and faulting in
     // n d words takes as long as the counting). A CTA reads only the rows named in its own row,
@@ -298,14 +335,11 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
     for (int64_t x0 = 0; x0 < n; x0 += chunk) {
       const int64_t rows = std::min(chunk, n - x0);
       if (mode == 0)
-        launch_reorder<0>(d_ids.data(), nullptr, n, k, degree, x0, rows, d_pruned.data(),
-                          d_bad.data(), s);
+        launch_reorder<0>(d_ids, nullptr, n, k, degree, x0, rows, d_pruned.data(), d_bad.data(), s);
       else if (mode == 1)
-        launch_reorder<1>(d_ids.data(), nullptr, n, k, degree, x0, rows, d_pruned.data(),
-                          d_bad.data(), s);
+        launch_reorder<1>(d_ids, nullptr, n, k, degree, x0, rows, d_pruned.data(), d_bad.data(), s);
       else
-        launch_reorder<2>(d_ids.data(), d_dist.data(), n, k, degree, x0, rows, d_pruned.data(),
-                          d_bad.data(), s);
+        launch_reorder<2>(d_ids, d_dist, n, k, degree, x0, rows, d_pruned.data(), d_bad.data(), s);
       done.emplace_back(std::make_unique<cuda_event>(), x0 + rows);
       CAGRA_CUDA_TRY(cudaEventRecord(done.back().first->get(), s));
     }
@@ -316,7 +350,8 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
     }
     CAGRA_CUDA_TRY(cudaMemcpyAsync(&h_bad, d_bad.data(), sizeof(h_bad), cudaMemcpyDeviceToHost, s));
     stream.sync();
-  }  // the kNN graph's device copy is freed here
+    trace.mark("reorder + prune done");
+  }  // the kNN lists' device memory is freed here
   // The smallest bad row, as the CPU reports.
   if (h_bad != kNoBadRow)
     CAGRA_FAIL("kNN graph row %lld has an invalid, self or duplicate id", (long long)h_bad);
@@ -338,6 +373,7 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
                                     temp.data(),
                                     temp_bytes};
   detail::reverse_and_merge(d_pruned.data(), n, degree, buf, s, graph.data(), progress);
+  trace.mark("reverse + merge, graph on host");
   if (progress) progress("optimize", 1.0);
   return graph;
 }
