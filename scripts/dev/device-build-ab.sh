@@ -10,8 +10,8 @@
 # A_TARBALL: the other tree as `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz);
 # NAME: a staged dataset in $DATA_ROOT/NAME (base.u8bin or base.fbin, query.*; gt.ibin is
 # computed on the GPU when missing). Writes $OUT/build-ab-NAME-DEVICE-COMMIT.jsonl (system
-# cagra-cuda-build, one line per build, params.tree a or b) and prints a table: each side's median
-# total, kNN and optimize seconds per degree, and B/A.
+# cagra-cuda-build, one line per build, params.tree a or b, host_peak_gib the build's max RSS)
+# and prints a table: each side's median total, kNN and optimize seconds per degree, and B/A.
 #
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), DEGREES (32 64),
 # A_COMMIT / B_COMMIT (labels; B_COMMIT defaults to this tree's HEAD), METRIC (l2).
@@ -72,17 +72,23 @@ for r in $(seq "$ROUNDS"); do
     for side in a b; do
       cli=$CLI_A commit=$A_COMMIT
       [ "$side" = b ] && cli=$CLI_B commit=$B_COMMIT
-      "$cli" build "$base" -o "$W/$side-d$d.cagra" --backend cuda --graph-degree "$d" --metric "$METRIC" \
-        --force >"$W/build.log" 2>&1 || { say "$side build failed: $(tail -1 "$W/build.log")"; continue; }
+      # The build as a child of python, for its peak host memory (max RSS, KiB).
+      python3 -c 'import resource, subprocess, sys
+rc = subprocess.run(sys.argv[2:]).returncode
+open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
+sys.exit(rc)' "$W/rss" "$cli" build "$base" -o "$W/$side-d$d.cagra" --backend cuda --graph-degree "$d" \
+        --metric "$METRIC" --force >"$W/build.log" 2>&1 ||
+        { say "$side build failed: $(tail -1 "$W/build.log")"; continue; }
+      rss=$(awk '{printf "%.2f", $1 / 1048576}' "$W/rss")
       line=$(grep -E '^time' "$W/build.log")
       knn=$(sed -n 's/.*knn \([0-9.]*\) s.*/\1/p' <<<"$line")
       opt=$(sed -n 's/.*optimize \([0-9.]*\) s.*/\1/p' <<<"$line")
       tot=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' <<<"$line")
       it=$(sed -n 's/.*(\([0-9]*\) iterations).*/\1/p' "$W/build.log" | head -1)
-      echo "round $r degree $d $side: knn $knn s, optimize $opt s, total $tot s, ${it:-?} iterations" | tee -a "$L"
-      printf '{"run_id":"%s","system":"cagra-cuda-build","device":"%s","commit":"%s","dataset":"%s","metric":"%s","n":%s,"dim":%s,"nq":0,"batch":0,"k":0,"params":{"graph_degree":%s,"intermediate_graph_degree":%s,"knn_iterations":%s,"tree":"%s","round":%s},"recall":null,"qps":null,"build_s":%s,"knn_s":%s,"optimize_s":%s}\n' \
+      echo "round $r degree $d $side: knn $knn s, optimize $opt s, total $tot s, ${it:-?} iterations, host peak $rss GiB" | tee -a "$L"
+      printf '{"run_id":"%s","system":"cagra-cuda-build","device":"%s","commit":"%s","dataset":"%s","metric":"%s","n":%s,"dim":%s,"nq":0,"batch":0,"k":0,"params":{"graph_degree":%s,"intermediate_graph_degree":%s,"knn_iterations":%s,"tree":"%s","round":%s},"recall":null,"qps":null,"build_s":%s,"knn_s":%s,"optimize_s":%s,"host_peak_gib":%s}\n' \
         "$run_id" "$DEVICE" "$commit" "$NAME" "$METRIC" "$n" "$dim" "$d" "$((2 * d))" "${it:-null}" \
-        "$side" "$r" "$tot" "$knn" "$opt" >>"$J"
+        "$side" "$r" "$tot" "$knn" "$opt" "$rss" >>"$J"
     done
   done
 done
@@ -91,14 +97,15 @@ say "median seconds (total / kNN / optimize)"
 python3 - "$J" <<'EOF' | tee -a "$L"
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print(f"{'degree':>6} {'A total':>8} {'B total':>8} {'B/A':>6} {'A knn':>7} {'B knn':>7} {'A opt':>7} {'B opt':>7}")
+print(f"{'degree':>6} {'A total':>8} {'B total':>8} {'B/A':>6} {'A knn':>7} {'B knn':>7} {'A opt':>7} {'B opt':>7} {'A RSS':>6} {'B RSS':>6}")
 for d in sorted({r["params"]["graph_degree"] for r in rows}):
     m = {}
     for side in "ab":
         s = [r for r in rows if r["params"]["graph_degree"] == d and r["params"]["tree"] == side]
-        m[side] = [statistics.median(r[f] for r in s) if s else float("nan") for f in ("build_s", "knn_s", "optimize_s")]
+        m[side] = [statistics.median(r.get(f, float("nan")) for r in s) if s else float("nan")
+                   for f in ("build_s", "knn_s", "optimize_s", "host_peak_gib")]
     a, b = m["a"], m["b"]
-    print(f"{d:>6} {a[0]:8.3f} {b[0]:8.3f} {b[0] / a[0]:6.3f} {a[1]:7.3f} {b[1]:7.3f} {a[2]:7.3f} {b[2]:7.3f}")
+    print(f"{d:>6} {a[0]:8.3f} {b[0]:8.3f} {b[0] / a[0]:6.3f} {a[1]:7.3f} {b[1]:7.3f} {a[2]:7.3f} {b[2]:7.3f} {a[3]:6.2f} {b[3]:6.2f}")
 EOF
 
 for d in $DEGREES; do

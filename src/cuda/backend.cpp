@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "cuda/graph/device_lists.hpp"
 #include "cuda/graph/nn_descent.hpp"
@@ -41,15 +42,18 @@ class cuda_ops final : public core::backend_ops {
                                          const knn_graph_params& p, uint64_t seed, uint32_t degree,
                                          reorder_kind reorder, const resources& res,
                                          core::graph_stage_times* times) const override {
-    // The lists stay on the device between the stages (cuda/graph/device_lists.hpp).
+    // The lists stay on the device between the stages (cuda/graph/device_lists.hpp); the host
+    // allocates the result (n x degree, faulted in) on a second thread while NN-descent runs.
     using clock = std::chrono::steady_clock;
     const auto t0 = clock::now();
     core::graph_stage_times t;
+    const size_t nd = size_t(data.rows()) * degree;
+    auto result = std::async(std::launch::async, [nd] { return std::vector<uint32_t>(nd); });
     device_lists lists = nn_descent_lists(data, m, k, p, seed, res.device, res.progress,
                                           &t.iterations, reorder == reorder_kind::distance);
     const auto t1 = clock::now();
-    std::vector<uint32_t> graph =
-        optimize_lists(std::move(lists), degree, reorder, {}, res.device, res.progress);
+    std::vector<uint32_t> graph = optimize_lists(std::move(lists), degree, reorder, {}, res.device,
+                                                 res.progress, result.get());
     t.knn_seconds = std::chrono::duration<double>(t1 - t0).count();
     t.optimize_seconds = std::chrono::duration<double>(clock::now() - t1).count();
     if (times) *times = t;

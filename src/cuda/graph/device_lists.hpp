@@ -31,9 +31,12 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
                               bool with_distances);
 
 /** cuda::optimize of lists already on `device` (the same checks, steps and bytes; the lists'
- *  memory is given back as soon as the pruning has read it). */
+ *  memory is given back as soon as the pruning has read it). `graph`, when it holds
+ *  rows x degree entries, is the result's memory, allocated by the caller ahead (faulting in a
+ *  large host array takes longer than the detour counting); otherwise it is allocated here. */
 std::vector<uint32_t> optimize_lists(device_lists lists, uint32_t degree, reorder_kind reorder,
                                      core::optimize_steps steps, int device,
-                                     const core::progress_fn& progress);
+                                     const core::progress_fn& progress,
+                                     std::vector<uint32_t> graph = {});
 
 }  // namespace cagra::cuda

@@ -154,7 +154,8 @@ __global__ void sample_kernel(const u64* keys, uint8_t* flags, int64_t n, uint32
 }
 
 /** One CTA per node: merges its proposals into its list (see the file comment). counters[0] +=
- *  entries inserted, counters[1] += proposals dropped for lack of room. Resets pcount. */
+ *  entries inserted, counters[1] += proposals dropped for lack of room (those offered before the
+ *  join saw the buffer full: it skips full targets). Resets pcount. */
 __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* props,
                               uint32_t* pcount, uint32_t cap, u64* counters) {
   extern __shared__ u64 sm[];

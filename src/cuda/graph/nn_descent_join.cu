@@ -17,7 +17,9 @@
 //  3. Proposals: a NEW target t takes row t (every other candidate), an OLD target takes column
 //     t (the NEW rows); entries below t's current worst distance (the snapshot of this
 //     iteration) are counted by one warp, one atomicAdd reserves room in t's proposal buffer,
-//     and they are written as (distance, id) keys; what does not fit is dropped. (Keeping only
+//     and they are written as (distance, id) keys; what does not fit is dropped. A target whose
+//     buffer is seen full when the step starts is skipped (the same keys land; in the early
+//     iterations most offers find full buffers). (Keeping only
 //     each CTA's 4..32 nearest offers per target was tried: lower recall and slower; so was
 //     skipping the mirrored half of NEW x NEW: no gain, a CTA waits for its busiest warps.)
 #include <cuda_runtime_api.h>
@@ -277,8 +279,18 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   }
   __syncthreads();
 
-  // 3. Proposals, one warp per target; lane l holds columns l, l + 32, l + 64, l + 96.
-  for (uint32_t tt = warp; tt < C; tt += kThreads / 32) {
+  // 3. Proposals, one warp per target; lane l holds columns l, l + 32, l + 64, l + 96. A target
+  // whose buffer is already full is skipped: all it would be offered is dropped (most targets of
+  // the early iterations, which offer many times the buffers' room).
+  constexpr uint32_t kWarps = kThreads / 32;
+  static_assert(kMaxCand <= 32 * kWarps, "a warp's targets fit in one ballot");
+  uint32_t full = 0;  // bit i: target warp + kWarps * i
+  {
+    const uint32_t tt = warp + kWarps * lane;
+    full = __ballot_sync(kFull, tt < C && __ldcg(a.pcount + cand[tt]) >= a.cap);
+  }
+  for (uint32_t tt = warp, i = 0; tt < C; tt += kWarps, ++i) {
+    if ((full >> i) & 1u) continue;
     const bool tnew = tt < nnew;
     const uint32_t len = tnew ? C : nnew;
     const float wt = worst[tt];

@@ -299,7 +299,8 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
 
 std::vector<uint32_t> optimize_lists(device_lists lists, uint32_t degree, reorder_kind reorder,
                                      core::optimize_steps steps, int device,
-                                     const core::progress_fn& progress) {
+                                     const core::progress_fn& progress,
+                                     std::vector<uint32_t> graph) {
   const int64_t n = lists.rows;
   const uint32_t k = lists.k;
   const int mode = reorder_mode(reorder, steps);
@@ -319,7 +320,7 @@ std::vector<uint32_t> optimize_lists(device_lists lists, uint32_t degree, reorde
   device_buffer<uint32_t> d_pruned(nd);
   device_buffer<unsigned long long> d_bad(1);
   unsigned long long h_bad = kNoBadRow;
-  std::vector<uint32_t> graph;  // the result, sized while the GPU counts detours
+  // `graph` is the result: sized here (while the GPU counts detours) unless the caller has.
   CAGRA_CUDA_TRY(cudaMemcpyAsync(d_bad.data(), &h_bad, sizeof(h_bad), cudaMemcpyHostToDevice, s));
   {
     const device_lists held = std::move(lists);  // freed at the end of this scope
@@ -343,7 +344,12 @@ std::vector<uint32_t> optimize_lists(device_lists lists, uint32_t degree, reorde
       done.emplace_back(std::make_unique<cuda_event>(), x0 + rows);
       CAGRA_CUDA_TRY(cudaEventRecord(done.back().first->get(), s));
     }
-    graph.resize(nd);
+    trace.mark("reorder launches queued");
+    if (graph.size() != nd) {
+      graph = std::vector<uint32_t>();
+      graph.resize(nd);
+    }
+    trace.mark("host graph allocated");
     for (const auto& e : done) {
       CAGRA_CUDA_TRY(cudaEventSynchronize(e.first->get()));
       if (progress && steps.reorder) progress("optimize: reorder", double(e.second) / double(n));

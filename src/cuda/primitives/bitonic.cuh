@@ -219,7 +219,8 @@ __device__ inline void block_sort_u64(unsigned long long* a, uint32_t n) {
   for (uint32_t size = 2; size <= n; size <<= 1)
     for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
       for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
-        const uint32_t i = 2 * stride * (t / stride) + t % stride, j = i + stride;
+        // 2 stride (t / stride) + t % stride, stride a power of two (no integer division)
+        const uint32_t i = ((t & ~(stride - 1)) << 1) | (t & (stride - 1)), j = i + stride;
         const bool up = (i & size) == 0;
         const unsigned long long x = a[i], y = a[j];
         if ((x > y) == up) {
