@@ -79,7 +79,9 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   constexpr uint32_t kU = kWords / kPer;  // 16-byte words per chunk
   using acc_t = std::conditional_t<kBytes, int, float>;
 
-  __shared__ uint32_t raw[kMaxCand];
+  constexpr uint32_t kSlots = 2 * kMaxCand;  // dedup table: id -> its lowest candidate slot
+  static_assert(kSlots <= kThreads, "one thread clears each table slot");
+  __shared__ uint32_t hkey[kSlots], howner[kSlots];
   __shared__ uint32_t cand[kMaxCand];
   __shared__ float worst[kMaxCand];
   __shared__ int nrm[kMaxCand];
@@ -90,27 +92,38 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   const uint32_t t = threadIdx.x, lane = t & 31u, warp = t >> 5;
   const uint32_t s = a.s;
 
-  // 1. Candidates. Threads 0..63: NEW slots (fwd 0..31, rev 32..63); 64..127: OLD slots.
+  // 1. Candidates. Threads 0..63: NEW slots (fwd 0..31, rev 32..63); 64..127: OLD slots. An id
+  // in several slots keeps its first (so NEW wins over OLD): ids go into a shared hash table,
+  // each slot's lowest thread by atomicMin.
+  if (t < kSlots) {
+    hkey[t] = kInvalidId;
+    howner[t] = kMaxCand;
+  }
+  uint32_t my_id = kInvalidId, hslot = 0;
   if (t < kMaxCand) {
     const uint32_t part = t >> 6, idx = t & 63u;
     const uint32_t* fwd = part ? a.fwd_old : a.fwd_new;
     const uint32_t* rev = part ? a.rev_old : a.rev_new;
     const uint32_t* rc = part ? a.rcnt_old : a.rcnt_new;
-    uint32_t id = kInvalidId;
     if (idx < 32) {
-      if (idx < s) id = fwd[u * s + idx];
+      if (idx < s) my_id = fwd[u * s + idx];
     } else if (idx - 32 < min(rc[u], s)) {
-      id = rev[u * s + (idx - 32)];
+      my_id = rev[u * s + (idx - 32)];
     }
-    raw[t] = id;
+  }
+  __syncthreads();  // the table is clear
+  if (my_id != kInvalidId) {
+    for (hslot = (my_id * 0x9E3779B1u) >> 24;; hslot = (hslot + 1) % kSlots) {
+      const uint32_t prev = atomicCAS(&hkey[hslot], kInvalidId, my_id);
+      if (prev == kInvalidId || prev == my_id) break;
+    }
+    atomicMin(&howner[hslot], t);
   }
   __syncthreads();
   bool keep = false;
-  uint32_t my_id = kInvalidId, bal = 0;
+  uint32_t bal = 0;
   if (t < kMaxCand) {
-    my_id = raw[t];
-    keep = my_id != kInvalidId;
-    for (uint32_t j = 0; j < t; ++j) keep = keep && raw[j] != my_id;  // first occurrence only
+    keep = my_id != kInvalidId && howner[hslot] == t;  // first occurrence only
     bal = __ballot_sync(kFull, keep);
     if (lane == 0) wtot[warp] = __popc(bal);
   }
@@ -289,22 +302,27 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
     const uint32_t tt = warp + kWarps * lane;
     full = __ballot_sync(kFull, tt < C && __ldcg(a.pcount + cand[tt]) >= a.cap);
   }
+  const uint32_t below = (1u << lane) - 1u;  // lanes before this one
   for (uint32_t tt = warp, i = 0; tt < C; tt += kWarps, ++i) {
     if ((full >> i) & 1u) continue;
     const bool tnew = tt < nnew;
-    const uint32_t len = tnew ? C : nnew;
+    const uint32_t len = tnew ? C : nnew, nq = (len + 31) / 32;  // uniform over the warp
     const float wt = worst[tt];
     float dv[4];
-    uint32_t total = 0;
+    uint32_t offers[4], total = 0;  // offers[q]: ballot of the lanes offering column lane + 32 q
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const uint32_t j = lane + 32 * q;
       dv[q] = kInf;
-      if (j < len) {
-        const float d = tnew ? g[tt * kLdg + j] : g[j * kLdg + tt];
-        if (d < wt && j != tt) dv[q] = d;
+      offers[q] = 0;
+      if (uint32_t(q) < nq) {
+        const uint32_t j = lane + 32 * q;
+        if (j < len) {
+          const float d = tnew ? g[tt * kLdg + j] : g[j * kLdg + tt];
+          if (d < wt && j != tt) dv[q] = d;
+        }
+        offers[q] = __ballot_sync(kFull, dv[q] < kInf);
+        total += __popc(offers[q]);
       }
-      total += __popc(__ballot_sync(kFull, dv[q] < kInf));
     }
     if (total == 0) continue;
     const uint32_t target = cand[tt];
@@ -315,13 +333,11 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
     if (base >= a.cap) continue;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      const bool ok = dv[q] < kInf;
-      const uint32_t b = __ballot_sync(kFull, ok);
-      if (ok) {
-        const uint32_t slot = base + __popc(b & ((1u << lane) - 1u));
+      if (dv[q] < kInf) {
+        const uint32_t slot = base + __popc(offers[q] & below);
         if (slot < a.cap) out[slot] = make_key(dv[q], cand[lane + 32 * q]);
       }
-      base += __popc(b);
+      base += __popc(offers[q]);
     }
   }
 }
