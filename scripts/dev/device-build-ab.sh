@@ -14,7 +14,8 @@
 # and prints a table: each side's median total, kNN and optimize seconds per degree, and B/A.
 #
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), DEGREES (32 64),
-# A_COMMIT / B_COMMIT (labels; B_COMMIT defaults to this tree's HEAD), METRIC (l2).
+# A_COMMIT / B_COMMIT (labels; B_COMMIT defaults to this tree's HEAD), METRIC (l2), SKIP_RECALL=1
+# (timings only: no kNN or search recall).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -109,6 +110,7 @@ for d in sorted({r["params"]["graph_degree"] for r in rows}):
 EOF
 
 for d in $DEGREES; do
+  [ "${SKIP_RECALL:-0}" = 1 ] && break
   say "kNN graph recall (B), intermediate degree $((2 * d))"
   timeout 60 stdbuf -oL "$PWD/build-ab/graph_metrics" "$base" --graph-degree "$d" \
     --intermediate-degree "$((2 * d))" --metric "$METRIC" --backend cuda --knn-recall 1000 \
