@@ -1,7 +1,9 @@
-// NN-descent: recall against the exact kNN graph on real data, list invariants, and determinism
-// (same seed, same graph for any thread count; another seed, another graph).
+// NN-descent: recall against the exact kNN graph on real data, list invariants, determinism
+// (same seed, same graph for any thread count; another seed, another graph), and the build's
+// two stages in one backend call.
 #include <gtest/gtest.h>
 
+#include "core/backend.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -67,6 +69,28 @@ TEST(NnDescent, DeterministicForSeedAndThreadCount) {
   index_params few42 = nnd_params(16, 42);
   few42.knn.max_iterations = 1;
   EXPECT_NE(build_knn_graph(one, few, base).ids, build_knn_graph(one, few42, base).ids);
+}
+
+// backend_ops::nn_descent_graph, the build's two stages in one call (the CUDA backend keeps the
+// lists on the device in between): the default, which the CPU backend takes, equals nn_descent
+// then optimize, and reports both stages.
+TEST(NnDescent, BothStagesInOneCallEqualTheTwoCalls) {
+  host_matrix base = head(bigann10k().base, 3000);
+  resources r;
+  r.target = backend::cpu;
+  r.num_threads = 2;
+  const knn_graph_params kp;
+  const knn_graph knn = core::cpu_backend().nn_descent(base, metric::l2, 32, kp, 7, r, nullptr);
+  for (reorder_kind kind : {reorder_kind::rank, reorder_kind::distance}) {
+    core::graph_stage_times times;
+    const std::vector<uint32_t> graph =
+        core::cpu_backend().nn_descent_graph(base, metric::l2, 32, kp, 7, 16, kind, r, &times);
+    EXPECT_EQ(graph, core::cpu_backend().optimize(knn, 16, kind, {}, r)) << to_string(kind);
+    EXPECT_GE(times.iterations, 1u);
+    EXPECT_LE(times.iterations, kp.max_iterations);
+    EXPECT_GT(times.knn_seconds, 0.0);
+    EXPECT_GT(times.optimize_seconds, 0.0);
+  }
 }
 
 TEST(NnDescent, InnerProductAndCosine) {
