@@ -248,38 +248,6 @@ __global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, floa
   }
 }
 
-/** A build with -DCAGRA_NND_TIMING=1 prints each iteration's phases (a developer's measurement;
- *  a normal build compiles the timing out). */
-constexpr bool verbose() { return CAGRA_NND_TIMING != 0; }
-
-/** With verbose(): GPU time between marks (timing events exist only then). */
-class phase_timer {
- public:
-  phase_timer(cudaStream_t s, bool on) : s_(s), on_(on) {
-    if (on_)
-      for (auto& e : ev_) CAGRA_CUDA_TRY(cudaEventCreate(&e));
-  }
-  ~phase_timer() {
-    if (on_)
-      for (auto& e : ev_) CAGRA_CUDA_TRY_NO_THROW(cudaEventDestroy(e));
-  }
-  phase_timer(const phase_timer&) = delete;
-  phase_timer& operator=(const phase_timer&) = delete;
-  void mark(int i) {
-    if (on_) CAGRA_CUDA_TRY(cudaEventRecord(ev_[i], s_));
-  }
-  float ms(int a, int b) const {
-    float x = 0;
-    if (on_) CAGRA_CUDA_TRY(cudaEventElapsedTime(&x, ev_[a], ev_[b]));
-    return x;
-  }
-
- private:
-  cudaStream_t s_;
-  bool on_;
-  cudaEvent_t ev_[4] = {};
-};
-
 struct run_state {
   int64_t n;
   uint32_t k, s, cap, row_u4;
@@ -372,7 +340,7 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   r.counters.reserve(2);
   trace.mark("device buffers allocated");
 
-  phase_timer timer(st, verbose());
+  phase_timer timer(st, timing_build());
   timer.mark(0);
   // The dataset, rows zero padded to 16 bytes.
   const size_t src_pitch = size_t(dim) * dtype_size(t), dst_pitch = size_t(r.row_u4) * 16;
@@ -390,7 +358,7 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
     default: launch_init<int8_t>(r, seed, dot, cosine, st); break;
   }
   timer.mark(1);
-  if (verbose()) {
+  if (timing_build()) {
     stream.sync();
     std::fprintf(
         stderr,
@@ -447,7 +415,7 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
         cudaMemcpyAsync(counters, r.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, st));
     stream.sync();
     ++it;
-    if (verbose())
+    if (timing_build())
       std::fprintf(stderr,
                    "[gpu nn-descent] iteration %u: %llu entries changed, %llu proposals dropped; "
                    "sample %.2f ms, "
