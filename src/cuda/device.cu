@@ -71,7 +71,11 @@ void testing::device_free(void* p) noexcept {
 }
 
 void testing::copy_memory(void* dst, const void* src, size_t bytes) {
-  if (bytes) CAGRA_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  if (!bytes) return;
+  CAGRA_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+  // From pageable memory cudaMemcpy may return before the DMA lands; the library's kernels run
+  // on non-blocking streams, which do not wait for the legacy stream.
+  CAGRA_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 }  // namespace cagra::cuda

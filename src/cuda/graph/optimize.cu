@@ -287,13 +287,20 @@ std::vector<uint32_t> optimize(const knn_graph& knn, uint32_t degree, reorder_ki
   lists.rows = n;
   lists.k = k;
   const size_t nk = size_t(n) * k;
+  // The upload on a stream of its own, synchronized: a plain cudaMemcpy from pageable memory may
+  // return before its DMA lands, and optimize_lists' kernels run on a non-blocking stream, which
+  // does not wait for the legacy stream (CudaOptimize.SyntheticEdgeCases saw stale ids while
+  // another process kept the GPU busy).
+  cuda_stream upload;
   lists.ids.reserve(nk);
-  CAGRA_CUDA_TRY(cudaMemcpy(lists.ids.data(), knn.ids.data(), nk * 4, cudaMemcpyHostToDevice));
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(lists.ids.data(), knn.ids.data(), nk * 4, cudaMemcpyHostToDevice,
+                                 upload.get()));
   if (mode == 2) {
     lists.distances.reserve(nk);
-    CAGRA_CUDA_TRY(
-        cudaMemcpy(lists.distances.data(), knn.distances.data(), nk * 4, cudaMemcpyHostToDevice));
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(lists.distances.data(), knn.distances.data(), nk * 4,
+                                   cudaMemcpyHostToDevice, upload.get()));
   }
+  upload.sync();
   return optimize_lists(std::move(lists), degree, reorder, steps, device, progress);
 }
 
