@@ -212,12 +212,50 @@ __device__ void merge_into_top(G g, float* td, uint32_t* ti, uint32_t m, uint32_
   g.sync();
 }
 
+/** One compare-exchange stage of block_sort_u64 over the 64 keys a warp holds in registers: x0 is
+ *  key i0 = (64-aligned base) + lane, x1 key i0 + 32. Stride 32 pairs x0 with x1 of the same lane;
+ *  strides <= 16 pair lanes by shuffle. Same result as the shared-memory stage: with up =
+ *  (i & size) == 0 the lower index of each pair keeps the smaller key. */
+__device__ __forceinline__ void sort_stage_64(unsigned long long& x0, unsigned long long& x1,
+                                              uint32_t i0, uint32_t size, uint32_t stride) {
+  constexpr uint32_t kFull = 0xFFFFFFFFu;
+  if (stride == 32) {
+    const bool up = (i0 & size) == 0;
+    const unsigned long long lo = x0 < x1 ? x0 : x1, hi = x0 < x1 ? x1 : x0;
+    x0 = up ? lo : hi;
+    x1 = up ? hi : lo;
+    return;
+  }
+  const unsigned long long p0 = __shfl_xor_sync(kFull, x0, stride);
+  const unsigned long long p1 = __shfl_xor_sync(kFull, x1, stride);
+  const bool lower = (i0 & stride) == 0;  // i0 + 32 has the same bit below 32
+  const bool min0 = lower == ((i0 & size) == 0), min1 = lower == (((i0 + 32) & size) == 0);
+  x0 = min0 == (p0 < x0) ? p0 : x0;
+  x1 = min1 == (p1 < x1) ? p1 : x1;
+}
+
 /** The whole CTA: ascending bitonic sort of n (a power of two) 64-bit keys in shared memory
  *  (key = orderable distance bits << 32 | id: one unsigned compare orders by (distance, id)).
- *  Used by the brute force's running top-k, the NN-descent update and the optimize's prune. */
+ *  Used by the brute force's running top-k, the NN-descent update and the optimize's prune.
+ *  Stages of stride >= 64 go through shared memory; the strides below, and every stage of the
+ *  first 64-key runs, in registers, a warp per 64 keys (one shared-memory pass and one
+ *  __syncthreads per size instead of one per stage: the update kernel was bound by them).
+ *  blockDim.x must be a multiple of 32. */
 __device__ inline void block_sort_u64(unsigned long long* a, uint32_t n) {
-  for (uint32_t size = 2; size <= n; size <<= 1)
-    for (uint32_t stride = size >> 1; stride > 0; stride >>= 1) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  // sizes 2..64: runs of 64 sorted in alternating directions (n < 64: one run, padded with ~0)
+  for (uint32_t base = warp * 64; base < max(n, 64u); base += warps * 64) {
+    const uint32_t i0 = base + lane;
+    unsigned long long x0 = i0 < n ? a[i0] : ~0ull, x1 = i0 + 32 < n ? a[i0 + 32] : ~0ull;
+    for (uint32_t size = 2; size <= 64; size <<= 1)
+      for (uint32_t stride = size >> 1; stride > 0; stride >>= 1)
+        sort_stage_64(x0, x1, i0, size, stride);
+    if (i0 < n) a[i0] = x0;
+    if (i0 + 32 < n) a[i0 + 32] = x1;
+  }
+  __syncthreads();
+  for (uint32_t size = 128; size <= n; size <<= 1) {
+    for (uint32_t stride = size >> 1; stride >= 64; stride >>= 1) {
       for (uint32_t t = threadIdx.x; t < n / 2; t += blockDim.x) {
         // 2 stride (t / stride) + t % stride, stride a power of two (no integer division)
         const uint32_t i = ((t & ~(stride - 1)) << 1) | (t & (stride - 1)), j = i + stride;
@@ -230,6 +268,15 @@ __device__ inline void block_sort_u64(unsigned long long* a, uint32_t n) {
       }
       __syncthreads();
     }
+    for (uint32_t base = warp * 64; base < n; base += warps * 64) {
+      const uint32_t i0 = base + lane;
+      unsigned long long x0 = a[i0], x1 = a[i0 + 32];
+      for (uint32_t stride = 32; stride > 0; stride >>= 1) sort_stage_64(x0, x1, i0, size, stride);
+      a[i0] = x0;
+      a[i0 + 32] = x1;
+    }
+    __syncthreads();
+  }
 }
 
 }  // namespace cagra::cuda::dev
