@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "core/half.hpp"
 
@@ -46,40 +48,106 @@ void require_host(const dataset_view& v, const char* what) {
                 (long long)v.rows, (long long)v.cols);
 }
 
-/** Copies `v` into a float matrix, normalizing each row when `normalize`. */
-host_matrix to_float(const dataset_view& v, bool normalize, int nt, const char* what) {
-  host_matrix out(dtype::f32, v.rows, v.cols);
-  float* o = static_cast<float*>(out.data());
-  int64_t bad_row = -1;
-#pragma omp parallel for num_threads(nt) schedule(static)
-  for (int64_t i = 0; i < v.rows; ++i) {
-    double norm2 = 0;
-    for (int64_t j = 0; j < v.cols; ++j) {
-      double x = value_at(v, i, j);
-      o[i * v.cols + j] = static_cast<float>(x);
-      norm2 += x * x;
-    }
-    if (normalize) {
-      if (!(norm2 > 0)) {
-#pragma omp critical
-        if (bad_row < 0 || i < bad_row) bad_row = i;
-        continue;
-      }
-      const double inv = 1.0 / std::sqrt(norm2);
-      const float inv_f = static_cast<float>(inv);
-      if (std::isfinite(inv_f)) {
-        for (int64_t j = 0; j < v.cols; ++j) o[i * v.cols + j] *= inv_f;
-      } else {
-        // A row of subnormal values (norm below ~3e-39): 1/norm overflows float, so the row is
-        // scaled in double (found by fuzzing: it was stored as infinities). Other rows keep the
-        // float product above, bit for bit.
-        for (int64_t j = 0; j < v.cols; ++j)
-          o[i * v.cols + j] = static_cast<float>(value_at(v, i, j) * inv);
+/** Element j of a row of T, as double (exact for every type). */
+inline double as_double(float x) { return x; }
+inline double as_double(half h) { return half_to_float(h); }
+inline double as_double(uint8_t x) { return x; }
+inline double as_double(int8_t x) { return x; }
+inline double as_double(uint32_t x) { return x; }
+inline double as_double(int32_t x) { return x; }
+
+/** One row of T to float: values widened to double, the norm summed in element order, the row
+ *  scaled by the float of 1 / sqrt(norm2) when `normalize`. False for an all-zero row to
+ *  normalize. */
+template <typename T>
+bool row_to_float(const T* r, int64_t cols, bool normalize, float* out) {
+  double norm2 = 0;
+  for (int64_t j = 0; j < cols; ++j) {
+    const double x = as_double(r[j]);
+    out[j] = static_cast<float>(x);
+    norm2 += x * x;
+  }
+  if (!normalize) return true;
+  if (!(norm2 > 0)) return false;
+  const double inv = 1.0 / std::sqrt(norm2);
+  const float inv_f = static_cast<float>(inv);
+  if (std::isfinite(inv_f)) {
+    for (int64_t j = 0; j < cols; ++j) out[j] *= inv_f;
+  } else {
+    // A row of subnormal values (norm below ~3e-39): 1/norm overflows float, so the row is
+    // scaled in double (found by fuzzing: it was stored as infinities). Other rows keep the
+    // float product above, bit for bit.
+    for (int64_t j = 0; j < cols; ++j) out[j] = static_cast<float>(as_double(r[j]) * inv);
+  }
+  return true;
+}
+
+/** The first all-zero row (when normalizing) and the first element beyond the f16 range (f16
+ *  output), -1 for none. */
+struct convert_report {
+  int64_t zero_row = -1, beyond_f16 = -1;
+};
+
+/** Rows of T to float or half (Out), rows over the threads, with typed loads: value_at's switch
+ *  per element on one thread took seconds for a 1M x 768 set. f16 output goes through a row of
+ *  float per thread, rounded like the float matrix it replaces (same bytes). */
+template <typename T, typename Out>
+convert_report convert_rows(const T* src, int64_t rows, int64_t cols, bool normalize, Out* o,
+                            int nt) {
+  constexpr bool kHalf = std::is_same_v<Out, half>;
+  int64_t zero_row = rows, beyond = rows * cols;
+#pragma omp parallel num_threads(std::max(nt, 1))
+  {
+    std::vector<float> tmp(kHalf ? size_t(cols) : 0);
+#pragma omp for schedule(static) reduction(min : zero_row, beyond)
+    for (int64_t i = 0; i < rows; ++i) {
+      float* out = nullptr;
+      if constexpr (kHalf)
+        out = tmp.data();
+      else
+        out = o + i * cols;
+      if (!row_to_float(src + i * cols, cols, normalize, out)) zero_row = std::min(zero_row, i);
+      if constexpr (kHalf) {
+        half* h = o + i * cols;
+        for (int64_t j = 0; j < cols; ++j) {
+          h[j] = float_to_half(out[j]);
+          if ((h[j].bits & 0x7C00u) == 0x7C00u) beyond = std::min(beyond, i * cols + j);
+        }
       }
     }
   }
-  CAGRA_EXPECTS(bad_row < 0, "%s row %lld is all zeros: cosine distance is undefined for it", what,
-                (long long)bad_row);
+  return {zero_row == rows ? -1 : zero_row, beyond == rows * cols ? -1 : beyond};
+}
+
+/** convert_rows for the element type of `v`. */
+template <typename Out>
+convert_report convert_view(const dataset_view& v, bool normalize, Out* o, int nt) {
+  switch (v.type) {
+    case dtype::f32:
+      return convert_rows(static_cast<const float*>(v.data), v.rows, v.cols, normalize, o, nt);
+    case dtype::f16:
+      return convert_rows(static_cast<const half*>(v.data), v.rows, v.cols, normalize, o, nt);
+    case dtype::u8:
+      return convert_rows(static_cast<const uint8_t*>(v.data), v.rows, v.cols, normalize, o, nt);
+    case dtype::i8:
+      return convert_rows(static_cast<const int8_t*>(v.data), v.rows, v.cols, normalize, o, nt);
+    case dtype::u32:
+      return convert_rows(static_cast<const uint32_t*>(v.data), v.rows, v.cols, normalize, o, nt);
+    case dtype::i32:
+      return convert_rows(static_cast<const int32_t*>(v.data), v.rows, v.cols, normalize, o, nt);
+  }
+  return {};
+}
+
+void expect_no_zero_row(const convert_report& r, const char* what) {
+  CAGRA_EXPECTS(r.zero_row < 0, "%s row %lld is all zeros: cosine distance is undefined for it",
+                what, (long long)r.zero_row);
+}
+
+/** Copies `v` into a float matrix, normalizing each row when `normalize`. */
+host_matrix to_float(const dataset_view& v, bool normalize, int nt, const char* what) {
+  host_matrix out(dtype::f32, v.rows, v.cols);
+  expect_no_zero_row(convert_view(v, normalize, static_cast<float*>(out.data()), nt), what);
   return out;
 }
 
@@ -128,19 +196,26 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
   check_finite(input, "dataset", nt);
   dtype target = storage_dtype_for(input.type, m, s);
   if (target == input.type && m != metric::cosine) return host_matrix::copy_of(input);
-  host_matrix f = to_float(input, m == metric::cosine, nt, "dataset");
-  if (target == dtype::f32) return f;
-  host_matrix h(dtype::f16, f.rows(), f.cols());  // f16 storage
-  const float* src = static_cast<const float*>(f.data());
-  half* dst = static_cast<half*>(h.data());
-  for (int64_t i = 0; i < f.rows() * f.cols(); ++i) {
-    dst[i] = float_to_half(src[i]);
-    // Beyond the f16 range the value would be stored as infinity (searches with infinite
-    // distances, and a file that load refuses): say which one instead (found by fuzzing).
-    CAGRA_EXPECTS((dst[i].bits & 0x7C00u) != 0x7C00u,
-                  "dataset row %lld, column %lld holds %g, beyond the f16 range (|x| <= 65504); "
-                  "index it with f32 storage or scale the data",
-                  (long long)(i / f.cols()), (long long)(i % f.cols()), double(src[i]));
+  if (target == dtype::f32) return to_float(input, m == metric::cosine, nt, "dataset");
+  // f16 storage: straight from the input, without a float matrix in between.
+  host_matrix h(dtype::f16, input.rows, input.cols);
+  const convert_report r =
+      convert_view(input, m == metric::cosine, static_cast<half*>(h.data()), nt);
+  expect_no_zero_row(r, "dataset");
+  // Beyond the f16 range the value would be stored as infinity (searches with infinite
+  // distances, and a file that load refuses): say which one instead (found by fuzzing).
+  if (r.beyond_f16 >= 0) {
+    const int64_t row = r.beyond_f16 / input.cols, col = r.beyond_f16 % input.cols;
+    // The value it held as float (after the normalization, as the f16 rounding saw it).
+    const dataset_view one(static_cast<const uint8_t*>(input.data) + row * input.row_bytes(),
+                           input.type, 1, input.cols);
+    std::vector<float> tmp(size_t(input.cols));
+    convert_view(one, m == metric::cosine, tmp.data(), 1);
+    const float value = tmp[size_t(col)];
+    CAGRA_FAIL(
+        "dataset row %lld, column %lld holds %g, beyond the f16 range (|x| <= 65504); "
+        "index it with f32 storage or scale the data",
+        (long long)row, (long long)col, double(value));
   }
   return h;
 }
