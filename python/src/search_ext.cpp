@@ -87,9 +87,12 @@ nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device,
       data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
 }
 
-/** cudaMemcpy (either direction) that throws cagra::error naming `what`. */
+/** cudaMemcpy (either direction) that throws cagra::error naming `what`. Waits for the legacy
+ *  stream: from pageable memory cudaMemcpy may return before its DMA lands, and the caller's next
+ *  kernel may run on a stream that does not wait for it. */
 void copy_cuda(void* dst, const void* src, size_t bytes, const char* what) {
-  const cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     throw cagra::error(std::string("copying ") + what + " failed: " + cudaGetErrorString(e));

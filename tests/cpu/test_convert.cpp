@@ -47,14 +47,14 @@ TEST(Convert, F16StorageIsTheRoundingOfF32StorageForAnyThreadCount) {
   for (dtype t : {dtype::f32, dtype::f16, dtype::u8, dtype::i8})
     for (metric m : {metric::cosine, metric::l2}) {
       const host_matrix in = random_rows(t, 257, 67, 11);
-      const std::string what = std::string(to_string(t)) + (m == metric::cosine ? " cosine" : " l2");
+      const std::string what =
+          std::string(to_string(t)) + (m == metric::cosine ? " cosine" : " l2");
       const host_matrix f32 = core::to_storage(in, m, storage_type::f32, 1);
       const host_matrix f16 = core::to_storage(in, m, storage_type::f16, 1);
       ASSERT_EQ(f32.type(), dtype::f32) << what;
       ASSERT_EQ(f16.type(), dtype::f16) << what;
       for (int64_t i = 0; i < in.rows() * in.cols(); ++i)
-        ASSERT_EQ(f16.as<half>().data[i].bits,
-                  core::float_to_half(f32.as<float>().data[i]).bits)
+        ASSERT_EQ(f16.as<half>().data[i].bits, core::float_to_half(f32.as<float>().data[i]).bits)
             << what << ", element " << i;
       for (int nt : {2, 3, 8}) {
         EXPECT_TRUE(same_bytes(core::to_storage(in, m, storage_type::f32, nt), f32)) << what << nt;
