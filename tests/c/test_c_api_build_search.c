@@ -1,0 +1,219 @@
+/* C API test (see test_c_api.c): build on bigann10k and search (recall against the ground
+ * truth, labels of an index without labels), a save/load round trip with identical results,
+ * filtered search (a shared bitset, one per query, fewer allowed rows than k, bad filters), the
+ * int8 traversal, and the kNN graph built in checkpointed partitions. */
+#include "c_api_test_support.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+void test_build_search_save_load(const data_set* d, cagra_index_t* index, const char* out_dir) {
+  const size_t n = (size_t)d->queries.rows * K;
+  uint32_t* ids = malloc(n * sizeof *ids);
+  uint32_t* ids2 = malloc(n * sizeof *ids2);
+  float* dist = malloc(n * sizeof *dist);
+  float* dist2 = malloc(n * sizeof *dist2);
+  int64_t* ids64 = malloc(n * sizeof *ids64);
+  int64_t* labels = malloc(n * sizeof *labels);
+  const cagra_search_params_t sp = search_params();
+  cagra_index_info_t info = info_of(index);
+  cagra_index_t* loaded = NULL;
+  char path[4096];
+  size_t i;
+
+  CHECK(info.rows == d->base.rows && info.dim == d->base.cols && info.graph_degree == 32);
+  CHECK(info.dtype == CAGRA_DTYPE_U8 && info.metric == CAGRA_METRIC_L2);
+  CHECK(info.live_rows == info.rows && info.deleted_rows == 0 && info.has_labels == 0);
+
+  search_all(index, d, ids, dist, ids64);
+  printf("recall@10 on bigann10k: %.4f\n", recall(ids64, d->truth, d->truth_k, d->queries.rows));
+  CHECK(recall(ids64, d->truth, d->truth_k, d->queries.rows) >= 0.95);
+  for (i = 0; i < n; ++i) CHECK(i % K == 0 || dist[i - 1] <= dist[i]);
+
+  /* Without labels, the labels are the row numbers. */
+  CHECK_OK(cagra_index_search_labels(index, &sp, d->queries.data, CAGRA_DTYPE_U8, d->queries.rows,
+                                     d->queries.cols, K, labels, NULL, NULL));
+  CHECK(memcmp(labels, ids64, n * sizeof *labels) == 0);
+
+  /* Save, load: the same index, the same results bit for bit. */
+  snprintf(path, sizeof path, "%s/test_c_api.cagra", out_dir);
+  CHECK_OK(cagra_index_save(index, path));
+  CHECK_OK(cagra_index_load(path, &loaded));
+  CHECK(loaded != NULL);
+  if (loaded != NULL) {
+    CHECK(same_info(info_of(loaded), info));
+    CHECK_OK(cagra_index_search(loaded, &sp, d->queries.data, CAGRA_DTYPE_U8, d->queries.rows,
+                                d->queries.cols, K, ids2, dist2, NULL));
+    CHECK(memcmp(ids, ids2, n * sizeof *ids) == 0);
+    CHECK(memcmp(dist, dist2, n * sizeof *dist) == 0);
+    CHECK_OK(cagra_index_free(loaded));
+  }
+  remove(path);
+  free(ids), free(ids2), free(dist), free(dist2), free(ids64), free(labels);
+}
+
+void test_filters(const data_set* d, const cagra_index_t* index) {
+  const int64_t rows = d->base.rows, nq = d->queries.rows;
+  const int64_t words = cagra_filter_words(rows);
+  const cagra_search_params_t sp = search_params();
+  uint32_t* shared = calloc((size_t)words, sizeof *shared);
+  uint32_t* few = calloc((size_t)words, sizeof *few);
+  uint32_t* per_query = calloc((size_t)(words * nq), sizeof *per_query);
+  uint32_t* ids = malloc((size_t)nq * K * sizeof *ids);
+  float* dist = malloc((size_t)nq * K * sizeof *dist);
+  cagra_filter_t filter;
+  int64_t q, r, i;
+
+  /* A shared bitset: every third row. */
+  for (r = 0; r < rows; r += 3) set_bit(shared, r);
+  filter.words = shared, filter.rows = rows, filter.queries = 0;
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, d->queries.cols, K,
+                              ids, dist, &filter));
+  for (i = 0; i < nq * K; ++i) CHECK(ids[i] != CAGRA_INVALID_ID && ids[i] % 3 == 0);
+
+  /* One bitset per query: query q may return the rows r with (r + q) % 5 == 0. */
+  for (q = 0; q < nq; ++q)
+    for (r = (5 - q % 5) % 5; r < rows; r += 5) set_bit(per_query + q * words, r);
+  filter.words = per_query, filter.queries = nq;
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, d->queries.cols, K,
+                              ids, dist, &filter));
+  for (q = 0; q < nq; ++q)
+    for (i = 0; i < K; ++i) {
+      const uint32_t id = ids[q * K + i];
+      CHECK(id != CAGRA_INVALID_ID && has_bit(per_query + q * words, id));
+    }
+
+  /* Four rows allowed, k = 10: those four, then empty slots. */
+  set_bit(few, 7), set_bit(few, 700), set_bit(few, 7000), set_bit(few, rows - 1);
+  filter.words = few, filter.queries = 0;
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, d->queries.cols, K,
+                              ids, dist, &filter));
+  for (q = 0; q < nq; ++q)
+    for (i = 0; i < K; ++i) {
+      const uint32_t id = ids[q * K + i];
+      CHECK(i < 4 ? id != CAGRA_INVALID_ID && has_bit(few, id) : id == CAGRA_INVALID_ID);
+      CHECK(i < 4 || isinf(dist[q * K + i]));
+    }
+
+  /* A filter over the wrong number of rows, or per-query bitsets for another batch size. */
+  filter.rows = rows - 1;
+  CHECK_FAILS(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, d->queries.cols,
+                                 K, ids, dist, &filter),
+              CAGRA_ERROR_INVALID_ARGUMENT, "filter");
+  filter.words = per_query, filter.rows = rows, filter.queries = nq - 1;
+  CHECK_FAILS(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, d->queries.cols,
+                                 K, ids, dist, &filter),
+              CAGRA_ERROR_INVALID_ARGUMENT, "filter");
+  free(shared), free(few), free(per_query), free(ids), free(dist);
+}
+
+/* The int8 traversal: on a float32 copy of bigann10k, recall within 0.02 of the exact walk and
+ * the distances returned exact (squared L2 of the returned rows); refused for the u8 index, for
+ * rerank < k and for a traversal outside the enum. */
+void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index) {
+  const int64_t rows = d->base.rows, dim = d->base.cols, nq = d->queries.rows;
+  const size_t n = (size_t)nq * K;
+  const cagra_build_params_t bp = build_params();
+  cagra_search_params_t sp = search_params();
+  float* base = malloc((size_t)(rows * dim) * sizeof *base);
+  float* queries = malloc((size_t)(nq * dim) * sizeof *queries);
+  uint32_t* ids = malloc(n * sizeof *ids);
+  float* dist = malloc(n * sizeof *dist);
+  int64_t* ids64 = malloc(n * sizeof *ids64);
+  cagra_index_t* index = NULL;
+  double exact_recall = 0, int8_recall = 0;
+  size_t i;
+
+  for (i = 0; i < (size_t)(rows * dim); ++i) base[i] = ((const uint8_t*)d->base.data)[i];
+  for (i = 0; i < (size_t)(nq * dim); ++i) queries[i] = ((const uint8_t*)d->queries.data)[i];
+
+  sp.traversal = CAGRA_TRAVERSAL_INT8;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "int8");
+  sp.traversal = (cagra_traversal_t)2;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "traversal");
+
+  CHECK_OK(cagra_index_build(&bp, base, CAGRA_DTYPE_F32, rows, dim, &index));
+  if (index != NULL) {
+    sp = search_params();
+    CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    for (i = 0; i < n; ++i) ids64[i] = ids[i];
+    exact_recall = recall(ids64, d->truth, d->truth_k, (size_t)nq);
+
+    sp.traversal = CAGRA_TRAVERSAL_INT8;
+    CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    for (i = 0; i < n; ++i) ids64[i] = ids[i];
+    int8_recall = recall(ids64, d->truth, d->truth_k, (size_t)nq);
+    printf("recall@10 on bigann10k as f32: exact %.4f, int8 traversal %.4f\n", exact_recall,
+           int8_recall);
+    CHECK(int8_recall >= exact_recall - 0.02);
+    for (i = 0; i < n; ++i) {
+      const float* q = queries + (i / K) * (size_t)dim;
+      const float* x = base + (size_t)ids[i] * (size_t)dim;
+      double exact = 0;
+      int64_t j;
+      CHECK(ids[i] < (uint32_t)rows);
+      if (ids[i] >= (uint32_t)rows) continue;
+      for (j = 0; j < dim; ++j) exact += ((double)q[j] - x[j]) * ((double)q[j] - x[j]);
+      CHECK(fabs(dist[i] - exact) <= 1e-4 * exact + 1e-3);
+      CHECK(i % K == 0 || dist[i - 1] <= dist[i]);
+    }
+
+    sp.rerank = K - 1; /* fewer candidates than k */
+    CHECK_FAILS(
+        cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL),
+        CAGRA_ERROR_INVALID_ARGUMENT, "rerank");
+    sp.rerank = K; /* the smallest allowed */
+    CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    CHECK_OK(cagra_index_free(index));
+  }
+  free(base), free(queries), free(ids), free(dist), free(ids64);
+}
+
+/* The kNN graph in partitions, checkpointed: the second build loads every partition (the
+ * folder's files are not written again) and gives the same graph. */
+void test_partitioned_build(const data_set* d, const char* out_dir) {
+  cagra_build_params_t bp = build_params();
+  cagra_index_t *a = NULL, *b = NULL;
+  char folder[4096], part[4200];
+  struct stat before, after;
+  snprintf(folder, sizeof folder, "%s/c_knn_checkpoint", out_dir);
+  bp.knn_partition_rows = 3000;
+  bp.knn_checkpoint_dir = folder;
+  CHECK_OK(cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, d->base.cols, &a));
+  snprintf(part, sizeof part, "%s/knn-part-0-of-", folder);
+  {
+    /* The partition count depends on the clusters: find part 0's file by trying counts. */
+    int n, found = 0;
+    for (n = 1; n <= 64 && !found; ++n) {
+      snprintf(part, sizeof part, "%s/knn-part-0-of-%d.bin", folder, n);
+      found = stat(part, &before) == 0;
+    }
+    CHECK(found);
+  }
+  CHECK_OK(cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, d->base.cols, &b));
+  CHECK(stat(part, &after) == 0 && after.st_mtime == before.st_mtime &&
+        after.st_size == before.st_size);
+  if (a && b) {
+    const size_t n = (size_t)d->queries.rows * K;
+    uint32_t* ids = malloc(2 * n * sizeof *ids);
+    float* dist = malloc(n * sizeof *dist);
+    int64_t* ids64 = malloc(n * sizeof *ids64);
+    search_all(a, d, ids, dist, ids64);
+    search_all(b, d, ids + n, dist, ids64);
+    CHECK(memcmp(ids, ids + n, n * sizeof *ids) == 0);
+    free(ids), free(dist), free(ids64);
+  }
+  bp.knn_partition_rows = 10; /* too small for the degree */
+  {
+    cagra_index_t* c = NULL;
+    CHECK_FAILS(
+        cagra_index_build(&bp, d->base.data, CAGRA_DTYPE_U8, d->base.rows, d->base.cols, &c),
+        CAGRA_ERROR_INVALID_ARGUMENT, "partition_rows");
+  }
+  cagra_index_free(a), cagra_index_free(b);
+}
