@@ -10,8 +10,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cagra/error.hpp>
@@ -120,13 +122,47 @@ struct dataset_view {
   }
 };
 
+namespace detail {
+/** std::allocator whose value-initialization of bytes does nothing, so that a matrix about to be
+ *  overwritten is not zero-filled first (one thread faulting in and zeroing gigabytes). */
+template <typename T>
+struct default_init_allocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = default_init_allocator<U>;
+  };
+  default_init_allocator() = default;
+  template <typename U>
+  default_init_allocator(const default_init_allocator<U>&) noexcept {}  // NOLINT: rebind
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+}  // namespace detail
+
 /** Owning host matrix of any dtype (what the file readers return). */
 class host_matrix {
  public:
   host_matrix() = default;
+  /** rows x cols of zeros. */
   host_matrix(dtype t, int64_t rows, int64_t cols)
       : type_(t), rows_(rows), cols_(cols),
-        bytes_(static_cast<size_t>(rows) * static_cast<size_t>(cols) * dtype_size(t)) {}
+        bytes_(static_cast<size_t>(rows) * static_cast<size_t>(cols) * dtype_size(t), 0) {}
+  /** rows x cols left as the allocator gives them: for a writer that sets every byte (the
+   *  conversions and copies fill it over threads, so the pages are also faulted in in parallel). */
+  static host_matrix uninitialized(dtype t, int64_t rows, int64_t cols) {
+    host_matrix m;
+    m.type_ = t;
+    m.rows_ = rows;
+    m.cols_ = cols;
+    m.bytes_.resize(static_cast<size_t>(rows) * static_cast<size_t>(cols) * dtype_size(t));
+    return m;
+  }
 
   dtype type() const { return type_; }
   int64_t rows() const { return rows_; }
@@ -165,7 +201,7 @@ class host_matrix {
   dtype type_ = dtype::f32;
   int64_t rows_ = 0;
   int64_t cols_ = 0;
-  std::vector<uint8_t> bytes_;
+  std::vector<uint8_t, detail::default_init_allocator<uint8_t>> bytes_;
 };
 
 }  // namespace cagra

@@ -146,7 +146,7 @@ void expect_no_zero_row(const convert_report& r, const char* what) {
 
 /** Copies `v` into a float matrix, normalizing each row when `normalize`. */
 host_matrix to_float(const dataset_view& v, bool normalize, int nt, const char* what) {
-  host_matrix out(dtype::f32, v.rows, v.cols);
+  host_matrix out = host_matrix::uninitialized(dtype::f32, v.rows, v.cols);
   expect_no_zero_row(convert_view(v, normalize, static_cast<float*>(out.data()), nt), what);
   return out;
 }
@@ -198,7 +198,7 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
   if (target == input.type && m != metric::cosine) return host_matrix::copy_of(input);
   if (target == dtype::f32) return to_float(input, m == metric::cosine, nt, "dataset");
   // f16 storage: straight from the input, without a float matrix in between.
-  host_matrix h(dtype::f16, input.rows, input.cols);
+  host_matrix h = host_matrix::uninitialized(dtype::f16, input.rows, input.cols);
   const convert_report r =
       convert_view(input, m == metric::cosine, static_cast<half*>(h.data()), nt);
   expect_no_zero_row(r, "dataset");

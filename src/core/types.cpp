@@ -100,7 +100,7 @@ backend parse_backend(const std::string& s) {
 
 host_matrix host_matrix::copy_of(const dataset_view& v) {
   CAGRA_EXPECTS(v.space == memory_space::host, "copy_of needs host memory");
-  host_matrix m(v.type, v.rows, v.cols);
+  host_matrix m = host_matrix::uninitialized(v.type, v.rows, v.cols);
   if (m.size_bytes() > 0) std::memcpy(m.data(), v.data, m.size_bytes());
   return m;
 }
