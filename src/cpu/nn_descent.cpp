@@ -178,15 +178,18 @@ class nn_descent_run {
   }
 
   void join(int64_t c0, int64_t c1) {
-    props_.resize(static_cast<size_t>(nt_));
+    const size_t nt = static_cast<size_t>(nt_);
+    props_.resize(nt * nt);
 #pragma omp parallel num_threads(nt_)
     {
-      auto& out = props_[static_cast<size_t>(omp_get_thread_num())];
-      out.clear();
+      // This thread's proposals, one bucket per owner (the thread whose update applies them:
+      // target % nt), so that each update reads only its own.
+      std::vector<proposal>* out = props_.data() + size_t(omp_get_thread_num()) * nt;
+      for (size_t o = 0; o < nt; ++o) out[o].clear();
       std::vector<uint32_t> nw, old;
       auto propose = [&](uint32_t a, uint32_t b, float d) {
-        if (d < worst(a)) out.push_back({a, b, d});
-        if (d < worst(b)) out.push_back({b, a, d});
+        if (d < worst(a)) out[a % nt].push_back({a, b, d});
+        if (d < worst(b)) out[b % nt].push_back({b, a, d});
       };
 #pragma omp for schedule(dynamic, 16)
       for (int64_t i = c0; i < c1; ++i) {
@@ -205,39 +208,44 @@ class nn_descent_run {
   /** Applies this chunk's proposals; thread t owns the targets with id % nt == t. */
   int64_t update() {
     int64_t changed = 0;
+    const size_t nt = static_cast<size_t>(nt_);
+    if (bucket_.size() != nt) bucket_.resize(nt);
 #pragma omp parallel num_threads(nt_) reduction(+ : changed)
     {
-      const uint32_t t = static_cast<uint32_t>(omp_get_thread_num()),
-                     nt = static_cast<uint32_t>(nt_);
-      // This thread's targets are t, t + nt, ...: its proposals are bucketed by target (a counting
-      // sort), then each bucket is sorted by (distance, id). That is the order a full sort by
-      // (target, distance, id) gives (the three fields are the whole proposal), at O(P) plus
-      // small sorts instead of O(P log P): the full sort was a quarter of the build's time.
-      const size_t slots = static_cast<size_t>((n_ - t + nt - 1) / nt);
-      std::vector<uint32_t> start(slots + 1, 0);
+      const size_t t = static_cast<size_t>(omp_get_thread_num());
+      // The proposals of this thread's targets (t, t + nt, ...), bucketed by target (a counting
+      // sort over the targets that got any: O(P), not O(n / nt) a chunk), then each bucket
+      // sorted by (distance, id). That is the order a full sort by (target, distance, id) gives
+      // within a target, and targets are independent: the full sort was a quarter of the build.
+      bucket_state& b = bucket_[t];
+      if (b.count.empty()) b.count.assign(size_t((n_ - int64_t(t) + nt_ - 1) / nt_), 0);
+      b.touched.clear();
       size_t total = 0;
-      for (const auto& buf : props_)
-        for (const proposal& p : buf)
-          if (p.target % nt == t) {
-            ++start[p.target / nt + 1];
-            ++total;
-          }
-      for (size_t i = 0; i < slots; ++i) start[i + 1] += start[i];
-      std::vector<proposal> mine(total);
-      std::vector<uint32_t> fill(start.begin(), start.end() - 1);
-      for (const auto& buf : props_)
-        for (const proposal& p : buf)
-          if (p.target % nt == t) mine[fill[p.target / nt]++] = p;
-      std::vector<neighbor> merged;
-      std::vector<uint8_t> merged_new;
-      for (size_t i = 0; i < slots; ++i) {
-        proposal* b = mine.data() + start[i];
-        proposal* e = mine.data() + start[i + 1];
-        if (b == e) continue;
-        std::sort(b, e, [](const proposal& x, const proposal& y) {
+      for (size_t w = 0; w < nt; ++w)
+        for (const proposal& p : props_[w * nt + t]) {
+          const uint32_t slot = p.target / uint32_t(nt);
+          if (b.count[slot]++ == 0) b.touched.push_back(slot);
+          ++total;
+        }
+      // Offsets in the order the targets were first seen; count[] becomes each bucket's fill.
+      b.start.resize(b.touched.size() + 1);
+      b.start[0] = 0;
+      for (size_t i = 0; i < b.touched.size(); ++i) {
+        const uint32_t slot = b.touched[i];
+        b.start[i + 1] = b.start[i] + b.count[slot];
+        b.count[slot] = uint32_t(b.start[i]);
+      }
+      b.mine.resize(total);
+      for (size_t w = 0; w < nt; ++w)
+        for (const proposal& p : props_[w * nt + t]) b.mine[b.count[p.target / uint32_t(nt)]++] = p;
+      for (size_t i = 0; i < b.touched.size(); ++i) {
+        b.count[b.touched[i]] = 0;  // clean for the next chunk
+        proposal* first = b.mine.data() + b.start[i];
+        proposal* last = b.mine.data() + b.start[i + 1];
+        std::sort(first, last, [](const proposal& x, const proposal& y) {
           return neighbor{x.dist, x.id} < neighbor{y.dist, y.id};
         });
-        changed += merge_into(b->target, b, e, merged, merged_new);
+        changed += merge_into(first->target, first, last, b.merged, b.merged_new);
       }
     }
     return changed;
@@ -287,7 +295,16 @@ class nn_descent_run {
   std::vector<neighbor> list_;
   std::vector<uint8_t> is_new_;
   std::vector<uint32_t> fwd_new_, fwd_old_, rev_new_, rev_old_;
-  std::vector<std::vector<proposal>> props_;
+  std::vector<std::vector<proposal>> props_;  // [joining thread x owner]
+  /** One update thread's reusable buffers (count stays all zero between chunks). */
+  struct bucket_state {
+    std::vector<uint32_t> count, touched;
+    std::vector<size_t> start;
+    std::vector<proposal> mine;
+    std::vector<neighbor> merged;
+    std::vector<uint8_t> merged_new;
+  };
+  std::vector<bucket_state> bucket_;
 };
 
 }  // namespace
