@@ -1,4 +1,5 @@
-// Time of the host conversion of user rows to the stored type (core::to_storage: cosine
+// Time of the host conversion of user rows to the stored type (core::to_storage through
+// bench_hooks: cosine
 // normalization, f32 / f16 storage), on ROWS x DIM SYNTHETIC normal f32 rows, best of 3, with an
 // FNV hash of the result so that two builds (e.g. two commits) can be compared for speed and
 // bytes. A developer's measurement (docs/benchmarks.md, mpnet-1m "Build"); the bench target
@@ -13,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/convert.hpp"
+#include "core/bench_hooks.hpp"
 
 using namespace cagra;
 
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     uint64_t hash = 0;
     for (int r = 0; r < 3; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      const host_matrix out = core::to_storage(input, m, s, threads);
+      const host_matrix out = bench_hooks::to_storage(input, m, s, threads);
       best = std::min(best,
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       hash = 1469598103934665603ull;

@@ -41,6 +41,10 @@ std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int
   return core::reverse_and_merge(pruned, n, degree, num_threads);
 }
 
+host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_threads) {
+  return core::to_storage(input, m, s, num_threads);
+}
+
 void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint32_t degree,
                uint32_t* out) {
   core::merge_row(pruned, rev, n_rev, degree, out);

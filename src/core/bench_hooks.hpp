@@ -31,4 +31,8 @@ std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int
 void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint32_t degree,
                uint32_t* out);
 
+/** The host conversion of user rows to the stored type (core::to_storage), for
+ *  bench/convert_timing.cpp. */
+host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_threads);
+
 }  // namespace cagra::bench_hooks
