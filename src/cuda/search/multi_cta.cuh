@@ -33,11 +33,9 @@
 // the other warps insert the parent's neighbors into the device hash (one id each, coalesced
 // graph reads) and append the ones they inserted to the other candidate buffer; then teams of
 // kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps
-// the graph row's and the hash's round trips instead of adding to them. The likely next
-// parent's graph row is prefetched into L2 a step early (parent_prefetch.cuh): the merged list's
-// first unexpanded entry after the merge, each warp's nearest new candidate after the distances.
-// Unlike the single-CTA kernel the answer is not the CPU's bit for bit: which CTA discovers a node
-// first depends on timing, so the traversal (and rarely the answer) varies between runs.
+// the graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA
+// kernel the answer is not the CPU's bit for bit: which CTA discovers a node first depends on
+// timing, so the traversal (and rarely the answer) varies between runs.
 #pragma once
 
 #include <cstdint>
@@ -71,7 +69,6 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // s_n[iter & 1]: candidates in buffer iter & 1 of cand_*, merged at iteration iter while the
   // other buffer fills; two counters, so that zeroing the next one needs no extra barrier.
   __shared__ uint32_t s_n[2], s_parent;
-  __shared__ float s_likely;  // a candidate nearer than this is likely the next parent
   __shared__ int s_qq;
   __shared__ unsigned long long s_state;
 
@@ -165,8 +162,6 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
     if (tid < 32) {
       merge_list(ld, li, in_d, in_i, n, far);
-      const float likely = prefetch_runner_up(a, ld, li);
-      if (tid == 0) s_likely = likely;
       if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
     } else if (expand && parent != kNoId) {
       const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
@@ -179,8 +174,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     __syncthreads();
     if (!expand) break;
     if (iter == 0) stamp(kTraceClaimed0);
-    compute_candidates<T, kTeam>(a, q, s_qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1],
-                                 &s_likely);
+    compute_candidates<T, kTeam>(a, q, s_qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1]);
     __syncthreads();
     if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }

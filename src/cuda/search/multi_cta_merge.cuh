@@ -15,7 +15,6 @@
 #include <cstdint>
 
 #include "cuda/primitives/bitonic.cuh"
-#include "cuda/search/search_common.cuh"  // float_key
 
 namespace cagra::cuda::dev {
 
@@ -63,6 +62,15 @@ __device__ inline void merge_query_lists(const uint32_t* part_ids, const float* 
 /** Largest k that merge_query_heads takes (beyond it the sort of merge_query_lists is cheaper
  *  than k rounds). */
 constexpr uint32_t kHeadMergeMaxK = 64;
+
+/** Order-preserving 32-bit keys of floats (a < b iff key(a) < key(b), as unsigned), and back. */
+__device__ __forceinline__ uint32_t float_key(float f) {
+  const uint32_t b = __float_as_uint(f);
+  return b ^ (b >> 31 ? 0xFFFFFFFFu : 0x80000000u);
+}
+__device__ __forceinline__ float key_float(uint32_t k) {
+  return __uint_as_float(k ^ (k >> 31 ? 0x80000000u : 0xFFFFFFFFu));
+}
 
 /** The same result as merge_query_lists for k <= kHeadMergeMaxK and n_lists <= 128 sorted lists
  *  of 32 distinct-across-lists entries, faster: the lists go to shared memory (d/id[l * 32 + i])

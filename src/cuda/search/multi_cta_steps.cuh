@@ -13,7 +13,6 @@
 #include "cuda/primitives/visited_hash.cuh"
 #include "cuda/primitives/warp_list.cuh"  // kFullWarp
 #include "cuda/search/multi_cta.hpp"
-#include "cuda/search/parent_prefetch.cuh"
 #include "cuda/search/search_common.cuh"
 
 namespace cagra::cuda::dev {
@@ -87,13 +86,10 @@ __device__ __forceinline__ float team_distance(const multi_cta_args& a, const vo
   }
 }
 
-/** The whole CTA: distances of the candidates ids[0, n), one team each, into dists; then each
- *  warp prefetches the graph row of its nearest candidate if it is nearer than `likely`
- *  (parent_prefetch.cuh). */
+/** The whole CTA: distances of the candidates ids[0, n), one team each, into dists. */
 template <typename T, uint32_t kTeam>
 __device__ void compute_candidates(const multi_cta_args& a, const void* q, int qq,
-                                   const uint32_t* ids, float* dists, uint32_t n,
-                                   const float* likely) {
+                                   const uint32_t* ids, float* dists, uint32_t n) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
                  n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < n; s += n_teams) {
@@ -102,19 +98,6 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
         team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
     if (lane == 0) dists[s] = d;
   }
-  prefetch_if_parent_likely<kTeam>(a.d_graph, a.degree, ids, dists, n, likely);
-}
-
-/** Warp 0, after merge_list: the merged list's first entry that is not a parent yet (the next
- *  parent unless a new candidate beats it) has its graph row prefetched; its distance (+inf if
- *  there is none) is returned, the `likely` of the next compute_candidates. */
-__device__ __forceinline__ float prefetch_runner_up(const multi_cta_args& a, float ld,
-                                                    uint32_t li) {
-  const uint32_t open = __ballot_sync(kFullWarp, (li & kParentFlag) == 0);
-  if (open == 0) return __int_as_float(0x7F800000);
-  const uint32_t first = static_cast<uint32_t>(__ffs(open) - 1);
-  if ((threadIdx.x & 31u) == first) prefetch_graph_row(a.d_graph, a.degree, li);
-  return __shfl_sync(kFullWarp, ld, first);
 }
 
 /** A team's first initial node in flight: its claim (lane 0) and its row's first chunks. */

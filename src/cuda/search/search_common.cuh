@@ -1,7 +1,7 @@
 // Device definitions both search kernels use: the empty-id value, the query element type of
-// each storage type, order-preserving keys of floats, the CTA-wide copy of the query's bytes
-// and the warp's hash of them. The arithmetic they share with the CPU (random streams, parent
-// flag, metric formulas) is core/bits.hpp's.
+// each storage type, the CTA-wide copy of the query's bytes and the warp's hash of them. The
+// arithmetic they share with the CPU (random streams, parent flag, metric formulas) is
+// core/bits.hpp's.
 #pragma once
 
 #include <cstdint>
@@ -24,15 +24,6 @@ template <>
 struct query_elem<__half> {
   using type = float;
 };
-
-/** Order-preserving 32-bit keys of floats (a < b iff key(a) < key(b), as unsigned), and back. */
-__device__ __forceinline__ uint32_t float_key(float f) {
-  const uint32_t b = __float_as_uint(f);
-  return b ^ (b >> 31 ? 0xFFFFFFFFu : 0x80000000u);
-}
-__device__ __forceinline__ float key_float(uint32_t k) {
-  return __uint_as_float(k ^ (k >> 31 ? 0x80000000u : 0xFFFFFFFFu));
-}
 
 /** Copies n bytes from global to shared memory (the whole CTA; 4-byte words when n allows). */
 __device__ __forceinline__ void copy_bytes(uint8_t* dst, const uint8_t* src, uint32_t n) {

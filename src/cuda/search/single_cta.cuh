@@ -8,9 +8,7 @@
 // lanes (team_distance.cuh) compute their distances, blockDim / kTeam at a time; the top-M
 // update (bitonic.cuh) runs on warp 0 when at most 32 candidates are new or top-M + candidates
 // <= 512 entries (the others wait at the next barrier), else on the whole CTA; warp 0 picks the
-// parents with ballots. The likely next parents' graph rows are prefetched into L2 a step early
-// (parent_prefetch.cuh): the runner-ups when the parents are picked, each warp's nearest new
-// candidate when its distance is known.
+// parents with ballots.
 //
 // Why it follows the CPU backend step by step (src/cpu/search.cpp): the random initial nodes
 // are the CPU's (a hash of the query bytes mixed with the seed, then splitmix64 at counter i),
@@ -31,7 +29,6 @@
 #include "cuda/primitives/team_distance.cuh"
 #include "cuda/primitives/visited_hash.cuh"
 #include "cuda/search/filter.cuh"
-#include "cuda/search/parent_prefetch.cuh"
 #include "cuda/search/search_common.cuh"
 #include "cuda/search/single_cta.hpp"
 
@@ -61,12 +58,10 @@ __device__ void convert_query(const single_cta_args& a, const Q* rq, uint8_t* q,
 
 /** Distances of ids[0, n) into dists, one team per candidate (team t: t, t + n_teams, ...); kDot:
  *  inner product or cosine, else L2. q: the query in shared memory (float4 swizzled for float
- *  rows, bytes for byte rows); qq: |q|^2 (byte rows, L2). Each warp then prefetches the graph
- *  row of its nearest candidate if it is nearer than `likely` (parent_prefetch.cuh). */
+ *  rows, bytes for byte rows); qq: |q|^2 (byte rows, L2). */
 template <typename T, uint32_t kTeam, bool kDot>
 __device__ void compute_distances(const single_cta_args& a, const void* q, int qq,
-                                  const uint32_t* ids, float* dists, uint32_t n,
-                                  const float* likely) {
+                                  const uint32_t* ids, float* dists, uint32_t n) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
                  n_teams = blockDim.x / kTeam;
   const auto row_of = [&](uint32_t s) {
@@ -106,7 +101,6 @@ __device__ void compute_distances(const single_cta_args& a, const void* q, int q
           if (s1 < n) dists[s1] = d1;
         }
       }
-      prefetch_if_parent_likely<kTeam>(a.d_graph, a.degree, ids, dists, n, likely);
       return;
     }
   }
@@ -121,35 +115,26 @@ __device__ void compute_distances(const single_cta_args& a, const void* q, int q
     }
     if (lane == 0) dists[s] = d;
   }
-  prefetch_if_parent_likely<kTeam>(a.d_graph, a.degree, ids, dists, n, likely);
 }
 
 /** compute_distances for the search's metric. */
 template <typename T, uint32_t kTeam>
 __device__ void compute_distances(const single_cta_args& a, const void* q, int qq,
-                                  const uint32_t* ids, float* dists, uint32_t n,
-                                  const float* likely) {
+                                  const uint32_t* ids, float* dists, uint32_t n) {
   if (a.metric == metric::l2) {
-    compute_distances<T, kTeam, false>(a, q, qq, ids, dists, n, likely);
+    compute_distances<T, kTeam, false>(a, q, qq, ids, dists, n);
   } else {
-    compute_distances<T, kTeam, true>(a, q, qq, ids, dists, n, likely);
+    compute_distances<T, kTeam, true>(a, q, qq, ids, dists, n);
   }
 }
 
 /** Step 2 on warp 0: marks the first `width` entries of the top list that were not parents yet
- *  (in list order, like the CPU) and writes their ids to parents, their number to *n_parents.
- *  The next `width` such entries (the runner-ups) have their graph rows prefetched, and the
- *  distance of the last of them goes to *likely (+inf when there are fewer): a new candidate
- *  nearer than that is likely to be a parent next time (parent_prefetch.cuh). */
-__device__ __forceinline__ void pick_parents(const single_cta_args& a, const float* top_d,
-                                             uint32_t* top_i, uint32_t* parents,
-                                             uint32_t* n_parents, float* likely) {
+ *  (in list order, like the CPU) and writes their ids to parents, their number to *n_parents. */
+__device__ __forceinline__ void pick_parents(const single_cta_args& a, uint32_t* top_i,
+                                             uint32_t* parents, uint32_t* n_parents) {
   const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t want = 2 * a.width;  // the parents, then the runner-ups
-  if (lane == 0) *likely = __int_as_float(0x7F800000);
-  __syncwarp();
   uint32_t n = 0;
-  for (uint32_t base = 0; base < a.itopk && n < want; base += 32) {
+  for (uint32_t base = 0; base < a.itopk && n < a.width; base += 32) {
     const uint32_t i = base + lane;
     const uint32_t id = i < a.itopk ? top_i[i] : kNoId;
     const bool ok = (id & kParentFlag) == 0;  // also excludes kNoId
@@ -158,9 +143,6 @@ __device__ __forceinline__ void pick_parents(const single_cta_args& a, const flo
     if (ok && r < a.width) {
       parents[r] = id;
       top_i[i] = id | kParentFlag;
-    } else if (ok && r < want) {
-      prefetch_graph_row(a.d_graph, a.degree, id);
-      if (r == want - 1) *likely = top_d[i];
     }
     n += __popc(ballot);
   }
@@ -184,9 +166,8 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
   // s_n_valid[iter & 1]: candidates in cand_*[0, n) merged at iteration iter (appended in any
   // order: the merge sorts). Two counters, so that zeroing the next one needs no extra barrier.
   __shared__ uint32_t s_n_parents, s_n_valid[2], s_hash_count, s_reset;
-  __shared__ float s_likely;    // a candidate nearer than this is likely a parent next time
-  __shared__ int s_qq;          // |q|^2 of a byte query
-  __shared__ uint64_t s_state;  // the initial nodes' seed state
+  __shared__ int s_qq;                                  // |q|^2 of a byte query
+  __shared__ uint64_t s_state;                          // the initial nodes' seed state
   __shared__ uint32_t s_mask[kSingleCtaMaxItopk / 32];  // rank_merge_warp's output positions
 
   const uint32_t tid = threadIdx.x, nt = blockDim.x;
@@ -207,7 +188,6 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
       s_state = bits::mix64(a.seed ^ h);
       s_hash_count = 0;
       s_n_valid[0] = 0;
-      s_likely = far;
     }
   }
   convert_query<T>(a, reinterpret_cast<const Q*>(raw), q, &s_qq);
@@ -231,7 +211,7 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
   for (uint32_t iter = 0;; ++iter) {
     // The candidates' distances: the initial nodes at iteration 0, then step 3's of the last
     // iteration (one call site: two inlined copies of compute_distances made ptxas spill).
-    compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[iter & 1], &s_likely);
+    compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[iter & 1]);
     __syncthreads();
     // Step 1: top-M update; step 2: the first `width` entries that were not parents yet. Both on
     // warp 0 when the lists are short (one CTA barrier per pair), the merge on the CTA otherwise.
@@ -242,13 +222,13 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
         merge_into_top(warp_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid,
                        s_mask, far, kNoId);
         __syncwarp();
-        if (pick) pick_parents(a, top_d, top_i, s_parents, &s_n_parents, &s_likely);
+        if (pick) pick_parents(a, top_i, s_parents, &s_n_parents);
       }
     } else {
       merge_into_top(block_group{}, top_d, top_i, a.itopk, a.itopk_p2, cand_d, cand_i, n_valid,
                      s_mask, far, kNoId);
       __syncthreads();
-      if (tid < 32 && pick) pick_parents(a, top_d, top_i, s_parents, &s_n_parents, &s_likely);
+      if (tid < 32 && pick) pick_parents(a, top_i, s_parents, &s_n_parents);
     }
     if (pick && tid == 0) {
       s_hash_count += n_valid;        // the ids inserted since the last count
