@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Stages files larger than one device call can carry (64 MiB, the ~4 MB repository included) onto
-# the GPU machine, in pieces, over several calls: a warm machine keeps /tmp between calls.
+# Stages files larger than one device call can carry (64 MiB, the repository included: ~10 MB on
+# disk, which is what the device tool counts) onto the GPU machine, in pieces, over several calls:
+# a warm machine keeps /tmp between calls.
 #
 #   scripts/dev/stage.sh pack NAME FILE...  (here) tar + compress FILE... into stage/NAME/part-NN,
-#                                           pieces of at most 56 MiB, and stage/NAME/manifest.sha256
+#                                           pieces of at most 52 MiB, and stage/NAME/manifest.sha256
 #                                           (the sha256 of every piece and of every packed file)
+#   scripts/dev/stage.sh resplit NAME       (here) cuts stage/NAME's compressed stream into pieces
+#                                           of PIECE_MIB again, without compressing anew (the
+#                                           packed files and their sha256 stay); a machine that
+#                                           received the old pieces starts over
 #   scripts/dev/stage.sh receive NAME       (on the GPU machine, from the repository root, in a call
 #                                           that carries stage/NAME/manifest.sha256 and some pieces)
 #                                           copies the carried pieces into $STAGE_ROOT/NAME, checking
@@ -18,14 +23,14 @@
 # refused). stage/ is git-ignored.
 #
 # Environment: STAGE_ROOT (default /tmp/cagra-stage), DATA_ROOT (default /tmp/cagra-data),
-# PIECE_MIB (56), COMPRESS (xz, the default, which every Debian has; zstd when both ends have it;
+# PIECE_MIB (52: a piece and the repository, ~10 MB on disk, must stay under 64 MiB), COMPRESS (xz, the default, which every Debian has; zstd when both ends have it;
 # none), XZ_LEVEL (1: fast, most of the gain on vector data), FORCE=1 (pack over an existing
 # stage/NAME made from other files).
 set -euo pipefail
 
 STAGE_ROOT=${STAGE_ROOT:-/tmp/cagra-stage}
 DATA_ROOT=${DATA_ROOT:-/tmp/cagra-data}
-PIECE_MIB=${PIECE_MIB:-56}
+PIECE_MIB=${PIECE_MIB:-52}
 COMPRESS=${COMPRESS:-xz}
 XZ_LEVEL=${XZ_LEVEL:-1}
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -50,6 +55,21 @@ decompressor() {
     none) echo "cat" ;;
     *) die "unknown compression '$1' in the manifest" ;;
   esac
+}
+
+# finish_pack OUT COMPRESSION FILE_LINES: OUT.tmp holds the new pieces; writes their manifest
+# there and moves OUT.tmp to OUT.
+finish_pack() {
+  local out=$1
+  [[ ! -e $out.tmp/part-100 ]] || die "more than 100 pieces: raise PIECE_MIB or stage fewer files"
+  {
+    echo "# compression: $2"
+    echo "# pieces: $(cd "$out.tmp" && ls part-* | wc -l)"
+    (cd "$out.tmp" && sha256sum part-*)
+    echo "$3"
+  } >"$out.tmp/manifest.sha256"
+  rm -rf "$out"
+  mv "$out.tmp" "$out"
 }
 
 cmd_pack() {
@@ -100,21 +120,30 @@ cmd_pack() {
   else progress=(dd bs=4M iflag=fullblock status=progress); fi
   tar -cf - "${tar_args[@]}" | "${progress[@]}" | "${compressor[@]}" |
     split -b "${PIECE_MIB}M" -d -a 2 - "$out.tmp/part-"
-  [[ ! -e $out.tmp/part-100 ]] || die "more than 100 pieces: raise PIECE_MIB or stage fewer files"
-  local pieces
-  pieces=$(cd "$out.tmp" && ls part-* | wc -l)
-  {
-    echo "# compression: $COMPRESS"
-    echo "# pieces: $pieces"
-    (cd "$out.tmp" && sha256sum part-*)
-    echo "$sums"
-  } >"$out.tmp/manifest.sha256"
-  rm -rf "$out"
-  mv "$out.tmp" "$out"
+  finish_pack "$out" "$COMPRESS" "$sums"
   echo "stage: packed $name:"
   (cd "$out" && ls -l part-* manifest.sha256 | awk '{printf "  %-16s %12d bytes\n", $9, $5}')
   echo "stage: carry stage/$name/manifest.sha256 plus one piece per device call, running"
   echo "  bash scripts/dev/stage.sh receive $name"
+}
+
+cmd_resplit() {
+  (($# == 1)) || usage
+  local name=$1
+  check_name "$name"
+  local out="$repo/stage/$name"
+  [[ -f $out/manifest.sha256 ]] || die "no pack $out (run pack first)"
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp"
+  (cd "$out" && piece_lines manifest.sha256 | sha256sum -c --quiet) ||
+    die "the pieces in $out do not match their manifest"
+  local -a parts
+  mapfile -t parts < <(piece_lines "$out/manifest.sha256" | awk '{print $2}')
+  (cd "$out" && cat "${parts[@]}") | split -b "${PIECE_MIB}M" -d -a 2 - "$out.tmp/part-"
+  finish_pack "$out" "$(manifest_field compression "$out/manifest.sha256")" \
+    "$(grep -E '^[0-9a-f]{64}  files/' "$out/manifest.sha256")"
+  echo "stage: $name cut into ${PIECE_MIB} MiB pieces:"
+  (cd "$out" && ls -l part-* manifest.sha256 | awk '{printf "  %-16s %12d bytes\n", $9, $5}')
 }
 
 cmd_receive() {
@@ -237,8 +266,9 @@ cmd_status() {
 mode=$1; shift
 case $mode in
   pack) cmd_pack "$@" ;;
+  resplit) cmd_resplit "$@" ;;
   receive) cmd_receive "$@" ;;
   status) cmd_status "$@" ;;
   -h|--help|help) usage ;;
-  *) die "unknown mode '$mode' (pack, receive or status)" ;;
+  *) die "unknown mode '$mode' (pack, resplit, receive or status)" ;;
 esac
