@@ -32,7 +32,8 @@
 # existing ground-truth .ibin), DEGREES (32,64), ITOPK (32,64,96,128,192,256), WIDTHS (1,2), BATCH
 # (10000), IO (device,copy), REPS (5), DEFAULTS (1: also the cuVS-defaults point), C_DEGREES (32),
 # C_ITOPK (32,64,128), C_REPS (3), C_PERSISTENT (0; 1 adds a pass with cuVS's persistent kernel),
-# STEPS (install,gt,py,c), CAGRA_COMMIT.
+# STEPS (install,gt,py,c; add ncu for Nsight Compute on one search call: NCU_DEGREE 32, NCU_ITOPK
+# 32, NCU_WIDTH 1, NCU_KERNEL regex "search", NCU_SKIP 1, NCU_COUNT 1), CAGRA_COMMIT.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
@@ -235,6 +236,24 @@ if has py; then
   grep -E "^cuvs [0-9]|^build|^  d=" "$W/py.log" | tee -a "$L"
   [ $rc -eq 0 ] || tail -25 "$W/py.log" | tee -a "$L"
   note py $rc
+fi
+
+# --- Nsight Compute on cuVS's search (STEPS=ncu, not by default): one $BATCH-query call ---------
+if has ncu; then
+  NCU_BIN=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  say "ncu: kernels matching '${NCU_KERNEL:-search}' of a $BATCH-query call (degree ${NCU_DEGREE:-32}, itopk ${NCU_ITOPK:-32}, width ${NCU_WIDTH:-1}; skip ${NCU_SKIP:-1})"
+  "$NCU_BIN" --clock-control none --target-processes all --kernel-name "regex:${NCU_KERNEL:-search}" \
+    --launch-skip "${NCU_SKIP:-1}" --launch-count "${NCU_COUNT:-1}" --section SpeedOfLight \
+    --section LaunchStats --section Occupancy --section MemoryWorkloadAnalysis \
+    --section SchedulerStats --section WarpStateStats \
+    --metrics dram__bytes_read.sum,lts__t_bytes.sum,gpu__time_duration.sum,launch__waves_per_multiprocessor \
+    python3 bench/cuvs_peer.py "$base" "$queries" "$gt" --graph-degree "${NCU_DEGREE:-32}" \
+    --itopk "${NCU_ITOPK:-32}" --search-width "${NCU_WIDTH:-1}" --batch "$BATCH" --io device \
+    --reps 1 --metric "$METRIC" --no-defaults >"$W/ncu.txt" 2>&1
+  rc=$?
+  grep -E "^  [a-zA-Z_].*\(|Duration|DRAM Throughput|dram__bytes_read.sum|lts__t_bytes.sum|Waves Per SM|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Block Limit|Registers Per|Block Size|Grid Size|L2 Hit|recall" \
+    "$W/ncu.txt" | tee -a "$L"
+  note ncu $rc
 fi
 
 # --- C API: batch 1 ----------------------------------------------------------------------------

@@ -15,7 +15,7 @@
 # profile.log (the summary), profile-NAME-DEVICE-COMMIT.jsonl, and the bench-*.log and ncu-*.txt
 # files packed in profile-logs.tar.gz (the device tool returns few files).
 #
-# Environment: OUT (/tmp/out), NAME (sift-wall-1m), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
+# Environment: OUT (/tmp/out), NAME (sift-wall-1m), METRIC (l2; cosine for the text sets), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
 # (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
 # WIDTHS (1,2,4), TEAMS (0 = automatic; e.g. 2,4,8: with width 2 on 128-d bytes, CTAs of 64, 128,
 # 256 threads), SAMPLINGS (0 = automatic; e.g. 0,1,2,3: random draws per initial slot, swept by
@@ -60,8 +60,8 @@ if [[ ! -s $gt ]]; then
   gt="$W/$NAME-gt.ibin"
   [[ -s $gt ]] || "$CLI" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda 2>&1 | tail -1 | tee -a "$L"
 fi
-idx="$W/$NAME-d32.cagra"
-[[ -s $idx ]] || "$CLI" build "$base" -o "$idx" --graph-degree 32 --backend cuda 2>&1 |
+idx="$W/$NAME-${METRIC:-l2}-d32.cagra"
+[[ -s $idx ]] || "$CLI" build "$base" -o "$idx" --graph-degree 32 --metric "${METRIC:-l2}" --backend cuda 2>&1 |
   grep -E "^time|^build" | tee -a "$L"
 
 if has bench; then
