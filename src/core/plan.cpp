@@ -163,12 +163,6 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
                 "use algo = automatic or multi_cta",
                 s.itopk, gpu::kSingleCtaMaxItopk);
   const uint32_t n_cand = s.search_width * shape.degree;
-  // Auto: about 8 slots per entry of top-M + candidates (a few iterations between resets; the
-  // paper: 2^8..2^13 slots, <= 4 KB per query at itopk 64), never below min_hash_bits; an
-  // explicit size capped at 2^13 (shared memory).
-  const uint32_t automatic = std::clamp<uint32_t>(ceil_log2(8ull * (s.itopk + n_cand)), 8, 13);
-  s.hash_bits = resolve_hash_bits(p, s, n_cand, automatic,
-                                  std::max(gpu::kSingleCtaMaxHashBits, min_hash_bits(s, n_cand)));
   s.team_size = auto_team_size(p, shape);
   s.ctas_per_query = 1;
   // CTA size: about two candidates per team per iteration, 64..256 threads; the CTA-wide merge
@@ -179,6 +173,19 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
   while (block < gpu::kSingleCtaMaxBlock && 2 * block < n_cand * s.team_size) block *= 2;
   if (list > gpu::kWarpMergeMax) block = std::max(block, 128u);
   s.block_size = std::max(block, s.team_size);
+  // Auto: about 8 slots per entry of top-M + candidates (the paper: 2^8..2^13 slots, <= 4 KB
+  // per query at itopk 64), and at least 16 slots per thread of the CTA: the tables of the
+  // CTAs that fill an SM (2048 threads) then take 128 KB of its shared memory (228 KB on
+  // Hopper), so a larger table costs no occupancy. A table is emptied once half full, and the
+  // nodes it forgot are met and their rows read again: on mpnet-1m (768-d f32, 256-thread
+  // CTAs) 2^10 slots read ~25% more bytes from DRAM per query than the distances a search
+  // without resets computes (docs/cuda.md). Never below min_hash_bits; an explicit size capped
+  // at 2^13.
+  const uint32_t automatic = std::clamp<uint32_t>(
+      std::max(ceil_log2(8ull * (s.itopk + n_cand)), ceil_log2(16ull * s.block_size)), 8,
+      gpu::kSingleCtaMaxHashBits);
+  s.hash_bits = resolve_hash_bits(p, s, n_cand, automatic,
+                                  std::max(gpu::kSingleCtaMaxHashBits, min_hash_bits(s, n_cand)));
 }
 
 /** The automatic shape of the multi-CTA search, for a search whose CTA count the user did not

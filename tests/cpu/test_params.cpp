@@ -302,6 +302,35 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
       32u);
 }
 
+// The single-CTA kernel's automatic visited hash (core/plan.cpp, plan_single_cta): 8 slots per
+// entry of top-M + candidates, and at least 16 per thread of the CTA, so that wide rows (large
+// CTAs) forget fewer nodes and read fewer rows again; an explicit size is kept.
+TEST(Plan, SingleCtaHashGrowsWithTheCta) {
+  const auto plan = [](const search_params& p, const core::index_shape& shape) {
+    return core::make_search_plan(backend::cuda, p, shape, 10, 10000, memory_space::host, 132);
+  };
+  search_params p;
+  p.itopk_size = 32;
+  // 128-d u8 (team 4, width 2: 128 threads): max(8 x 96 -> 2^10, 16 x 128 = 2^11) = 2^11.
+  const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
+  const search_plan s = plan(p, sift);
+  EXPECT_EQ(s.block_size, 128u);
+  EXPECT_EQ(s.hash_bits, 11u);
+  // 768-d f32 (team 32: 256 threads): 2^12.
+  const core::index_shape mpnet{1000000, 768, 32, dtype::f32, metric::cosine};
+  const search_plan m = plan(p, mpnet);
+  EXPECT_EQ(m.block_size, 256u);
+  EXPECT_EQ(m.hash_bits, 12u);
+  // Long lists still set it (itopk 512: 8 x 576 -> 2^13), and 2^13 stays the cap.
+  search_params big = p;
+  big.itopk_size = 512;
+  EXPECT_EQ(plan(big, sift).hash_bits, 13u);
+  // An explicit size is the size.
+  search_params explicit_bits = p;
+  explicit_bits.hash_bits = 10;
+  EXPECT_EQ(plan(explicit_bits, mpnet).hash_bits, 10u);
+}
+
 // Python's `cagra.build(x, graph_degree=256)`: no intermediate degree given, so the automatic one
 // (512) applies; before it was automatic, the fixed default 128 < 256 made this an error.
 TEST(Plan, LargeGraphDegreeWithDefaultIntermediate) {
