@@ -141,12 +141,13 @@ struct search_params {
   /** GPU: threads per distance (2..32); 0 = auto from dim and element size. */
   uint32_t team_size = 0;
   search_algo algo = search_algo::automatic;
-  /** Visited-hash size as log2(entries); 0 = auto (large enough that it never resets). */
+  /** Visited-hash size as log2(entries); 0 = auto (docs/params.md). */
   uint32_t hash_bits = 0;
   /** Forgettable hash: clear the table every this many iterations and re-register the top-M ids;
    *  0 = never (standard hash). */
   uint32_t hash_reset_interval = 0;
-  /** Random samples tried per initial slot (the best is kept); 0 = auto, grows with log N. */
+  /** Random samples tried per initial slot (the best is kept); 0 = auto: 1 for a large GPU batch
+   *  at the automatic shape (single-CTA, width left at 1), else grows with log N. */
   uint32_t num_random_samplings = 0;
   /** Seed of the random initial nodes, mixed with a hash of the query's own bytes: a query draws
    *  the same nodes (and gets the same answer) whatever batch or position it comes in. */

@@ -216,6 +216,18 @@ constexpr uint32_t kAutoMaxCtas = 64;
  *  width it is given (1), so at default parameters a large GPU batch no longer gives the CPU's
  *  answer bit for bit; at equal parameters it still does. */
 constexpr uint32_t kAutoSingleCtaWidth = 2;
+/** Random samplings of the single-CTA kernel under the same automatic shape, when the user left
+ *  num_random_samplings at 0: 1 (the general rule gives 1 + ceil(log2(N / 100K)), 5 at 1M rows:
+ *  itopk + 2 x 5 x d random rows a query, 352 at itopk 32). On the real 1M sets the extra draws
+ *  bought no recall and cost 9-22% of the QPS at batch 10K (one H100, ac9613e,
+ *  bench/results/samplings-*-h100-ac9613e.jsonl): SIFT-wall-1M itopk 32 / 64 / 128 recall
+ *  0.9654 / 0.9879 / 0.9962 against 0.9653 / 0.9882 / 0.9963 at 1.17x / 1.20x / 1.09x the QPS;
+ *  mpnet-1m (768-d f32, where a draw reads 3 KB) 0.9552 / 0.9798 / 0.9915 against 0.9569 /
+ *  0.9806 / 0.9919 at 1.22x / 1.17x / 1.12x. Only the SYNTHETIC clustered set (islands, where a
+ *  walk cannot leave the cluster it starts in) gains from them: 4-6 points at equal itopk, ~7%
+ *  QPS at equal recall. num_random_samplings = 0 elsewhere (the CPU, multi-CTA, a forced kernel
+ *  or width) keeps the general rule. */
+constexpr uint32_t kAutoSingleCtaSamplings = 1;
 constexpr uint32_t kAutoManyCtas = 32;
 constexpr uint32_t kAutoMaxInitRounds = 3;
 uint32_t auto_ctas_per_query(int64_t batch, int sm_count) {
@@ -335,6 +347,7 @@ search_plan make_search_plan(backend target, const search_params& p, const index
   if (s.algo == search_algo::single_cta) {
     if (auto_shape) {
       s.search_width = kAutoSingleCtaWidth;
+      if (p.num_random_samplings == 0) s.random_samplings = kAutoSingleCtaSamplings;
       s.initial_nodes = single_initial_nodes(s, shape);
     }
     plan_single_cta(s, p, shape);

@@ -236,13 +236,18 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
         << to_string(s);
   }
   // Batch >= SM count: the single-CTA kernel with 2 parents per iteration (search_width left at
-  // 1), the budget unchanged, the initial draws those of width 2 (64 + 2 x 32 x 5 = 384).
+  // 1), the budget unchanged, one random sampling (num_random_samplings left at 0): the initial
+  // draws of width 2, 64 + 2 x 32 x 1 = 128. An explicit sampling count is kept (5: 384).
   const search_plan big = plan(search_params{}, 10000, sift);
   EXPECT_EQ(big.algo, search_algo::single_cta);
   EXPECT_EQ(big.ctas_per_query, 1u);
   EXPECT_EQ(big.search_width, 2u);
   EXPECT_EQ(big.max_iterations, 100u);
-  EXPECT_EQ(big.initial_nodes, 384u);
+  EXPECT_EQ(big.random_samplings, 1u);
+  EXPECT_EQ(big.initial_nodes, 128u);
+  search_params five;
+  five.num_random_samplings = 5;
+  EXPECT_EQ(plan(five, 10000, sift).initial_nodes, 384u);
   // A forced kernel, an explicit width or a filter keep the width as given.
   search_params single;
   single.algo = search_algo::single_cta;
