@@ -15,8 +15,8 @@
 # profile.log (the summary), profile-NAME-DEVICE-COMMIT.jsonl, and the bench-*.log and ncu-*.txt
 # files packed in profile-logs.tar.gz (the device tool returns few files).
 #
-# Environment: OUT (/tmp/out), NAME (sift-wall-1m), METRIC (l2; cosine for the text sets), DATA_ROOT (/tmp/cagra-data), BUILD_DIR
-# (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
+# Environment: OUT (/tmp/out), NAME (sift-wall-1m), METRIC (l2; cosine for the text sets),
+# DATA_ROOT (/tmp/cagra-data), BUILD_DIR (build-device), ITOPK (32), BATCHES (1250,2500,5000,10000,20000), ALGOS (auto single multi),
 # WIDTHS (1,2,4), TEAMS (0 = automatic; e.g. 2,4,8: with width 2 on 128-d bytes, CTAs of 64, 128,
 # 256 threads), SAMPLINGS (0 = automatic; e.g. 0,1,2,3: random draws per initial slot, swept by
 # every bench), NCU_BATCHES (2500 10000; "" skips ncu; the launch the default plan makes),

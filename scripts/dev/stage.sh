@@ -23,8 +23,8 @@
 # refused). stage/ is git-ignored.
 #
 # Environment: STAGE_ROOT (default /tmp/cagra-stage), DATA_ROOT (default /tmp/cagra-data),
-# PIECE_MIB (52: a piece and the repository, ~10 MB on disk, must stay under 64 MiB), COMPRESS (xz, the default, which every Debian has; zstd when both ends have it;
-# none), XZ_LEVEL (1: fast, most of the gain on vector data), FORCE=1 (pack over an existing
+# PIECE_MIB (52: a piece and the repository, ~10 MB on disk, must stay under 64 MiB), COMPRESS
+# (xz, the default, which every Debian has; zstd when both ends have it; none), XZ_LEVEL (1: fast, most of the gain on vector data), FORCE=1 (pack over an existing
 # stage/NAME made from other files).
 set -euo pipefail
 
@@ -58,7 +58,7 @@ decompressor() {
 }
 
 # finish_pack OUT COMPRESSION FILE_LINES: OUT.tmp holds the new pieces; writes their manifest
-# there and moves OUT.tmp to OUT.
+# there, moves OUT.tmp to OUT and lists the pieces.
 finish_pack() {
   local out=$1
   [[ ! -e $out.tmp/part-100 ]] || die "more than 100 pieces: raise PIECE_MIB or stage fewer files"
@@ -70,6 +70,7 @@ finish_pack() {
   } >"$out.tmp/manifest.sha256"
   rm -rf "$out"
   mv "$out.tmp" "$out"
+  (cd "$out" && ls -l part-* manifest.sha256 | awk '{printf "  %-16s %12d bytes\n", $9, $5}')
 }
 
 cmd_pack() {
@@ -120,9 +121,8 @@ cmd_pack() {
   else progress=(dd bs=4M iflag=fullblock status=progress); fi
   tar -cf - "${tar_args[@]}" | "${progress[@]}" | "${compressor[@]}" |
     split -b "${PIECE_MIB}M" -d -a 2 - "$out.tmp/part-"
-  finish_pack "$out" "$COMPRESS" "$sums"
   echo "stage: packed $name:"
-  (cd "$out" && ls -l part-* manifest.sha256 | awk '{printf "  %-16s %12d bytes\n", $9, $5}')
+  finish_pack "$out" "$COMPRESS" "$sums"
   echo "stage: carry stage/$name/manifest.sha256 plus one piece per device call, running"
   echo "  bash scripts/dev/stage.sh receive $name"
 }
@@ -140,10 +140,9 @@ cmd_resplit() {
   local -a parts
   mapfile -t parts < <(piece_lines "$out/manifest.sha256" | awk '{print $2}')
   (cd "$out" && cat "${parts[@]}") | split -b "${PIECE_MIB}M" -d -a 2 - "$out.tmp/part-"
+  echo "stage: $name cut into ${PIECE_MIB} MiB pieces:"
   finish_pack "$out" "$(manifest_field compression "$out/manifest.sha256")" \
     "$(grep -E '^[0-9a-f]{64}  files/' "$out/manifest.sha256")"
-  echo "stage: $name cut into ${PIECE_MIB} MiB pieces:"
-  (cd "$out" && ls -l part-* manifest.sha256 | awk '{printf "  %-16s %12d bytes\n", $9, $5}')
 }
 
 cmd_receive() {

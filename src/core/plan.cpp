@@ -178,9 +178,9 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
   // CTAs that fill an SM (2048 threads) then take 128 KB of its shared memory (228 KB on
   // Hopper), so a larger table costs no occupancy. A table is emptied once half full, and the
   // nodes it forgot are met and their rows read again: on mpnet-1m (768-d f32, 256-thread
-  // CTAs) 2^10 slots read ~25% more bytes from DRAM per query than the distances a search
-  // without resets computes (docs/cuda.md). Never below min_hash_bits; an explicit size capped
-  // at 2^13.
+  // CTAs, itopk 32) 2^12 slots instead of 2^10 read 5% fewer bytes from DRAM per query, 1.03x /
+  // 1.12x / 1.08x the QPS at itopk 32 / 64 / 128 (docs/cuda.md). Never below min_hash_bits; an
+  // explicit size capped at 2^13.
   const uint32_t automatic = std::clamp<uint32_t>(
       std::max(ceil_log2(8ull * (s.itopk + n_cand)), ceil_log2(16ull * s.block_size)), 8,
       gpu::kSingleCtaMaxHashBits);
@@ -224,7 +224,7 @@ constexpr uint32_t kAutoSingleCtaWidth = 2;
  *  0.9654 / 0.9879 / 0.9962 against 0.9653 / 0.9882 / 0.9963 at 1.17x / 1.20x / 1.09x the QPS;
  *  mpnet-1m (768-d f32, where a draw reads 3 KB) 0.9552 / 0.9798 / 0.9915 against 0.9569 /
  *  0.9806 / 0.9919 at 1.22x / 1.17x / 1.12x. Only the SYNTHETIC clustered set (islands, where a
- *  walk cannot leave the cluster it starts in) gains from them: 4-6 points at equal itopk, ~7%
+ *  walk cannot leave the cluster it starts in) gains from them: 4-6 points at equal itopk, 4-9%
  *  QPS at equal recall. num_random_samplings = 0 elsewhere (the CPU, multi-CTA, a forced kernel
  *  or width) keeps the general rule. */
 constexpr uint32_t kAutoSingleCtaSamplings = 1;
