@@ -157,7 +157,21 @@ uint32_t auto_team_size(const search_params& p, const index_shape& shape) {
 }
 
 /** The single-CTA kernel: one CTA per query, the visited hash in shared memory. */
-void plan_single_cta(search_plan& s, const search_params& p, const index_shape& shape) {
+/** 96-thread CTAs instead of 128 for a batch of at least this many waves of 128-thread CTAs
+ *  (kThreadsPerSm / 128 of them per SM). The kernel is latency-bound and runs much of an
+ *  iteration (the merge, the parents) on one warp while the others wait, so more CTAs per SM at
+ *  the same threads keep more queries in flight; but a query's 64 candidates then take two
+ *  rounds of teams instead of one, so a batch that fits in about one wave waits longer for its
+ *  slowest queries. SIFT-wall-1M (128-d u8, team 4, width 2, degree 32; one H100, interleaved
+ *  A/B, bench/results/ab-cta96-*): batch 10K (4.7 waves) 1.035x / 1.088x / 1.077x the QPS at
+ *  itopk 128 / 32 / 64, same recall; 2,500 queries a call (1.2 waves) 0.95-1.02x, 1,000 0.92-0.95x.
+ *  The same cut for wide rows (192 threads instead of 256) was 0.98x on MiniLM-1M and 1.02-1.03x
+ *  on a synthetic 128-d f32 set at batch 10K: not taken. */
+constexpr int64_t kSmallCtaWaves = 4;
+constexpr int64_t kThreadsPerSm = 2048;  // Hopper, Ampere A100 (sm_86/89 have 1536)
+
+void plan_single_cta(search_plan& s, const search_params& p, const index_shape& shape,
+                     int64_t batch, int sm_count) {
   CAGRA_EXPECTS(s.itopk <= gpu::kSingleCtaMaxItopk,
                 "itopk_size %u needs the multi-CTA search kernel (single-CTA handles itopk <= %u): "
                 "use algo = automatic or multi_cta",
@@ -171,6 +185,8 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
       next_pow2(s.itopk) + std::max(next_pow2(n_cand), next_pow2(s.initial_nodes));
   uint32_t block = 64;
   while (block < gpu::kSingleCtaMaxBlock && 2 * block < n_cand * s.team_size) block *= 2;
+  if (block == 128 && batch >= kSmallCtaWaves * int64_t{sm_count} * (kThreadsPerSm / 128))
+    block = 96;
   if (list > gpu::kWarpMergeMax) block = std::max(block, 128u);
   s.block_size = std::max(block, s.team_size);
   // Auto: about 8 slots per entry of top-M + candidates (the paper: 2^8..2^13 slots, <= 4 KB
@@ -350,7 +366,7 @@ search_plan make_search_plan(backend target, const search_params& p, const index
       if (p.num_random_samplings == 0) s.random_samplings = kAutoSingleCtaSamplings;
       s.initial_nodes = single_initial_nodes(s, shape);
     }
-    plan_single_cta(s, p, shape);
+    plan_single_cta(s, p, shape, batch, sm_count);
   } else
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space);

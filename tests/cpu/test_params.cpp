@@ -316,10 +316,11 @@ TEST(Plan, SingleCtaHashGrowsWithTheCta) {
   };
   search_params p;
   p.itopk_size = 32;
-  // 128-d u8 (team 4, width 2: 128 threads): max(8 x 96 -> 2^10, 16 x 128 = 2^11) = 2^11.
+  // 128-d u8 (team 4, width 2: 128 threads; 96 at batch 10K, over 4 waves of 128-thread CTAs
+  // on 132 SMs): max(8 x 96 -> 2^10, 16 x 96 -> 2^11) = 2^11.
   const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
   const search_plan s = plan(p, sift);
-  EXPECT_EQ(s.block_size, 128u);
+  EXPECT_EQ(s.block_size, 96u);
   EXPECT_EQ(s.hash_bits, 11u);
   // 768-d f32 (team 32: 256 threads): 2^12.
   const core::index_shape mpnet{1000000, 768, 32, dtype::f32, metric::cosine};
@@ -334,6 +335,30 @@ TEST(Plan, SingleCtaHashGrowsWithTheCta) {
   search_params explicit_bits = p;
   explicit_bits.hash_bits = 10;
   EXPECT_EQ(plan(explicit_bits, mpnet).hash_bits, 10u);
+}
+
+// The single-CTA kernel's CTA size (core/plan.cpp, plan_single_cta): two candidates per team per
+// iteration rounded to a power of two, and 96 threads instead of 128 only for batches of at
+// least 4 waves of 128-thread CTAs (4 x 16 x SMs queries), where more CTAs per SM pay; smaller
+// batches wait on their slowest queries and keep 128.
+TEST(Plan, SingleCtaSmallerCtasForLargeBatches) {
+  const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
+  const auto block = [&](int64_t batch, int sms) {
+    return core::make_search_plan(backend::cuda, search_params{}, sift, 10, batch,
+                                  memory_space::host, sms)
+        .block_size;
+  };
+  EXPECT_EQ(block(10000, 132), 96u);
+  EXPECT_EQ(block(4 * 16 * 132, 132), 96u);
+  EXPECT_EQ(block(4 * 16 * 132 - 1, 132), 128u);
+  EXPECT_EQ(block(2500, 132), 128u);
+  EXPECT_EQ(block(10000, 46), 96u);  // fewer SMs: fewer queries make 4 waves
+  // Wide rows keep their 256 threads at any batch.
+  const core::index_shape minilm{1000000, 384, 32, dtype::f32, metric::cosine};
+  EXPECT_EQ(core::make_search_plan(backend::cuda, search_params{}, minilm, 10, 100000,
+                                   memory_space::host, 132)
+                .block_size,
+            256u);
 }
 
 // Python's `cagra.build(x, graph_degree=256)`: no intermediate degree given, so the automatic one
