@@ -4,7 +4,9 @@
 # CudaLatency cases on bigann10k (L2-resident) and, on a 1M-scale index in device memory (DRAM),
 # the traced multi-CTA breakdown (bench/cuda/cuda_latency.cpp: the kernel's phases on the GPU
 # clock, with the last-CTA merge and with the host merge) plus a batch-1 recall/QPS sweep,
-# launching per query and with the persistent kernel. Logs go to $OUT/latency.log.
+# launching per query and with the persistent kernel; then the single-CTA kernel's phases by
+# batch size on the same index (bench/cuda/cuda_single_cta_trace.cpp). Logs go to
+# $OUT/latency.log. SINGLE_ONLY=1: the single-CTA phases alone.
 #
 #   OUT=$OUT bash scripts/dev/device-latency.sh [NAME]
 #
@@ -31,8 +33,10 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -
 C="$BUILD_DIR/cagra"
 T="$BUILD_DIR/cagra_cuda_bench"
 
-say "CudaLatency on bigann10k"
-"$T" --gtest_filter='CudaLatency.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
+if [[ ${SINGLE_ONLY:-0} != 1 ]]; then
+  say "CudaLatency on bigann10k"
+  "$T" --gtest_filter='CudaLatency.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
+fi
 
 if [ -n "$NAME" ]; then
   D=${DATA_ROOT:-/tmp/cagra-data}/$NAME
@@ -53,6 +57,11 @@ if [ ! -s "$idx" ]; then
   "$C" build "$base" -o "$idx" --graph-degree "$DEGREE" --intermediate-degree $((2 * DEGREE)) --force 2>&1 |
     grep -E "^(build|time)" | tee -a "$L"
 fi
+
+say "single-CTA phases by batch size on $(basename "$D")"
+CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaSingleCtaTrace.*' 2>&1 |
+  grep -E "trace|OK|FAILED" | tee -a "$L"
+[[ ${SINGLE_ONLY:-0} == 1 ]] && { say "done"; exit 0; }
 
 say "traced multi-CTA breakdown on $(basename "$D")"
 CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaLatency.TracedMultiCta' 2>&1 |

@@ -5,7 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "cuda/search/multi_cta.hpp"  // CAGRA_MCTA_TRACE
+#include "cuda/search/multi_cta.hpp"   // CAGRA_MCTA_TRACE
+#include "cuda/search/single_cta.hpp"  // kSingleCtaTraceSlots
 
 namespace cagra::cuda::testing {
 
@@ -23,6 +24,10 @@ void copy_memory(void* dst, const void* src, size_t bytes);
  *  the next multi-CTA launches stamp for their first query (null: off). Not thread-safe. */
 void set_multi_cta_trace(uint64_t* d_trace);
 uint64_t* multi_cta_trace();
+/** The same for the single-CTA kernel: [n_queries, kSingleCtaTraceSlots] words (single_cta.hpp)
+ *  that the next single-CTA launches fill for every query of the call (null: off). */
+void set_single_cta_trace(uint64_t* d_trace);
+uint64_t* single_cta_trace();
 #endif
 
 }  // namespace cagra::cuda::testing

@@ -17,13 +17,6 @@
 
 namespace cagra::cuda::dev {
 
-/** Nanoseconds of the GPU's global timer (the same clock on every SM). */
-__device__ __forceinline__ uint64_t global_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
 /** Random initial node t of CTA c: a counter-based draw from the query's seed state, inside
  *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows). The strata make
  *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's

@@ -30,6 +30,9 @@ void run_single_cta(index_state& st, const search_plan& plan, metric m, const ui
   a.d_distances = d_distances;
   a.d_filter = filter.words;
   a.filter_stride = filter.stride;
+#if CAGRA_MCTA_TRACE
+  a.d_trace = testing::single_cta_trace();
+#endif
   constexpr int64_t kMaxGrid = 65535;
   with_device_type(st.type, [&](auto tag) {
     using T = decltype(tag);
@@ -144,9 +147,12 @@ void run_kernels(index_state& st, const search_plan& plan, metric m, const uint8
 #if CAGRA_MCTA_TRACE
 namespace {
 uint64_t* g_trace = nullptr;
-}
+uint64_t* g_single_trace = nullptr;
+}  // namespace
 void testing::set_multi_cta_trace(uint64_t* d_trace) { g_trace = d_trace; }
 uint64_t* testing::multi_cta_trace() { return g_trace; }
+void testing::set_single_cta_trace(uint64_t* d_trace) { g_single_trace = d_trace; }
+uint64_t* testing::single_cta_trace() { return g_single_trace; }
 #endif
 
 }  // namespace cagra::cuda

@@ -1,5 +1,6 @@
 // Device definitions both search kernels use: the empty-id value, the query element type of
-// each storage type, the CTA-wide copy of the query's bytes and the warp's hash of them. The
+// each storage type, the CTA-wide copy of the query's bytes and the warp's hash of them, the
+// global timer (kernel traces). The
 // arithmetic they share with the CPU (random streams, parent flag, metric formulas) is
 // core/bits.hpp's.
 #pragma once
@@ -14,6 +15,13 @@ namespace cagra::cuda::dev {
 
 using bits::kParentFlag;
 constexpr uint32_t kNoId = 0xFFFFFFFFu;  // cagra::kInvalidId
+
+/** Nanoseconds of the GPU's global timer (the same clock on every SM). */
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
 
 /** Query element type for storage T: float for float/half, the same type for bytes. */
 template <typename T>

@@ -35,6 +35,23 @@
 namespace cagra::cuda {
 namespace dev {
 
+#if CAGRA_MCTA_TRACE
+/** A traced build (single_cta.hpp): thread 0 adds the cycles since the last stamp to phase
+ *  `slot` of the CTA's shared record. */
+#define CAGRA_SC_STAMP(slot)                \
+  do {                                      \
+    if (threadIdx.x == 0) {                 \
+      const uint64_t now_ = clock64();      \
+      s_trace[slot] += now_ - s_trace_last; \
+      s_trace_last = now_;                  \
+    }                                       \
+  } while (0)
+#else
+#define CAGRA_SC_STAMP(slot) \
+  do {                       \
+  } while (0)
+#endif
+
 /** The whole CTA: the query (rq, dim elements) into its distance layout q, zero padded to whole
  *  chunks: float rows as float, swizzled (team_distance.cuh); byte rows as bytes, adding |q|^2
  *  into *qq (which must be 0 before). */
@@ -173,6 +190,14 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
   const uint32_t tid = threadIdx.x, nt = blockDim.x;
   const uint64_t qi = a.query_offset + blockIdx.x;
   if (tid == 0) s_qq = 0;
+#if CAGRA_MCTA_TRACE
+  __shared__ uint64_t s_trace[kSingleCtaTraceSlots], s_trace_last;
+  if (tid == 0) {
+    for (uint32_t i = 0; i < kSingleCtaTraceSlots; ++i) s_trace[i] = 0;
+    s_trace[kScTraceStartNs] = global_ns();
+    s_trace_last = clock64();
+  }
+#endif
 
   // Step 0a: the query's bytes into shared memory.
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
@@ -207,12 +232,14 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
       cand_i[atomicAdd(&s_n_valid[0], 1u)] = id;  // else drawn twice
   }
   __syncthreads();
+  CAGRA_SC_STAMP(kScTraceSetup);
 
   for (uint32_t iter = 0;; ++iter) {
     // The candidates' distances: the initial nodes at iteration 0, then step 3's of the last
     // iteration (one call site: two inlined copies of compute_distances made ptxas spill).
     compute_distances<T, kTeam>(a, q, s_qq, cand_i, cand_d, s_n_valid[iter & 1]);
     __syncthreads();
+    CAGRA_SC_STAMP(iter == 0 ? kScTraceInitDist : kScTraceDistances);
     // Step 1: top-M update; step 2: the first `width` entries that were not parents yet. Both on
     // warp 0 when the lists are short (one CTA barrier per pair), the merge on the CTA otherwise.
     const uint32_t n_valid = s_n_valid[iter & 1];
@@ -237,6 +264,10 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
                 2 * s_hash_count >= (1u << a.hash_bits);
     }
     __syncthreads();
+    CAGRA_SC_STAMP(kScTraceMerge);
+#if CAGRA_MCTA_TRACE
+    if (tid == 0) ++s_trace[kScTraceIterations];
+#endif
     if (!pick) break;
     const uint32_t n_par = s_n_parents;
     if (n_par == 0 && iter >= a.min_iterations) break;
@@ -252,6 +283,7 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
           atomicAdd(&s_hash_count, 1u);
       }
       __syncthreads();
+      CAGRA_SC_STAMP(kScTraceReset);
     }
 
     // Step 3: the parents' neighbors not visited yet become the candidates (their distances:
@@ -263,6 +295,7 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
         cand_i[atomicAdd(&s_n_valid[(iter + 1) & 1], 1u)] = id;
     }
     __syncthreads();
+    CAGRA_SC_STAMP(kScTraceExpand);
   }
 
   if (a.d_filter) {  // the allowed entries of the top-M list (filter.cuh)
@@ -276,6 +309,15 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
     a.d_ids[qi * a.k + i] = id == kNoId ? kNoId : id & kIdMask;
     if (a.d_distances) a.d_distances[qi * a.k + i] = top_d[i];
   }
+#if CAGRA_MCTA_TRACE
+  __syncthreads();
+  CAGRA_SC_STAMP(kScTraceWrite);
+  if (tid == 0 && a.d_trace) {
+    s_trace[kScTraceEndNs] = global_ns();
+    for (uint32_t i = 0; i < kSingleCtaTraceSlots; ++i)
+      a.d_trace[qi * kSingleCtaTraceSlots + i] = s_trace[i];
+  }
+#endif
 }
 
 }  // namespace dev

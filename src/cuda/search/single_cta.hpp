@@ -22,6 +22,29 @@ constexpr uint32_t kMaxBlock = core::gpu::kSingleCtaMaxBlock;
  *  caps registers at 32 per thread. */
 constexpr uint32_t kMinBlocksPerSm = 8;
 
+/** Kernel phase clocks: a build with -DCAGRA_MCTA_TRACE=1 (CMake option CAGRA_TRACE_KERNELS,
+ *  for the latency tools in bench/) takes them; a normal build compiles them out. */
+#ifndef CAGRA_MCTA_TRACE
+#define CAGRA_MCTA_TRACE 0
+#endif
+
+/** Per query of a traced single-CTA search (single_cta_args::d_trace): SM clock cycles spent
+ *  in each phase, summed over the iterations (thread 0's clock at the CTA's barriers), the
+ *  iterations run, and the global timer (ns) at the kernel's start and end for that query. */
+enum single_cta_trace_slot : uint32_t {
+  kScTraceSetup = 0,   // the query in, its seed, the list and the hash emptied, initial draws
+  kScTraceInitDist,    // iteration 0: the initial nodes' distances
+  kScTraceDistances,   // later iterations: the candidates' distances
+  kScTraceMerge,       // every iteration: top-M update and the parents picked
+  kScTraceReset,       // the forgettable hash emptied and refilled
+  kScTraceExpand,      // the parents' neighbors through the hash into the candidate list
+  kScTraceWrite,       // the results written
+  kScTraceIterations,  // iterations run (the merges)
+  kScTraceStartNs,     // %globaltimer at the start ...
+  kScTraceEndNs,       // ... and at the end
+  kSingleCtaTraceSlots
+};
+
 /** Everything one launch needs, passed by value (POD). Shapes in the comments. */
 struct single_cta_args {
   const uint8_t* d_dataset;  // [n_rows, row_stride] bytes: storage-type rows, zero padded to 16 B
@@ -54,6 +77,9 @@ struct single_cta_args {
   uint32_t smem_dist;   // float [itopk_p2 + max(cand_p2, init_p2)]: top-M, then candidates
   uint32_t smem_ids;    // uint32 [itopk_p2 + max(cand_p2, init_p2)]
   uint32_t smem_hash;   // uint32 [2^hash_bits] (first holds the raw query bytes)
+#if CAGRA_MCTA_TRACE
+  uint64_t* d_trace;  // null, or [n_queries, kSingleCtaTraceSlots] (single_cta_trace_slot)
+#endif
 };
 
 /** Launches the kernel for storage type T (float, __half, uint8_t, int8_t) with `team` lanes
