@@ -32,6 +32,11 @@ void run_single_cta(index_state& st, const search_plan& plan, metric m, const ui
   a.filter_stride = filter.stride;
 #if CAGRA_MCTA_TRACE
   a.d_trace = testing::single_cta_trace();
+  // A chunk of the copy pipeline writes its results at its place in the call's buffer: its trace
+  // rows go at the same place.
+  const uint32_t* all_ids = st.io.ids.data();
+  if (a.d_trace && all_ids && d_ids >= all_ids && d_ids < all_ids + st.io.ids.size())
+    a.d_trace += size_t(d_ids - all_ids) / plan.k * kSingleCtaTraceSlots;
 #endif
   constexpr int64_t kMaxGrid = 65535;
   with_device_type(st.type, [&](auto tag) {
