@@ -37,7 +37,7 @@ class CudaSingleCtaTrace : public bigann_gpu_suite {};
 #if CAGRA_MCTA_TRACE
 /** Per-query means of a traced call, in microseconds (cycles at the SM clock `khz`). */
 struct phases {
-  double setup = 0, init = 0, dist = 0, merge = 0, reset = 0, expand = 0, write = 0;
+  double setup = 0, init = 0, init_merge = 0, dist = 0, merge = 0, reset = 0, expand = 0, write = 0;
   double iterations = 0, query_p50 = 0, query_p99 = 0, query_max = 0, span = 0;
 };
 
@@ -51,6 +51,7 @@ phases summarize(const std::vector<uint64_t>& t, int64_t nq, double khz) {
     const uint64_t* r = t.data() + size_t(q) * S;
     m.setup += r[cuda::kScTraceSetup] * us;
     m.init += r[cuda::kScTraceInitDist] * us;
+    m.init_merge += r[cuda::kScTraceInitMerge] * us;
     m.dist += r[cuda::kScTraceDistances] * us;
     m.merge += r[cuda::kScTraceMerge] * us;
     m.reset += r[cuda::kScTraceReset] * us;
@@ -124,15 +125,15 @@ TEST_F(CudaSingleCtaTrace, PhasesByBatch) {
       ASSERT_EQ(cudaMemcpy(t.data(), d_trace, words * 8, cudaMemcpyDeviceToHost), cudaSuccess);
       cudaFree(d_trace);
       const phases m = summarize(t, batch, double(khz));
-      const double it = std::max(m.iterations, 1.0);
+      const double it = std::max(m.iterations - 1.0, 1.0);  // the merges after iteration 0
       std::printf(
           "[ trace    ] batch %5lld itopk %2u block %3u: call %6.1f us, kernel span %6.1f us; a "
-          "query p50 / p99 / max %5.1f / %5.1f / %5.1f us, %.1f iterations: setup %.2f, initial "
-          "distances %.2f, per iteration distances %.2f + merge %.2f + reset %.2f + expand %.2f "
-          "= %.2f us, write %.2f\n",
+          "query p50 / p99 / max %5.1f / %5.1f / %5.1f us, %.1f merges: setup %.2f, initial "
+          "distances %.2f + merge %.2f, then an iteration distances %.2f + merge %.2f + reset "
+          "%.2f + expand %.2f = %.2f us, write %.2f\n",
           (long long)batch, itopk, plan.block_size, call_us, m.span, m.query_p50, m.query_p99,
-          m.query_max, m.iterations, m.setup, m.init, m.dist / it, m.merge / it, m.reset / it,
-          m.expand / it, (m.dist + m.merge + m.reset + m.expand) / it, m.write);
+          m.query_max, m.iterations, m.setup, m.init, m.init_merge, m.dist / it, m.merge / it,
+          m.reset / it, m.expand / it, (m.dist + m.merge + m.reset + m.expand) / it, m.write);
 #else
       std::printf("[ trace    ] batch %5lld itopk %2u block %3u: call %6.1f us\n", (long long)batch,
                   itopk, plan.block_size, call_us);

@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(kMaxBlock, kMinBlocksPerSm)
                 2 * s_hash_count >= (1u << a.hash_bits);
     }
     __syncthreads();
-    CAGRA_SC_STAMP(kScTraceMerge);
+    CAGRA_SC_STAMP(iter == 0 ? kScTraceInitMerge : kScTraceMerge);
 #if CAGRA_MCTA_TRACE
     if (tid == 0) ++s_trace[kScTraceIterations];
 #endif

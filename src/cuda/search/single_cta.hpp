@@ -35,7 +35,8 @@ enum single_cta_trace_slot : uint32_t {
   kScTraceSetup = 0,   // the query in, its seed, the list and the hash emptied, initial draws
   kScTraceInitDist,    // iteration 0: the initial nodes' distances
   kScTraceDistances,   // later iterations: the candidates' distances
-  kScTraceMerge,       // every iteration: top-M update and the parents picked
+  kScTraceInitMerge,   // iteration 0: the initial nodes merged into the empty list, parents
+  kScTraceMerge,       // later iterations: top-M update and the parents picked
   kScTraceReset,       // the forgettable hash emptied and refilled
   kScTraceExpand,      // the parents' neighbors through the hash into the candidate list
   kScTraceWrite,       // the results written
