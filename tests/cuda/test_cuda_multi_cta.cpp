@@ -33,16 +33,17 @@ result gpu_run(const cagra::index& idx, const host_matrix& q, uint32_t k, search
   return gpu_search(idx, q, k, p, batch);
 }
 
-/** Runs both backends: multi-CTA recall >= CPU recall - 1 point, and a well-formed output. */
+/** Runs both backends: multi-CTA recall >= CPU recall - `margin` (1 point unless given), and a
+ *  well-formed output. */
 double compare(const std::string& what, const cagra::index& idx, const host_matrix& q,
                matrix_view<const uint32_t> truth, const search_params& p, int64_t batch = 0,
-               uint32_t k = 10) {
+               uint32_t k = 10, double margin = 0.01) {
   const result c = cpu_run(idx, q, k, p);
   const result g = gpu_run(idx, q, k, p, search_algo::multi_cta, batch);
   const double rc = recall(c.view(), truth, k), rg = recall(g.view(), truth, k);
   std::printf("[ cuda     ] multi-CTA %-40s recall@%u cpu %.4f gpu %.4f\n", what.c_str(), k, rc,
               rg);
-  EXPECT_GE(rg, rc - 0.01) << what;
+  EXPECT_GE(rg, rc - margin) << what;
   expect_well_formed(g, idx.size(), what);
   return rg;
 }
@@ -125,7 +126,10 @@ TEST_F(CudaMultiCta, ExactByteDistancesAndKEqualsItopk) {
       }
     EXPECT_EQ(wrong, 0u) << "itopk " << it;
   }
-  compare("u8 l2 itopk 64 k 64", *u8_, set_->queries, truth(), itopk(64), 0, 64);
+  // k = itopk = 64: each CTA's list holds 32, so the answer rests on which CTA reached a node
+  // first, a race; the GPU's recall@64 varied from 0.9814 to 0.9945 between runs of the same
+  // code (CPU 0.9939; bench/results/logs/cuda-tests-*): 2 points of margin, not 1.
+  compare("u8 l2 itopk 64 k 64", *u8_, set_->queries, truth(), itopk(64), 0, 64, 0.02);
 }
 
 TEST_F(CudaMultiCta, WidthSamplingsSmallHashAndIterations) {
