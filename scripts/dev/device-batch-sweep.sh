@@ -49,19 +49,7 @@ ext=${base##*.}
 idx="$W/$NAME.cagra"
 [[ -s $idx ]] || "$C" build "$base" -o "$idx" --metric "${METRIC:-l2}" --graph-degree 32 \
   --intermediate-degree 64 --backend cuda --force 2>&1 | tail -1 | tee -a "$L"
-python3 - "$queries" "$gt" "$W" "$ext" <<'PY'
-import sys, numpy as np
-q, g, w, ext = sys.argv[1:5]
-n, d = np.fromfile(q, dtype=np.uint32, count=2)
-t = np.uint8 if ext == "u8bin" else np.float32
-x = np.fromfile(q, dtype=t, offset=8)[: n * d].reshape(n, d)[:1000]
-np.array(x.shape, dtype=np.uint32).tofile(w + "/q1k." + ext)
-with open(w + "/q1k." + ext, "ab") as f: x.tofile(f)
-n, k = np.fromfile(g, dtype=np.uint32, count=2)
-ids = np.fromfile(g, dtype=np.int32, offset=8)[: n * k].reshape(n, k)[:1000]
-np.array(ids.shape, dtype=np.uint32).tofile(w + "/gt1k.ibin")
-with open(w + "/gt1k.ibin", "ab") as f: ids.tofile(f)
-PY
+python3 scripts/dev/first_rows.py "$queries" "$gt" "$W"
 bench() { "$C" bench "$idx" "$@" --backend cuda --dataset "$NAME" --json "$J" 2>&1 | tee -a "$L" | grep -v '^plan'; }
 say "batch 1 (1,000 queries): defaults, then itopk $ITOPK x width $WIDTH"
 bench "$W/q1k.$ext" "$W/gt1k.ibin" --batch 1 --itopk "$ITOPK" --explain

@@ -59,19 +59,7 @@ say "batch 10K: selectivity $SELECT, itopk $ITOPK"
 "$C" bench "$idx" "$queries" "$gt" --backend cuda --repeat 3 --itopk "$ITOPK" \
   --filter-selectivity "$SELECT" --dataset "$NAME" --json "$J" --explain 2>&1 | tee -a "$L" | grep -v "^plan"
 # Batch 1 on the first 1,000 queries (and their ground truth rows).
-python3 - "$queries" "$gt" "$W" "$ext" <<'PY'
-import sys, numpy as np
-q, g, w, ext = sys.argv[1:5]
-n, d = np.fromfile(q, dtype=np.uint32, count=2)
-t = np.uint8 if ext == "u8bin" else np.float32
-x = np.fromfile(q, dtype=t, offset=8)[: n * d].reshape(n, d)[:1000]
-np.array(x.shape, dtype=np.uint32).tofile(w + "/q1k." + ext)
-with open(w + "/q1k." + ext, "ab") as f: x.tofile(f)
-n, k = np.fromfile(g, dtype=np.uint32, count=2)
-ids = np.fromfile(g, dtype=np.int32, offset=8)[: n * k].reshape(n, k)[:1000]
-np.array(ids.shape, dtype=np.uint32).tofile(w + "/gt1k.ibin")
-with open(w + "/gt1k.ibin", "ab") as f: ids.tofile(f)
-PY
+python3 scripts/dev/first_rows.py "$queries" "$gt" "$W"
 say "batch 1 (1,000 queries): selectivity $SELECT, itopk 32,64"
 "$C" bench "$idx" "$W/q1k.$ext" "$W/gt1k.ibin" --backend cuda --batch 1 --itopk 32,64 \
   --filter-selectivity "$SELECT" --dataset "$NAME" --json "$J" 2>&1 | tee -a "$L"

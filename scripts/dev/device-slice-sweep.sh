@@ -55,20 +55,7 @@ for b in $BATCHES; do
     --search-width 2,4,8
 done
 if [[ ${LATENCY:-0} == 1 ]]; then
-  python3 - "$queries" "$gt" "$W" <<'PY'
-import sys, numpy as np
-q, g, w = sys.argv[1:4]
-ext = q.rsplit(".", 1)[1]
-n, d = np.fromfile(q, dtype=np.uint32, count=2)
-t = np.uint8 if ext == "u8bin" else np.float32
-x = np.fromfile(q, dtype=t, offset=8)[: n * d].reshape(n, d)[:1000]
-np.array(x.shape, dtype=np.uint32).tofile(w + "/q1k." + ext)
-with open(w + "/q1k." + ext, "ab") as f: x.tofile(f)
-n, k = np.fromfile(g, dtype=np.uint32, count=2)
-ids = np.fromfile(g, dtype=np.int32, offset=8)[: n * k].reshape(n, k)[:1000]
-np.array(ids.shape, dtype=np.uint32).tofile(w + "/gt1k.ibin")
-with open(w + "/gt1k.ibin", "ab") as f: ids.tofile(f)
-PY
+  python3 scripts/dev/first_rows.py "$queries" "$gt" "$W"
   q1k=$(ls "$W"/q1k.*)
   for iters in 0 3; do
     for mode in "" --persistent; do
