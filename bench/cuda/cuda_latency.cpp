@@ -21,6 +21,7 @@
 #include "core/convert.hpp"
 #include "cuda/search/multi_cta.hpp"
 #include "cuda/testing.hpp"
+#include "latency_data.hpp"
 #include "search_results.hpp"
 
 namespace cagra::test {
@@ -205,20 +206,10 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
 // DRAM when CAGRA_LATENCY_INDEX (a saved .cagra) and CAGRA_LATENCY_QUERIES are set
 // (scripts/dev/device-latency.sh).
 TEST_F(CudaLatency, TracedMultiCta) {
-  const char* index_path = std::getenv("CAGRA_LATENCY_INDEX");
-  const char* query_path = std::getenv("CAGRA_LATENCY_QUERIES");
-  std::unique_ptr<cagra::index> loaded;
-  std::unique_ptr<host_matrix> loaded_queries;
-  const cagra::index* idx = u8_;
-  const host_matrix* queries = &set_->queries;
-  std::string name = "bigann10k";
-  if (index_path && query_path) {
-    loaded = std::make_unique<cagra::index>(cagra::load(index_path));
-    loaded_queries = std::make_unique<host_matrix>(io::read_matrix(query_path));
-    idx = loaded.get();
-    queries = loaded_queries.get();
-    name = index_path;
-  }
+  const latency_data data = latency_data_or(u8_, &set_->queries);
+  const cagra::index* idx = data.idx;
+  const host_matrix* queries = data.queries;
+  const std::string& name = data.name;
   const uint32_t k = 10, n_q = std::min<uint32_t>(200, uint32_t(queries->rows()));
   std::vector<host_matrix> q1;
   for (uint32_t i = 0; i < n_q; ++i) {

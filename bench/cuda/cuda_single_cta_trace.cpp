@@ -25,6 +25,7 @@
 #include "core/convert.hpp"
 #include "cuda/search/single_cta.hpp"
 #include "cuda/testing.hpp"
+#include "latency_data.hpp"
 #include "search_results.hpp"
 
 namespace cagra::test {
@@ -75,20 +76,10 @@ phases summarize(const std::vector<uint64_t>& t, int64_t nq, double khz) {
 #endif
 
 TEST_F(CudaSingleCtaTrace, PhasesByBatch) {
-  const char* index_path = std::getenv("CAGRA_LATENCY_INDEX");
-  const char* query_path = std::getenv("CAGRA_LATENCY_QUERIES");
-  std::unique_ptr<cagra::index> loaded;
-  std::unique_ptr<host_matrix> loaded_queries;
-  const cagra::index* idx = u8_;
-  const host_matrix* queries = &set_->queries;
-  std::string name = "bigann10k";
-  if (index_path && query_path) {
-    loaded = std::make_unique<cagra::index>(cagra::load(index_path));
-    loaded_queries = std::make_unique<host_matrix>(io::read_matrix(query_path));
-    idx = loaded.get();
-    queries = loaded_queries.get();
-    name = index_path;
-  }
+  const latency_data data = latency_data_or(u8_, &set_->queries);
+  const cagra::index* idx = data.idx;
+  const host_matrix* queries = data.queries;
+  const std::string& name = data.name;
   const uint32_t k = 10;
   int khz = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0), cudaSuccess);

@@ -1,0 +1,41 @@
+// The index and queries the GPU latency tools measure (bench/cuda): a saved 1M-scale index in
+// DRAM when CAGRA_LATENCY_INDEX (a .cagra file) and CAGRA_LATENCY_QUERIES are set
+// (scripts/dev/device-latency.sh), else the suite's bigann10k index (L2-resident).
+#pragma once
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include <cagra/cagra.hpp>
+#include <cagra/io.hpp>
+
+namespace cagra::test {
+
+struct latency_data {
+  std::unique_ptr<cagra::index> loaded;
+  std::unique_ptr<host_matrix> loaded_queries;
+  const cagra::index* idx = nullptr;
+  const host_matrix* queries = nullptr;
+  std::string name;
+};
+
+/** The environment's index and queries, or `idx` / `queries` (named bigann10k). */
+inline latency_data latency_data_or(const cagra::index* idx, const host_matrix* queries) {
+  latency_data d;
+  d.idx = idx;
+  d.queries = queries;
+  d.name = "bigann10k";
+  const char* index_path = std::getenv("CAGRA_LATENCY_INDEX");
+  const char* query_path = std::getenv("CAGRA_LATENCY_QUERIES");
+  if (index_path && query_path) {
+    d.loaded = std::make_unique<cagra::index>(cagra::load(index_path));
+    d.loaded_queries = std::make_unique<host_matrix>(io::read_matrix(query_path));
+    d.idx = d.loaded.get();
+    d.queries = d.loaded_queries.get();
+    d.name = index_path;
+  }
+  return d;
+}
+
+}  // namespace cagra::test
