@@ -156,7 +156,6 @@ uint32_t auto_team_size(const search_params& p, const index_shape& shape) {
   return std::clamp<uint32_t>(next_pow2(chunks) / 4, 4, 32);
 }
 
-/** The single-CTA kernel: one CTA per query, the visited hash in shared memory. */
 /** 96-thread CTAs instead of 128 for a batch of at least this many waves of 128-thread CTAs
  *  (kThreadsPerSm / 128 of them per SM). The kernel is latency-bound and runs much of an
  *  iteration (the merge, the parents) on one warp while the others wait, so more CTAs per SM at
@@ -170,6 +169,7 @@ uint32_t auto_team_size(const search_params& p, const index_shape& shape) {
 constexpr int64_t kSmallCtaWaves = 4;
 constexpr int64_t kThreadsPerSm = 2048;  // Hopper, Ampere A100 (sm_86/89 have 1536)
 
+/** The single-CTA kernel: one CTA per query, the visited hash in shared memory. */
 void plan_single_cta(search_plan& s, const search_params& p, const index_shape& shape,
                      int64_t batch, int sm_count) {
   CAGRA_EXPECTS(s.itopk <= gpu::kSingleCtaMaxItopk,
