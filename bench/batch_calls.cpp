@@ -62,20 +62,6 @@ double median_ms(int repeat, F&& f) {
   return t[t.size() / 2];
 }
 
-double recall_at(const std::vector<uint32_t>& ids, const host_matrix& gt, int64_t rows,
-                 uint32_t k) {
-  const uint32_t* g = static_cast<const uint32_t*>(gt.data());
-  int64_t hit = 0;
-  for (int64_t q = 0; q < rows; ++q)
-    for (uint32_t i = 0; i < k; ++i)
-      for (uint32_t j = 0; j < k; ++j)
-        if (ids[size_t(q) * k + i] == g[size_t(q) * size_t(gt.cols()) + j]) {
-          ++hit;
-          break;
-        }
-  return double(hit) / double(rows * k);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,7 +125,8 @@ int main(int argc, char** argv) {
           const double host_ms = median_ms(repeat, [&] {
             search(res, p, idx, hq, k, {ids.data(), b, k}, {dist.data(), b, k});
           });
-          const double rec = recall_at(ids, gt, b, k);
+          const double rec = recall({ids.data(), b, k},
+                                    {static_cast<const uint32_t*>(gt.data()), b, gt.cols()}, k);
           const dataset_view dq(d_q, q.type(), b, q.cols(), memory_space::device);
           const double dev_ms = median_ms(repeat, [&] {
             search(res, p, idx, dq, k, {d_ids, b, k, memory_space::device},

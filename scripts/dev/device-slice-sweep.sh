@@ -6,8 +6,9 @@
 #  - the single-CTA kernel at search widths 1, 2, 4 with one random sampling (the automatic
 #    shape's draws) and team sizes TEAMS,
 #  - the multi-CTA kernel at 2, 4, 8 CTAs a query.
-# With LATENCY=1 also batch 1 (the first 1,000 queries, one per call) at 64 and 128 CTAs, the
-# automatic iteration floor and a cap of 3, launching per query and with the persistent kernel.
+# With LATENCY=1 also batch 1 (the first 1,000 queries, one per call) at 32 and 64 CTAs (64 is
+# search_width's limit), the automatic iteration floor and caps of 3 and 2, launching per query
+# and with the persistent kernel.
 # Uses the CLI in BUILD_DIR (scripts/dev/device-background.sh builds it); builds the index
 # (degree 32) once into /tmp/cagra-slice. JSON lines to
 # $OUT/slice-sweep-NAME-DEVICE-COMMIT.jsonl, the log to $OUT/slice-sweep.log.
@@ -57,10 +58,10 @@ done
 if [[ ${LATENCY:-0} == 1 ]]; then
   python3 scripts/dev/first_rows.py "$queries" "$gt" "$W"
   q1k=$(ls "$W"/q1k.*)
-  for iters in 0 3; do
+  for iters in 0 3 2; do
     for mode in "" --persistent; do
-      say "batch 1: 64,128 CTAs, max iterations $iters ${mode:-launch}"
-      bench "$q1k" "$W/gt1k.ibin" --batch 1 --itopk 16,32 --search-width 64,128 \
+      say "batch 1: 32,64 CTAs, max iterations $iters ${mode:-launch}"
+      bench "$q1k" "$W/gt1k.ibin" --batch 1 --itopk 16,32 --search-width 32,64 \
         --max-iterations "$iters" $mode
     done
   done
