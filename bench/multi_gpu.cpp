@@ -1,7 +1,8 @@
 // Several GPUs measured (docs/multi_gpu.md, docs/benchmarks.md "Multi-GPU"), on one dataset with
 // its ground truth:
 //  - replicated: one index (built on the first device), searched with every query in one call
-//    over the first 1, 2, 4 ... devices: the batch-10K QPS scaling;
+//    over the first 1, 2, 4 ... devices: the batch-10K QPS scaling; the same calls made by as many
+//    concurrent host threads as there are devices (each call whole on one device);
 //  - sharded: the rows split into G shards built in parallel on G devices (build time), searched
 //    over those devices, and the same shards all on the first device (the results must be the
 //    same, the QPS is that of one GPU); the merge's share of the search time (merge_topk timed
@@ -10,8 +11,9 @@
 //
 //   multi_gpu BASE QUERIES GT [--devices 0,1,2,3] [--degree 32] [--itopk 32,64,128]
 //             [--repeat 5] [--dataset NAME] [--json FILE] [--shards 2,4] [--no-single]
-//             [--no-one-gpu]
-// --no-single skips the single index and the replicated runs (a set too large for one GPU),
+//             [--no-one-gpu] [--no-sharded]
+// --no-sharded skips the sharded runs, --no-single the single index and the replicated runs (a
+// set too large for one GPU),
 // --no-one-gpu the shards-on-one-device runs; the host memory peak is printed at the end.
 #include <algorithm>
 #include <chrono>
@@ -45,6 +47,7 @@ struct options {
   std::vector<uint32_t> shards;  // empty: 2, 4, ... up to the device count
   bool single = true;            // the single index and the replicated runs
   bool one_gpu = true;           // the shards all on the first device as well
+  bool sharded = true;           // the sharded builds and searches
 };
 
 template <typename T>
@@ -128,6 +131,34 @@ point batch1_callers(const resources& res, const cagra::index& idx, const host_m
   return p;
 }
 
+/** `callers` host threads, each making `rounds` calls with every query (itopk as given),
+ *  after one warm-up round; QPS over all calls. A replicated index gives concurrent calls whole
+ *  devices (docs/multi_gpu.md "Replicated split rule"). */
+point batch_callers(const resources& res, const cagra::index& idx, const host_matrix& q,
+                    const host_matrix& gt, uint32_t k, uint32_t itopk, int callers, int rounds) {
+  search_params sp;
+  sp.itopk_size = itopk;
+  std::vector<std::vector<uint32_t>> ids(size_t(callers),
+                                         std::vector<uint32_t>(size_t(q.rows()) * k));
+  auto call = [&](int c) { search(res, sp, idx, q, k, {ids[size_t(c)].data(), q.rows(), k}, {}); };
+  const auto run_all = [&](int n_rounds) {
+    std::vector<std::thread> threads;
+    for (int c = 0; c < callers; ++c)
+      threads.emplace_back([&, c] {
+        for (int r = 0; r < n_rounds; ++r) call(c);
+      });
+    for (auto& th : threads) th.join();
+  };
+  run_all(1);
+  const auto t = clk::now();
+  run_all(rounds);
+  point p;
+  p.seconds = since(t);
+  p.qps = double(q.rows()) * callers * rounds / p.seconds;
+  p.recall = recall({ids[0].data(), q.rows(), k}, gt.as<uint32_t>(), k);
+  return p;
+}
+
 /** Seconds merge_topk takes over the shards' own answers (best of `repeat`). */
 double merge_seconds(const resources& res, const sharded_index& sh, const host_matrix& q,
                      uint32_t k, uint32_t itopk, int repeat) {
@@ -162,6 +193,7 @@ struct recorder {
   options o;
   std::string run_id = cli::make_run_id(), device;
   int64_t n = 0, nq = 0, batch = 0;  // batch 0: every query in one call
+  int callers = 1;                   // host threads calling at once
   FILE* f = nullptr;
   void put(const char* experiment, const std::vector<int>& devices, size_t shards, uint32_t itopk,
            const point& p, double build_s, double merge_s) {
@@ -175,12 +207,13 @@ struct recorder {
     std::fprintf(f,
                  "{\"run_id\":%s,\"system\":\"cagra-cuda\",\"device\":%s,\"commit\":%s,"
                  "\"dataset\":%s,\"experiment\":%s,\"devices\":[%s],\"gpus\":%zu,\"shards\":%zu,"
-                 "\"n\":%lld,\"nq\":%lld,\"batch\":%lld,\"k\":%u,\"itopk\":%u,\"graph_degree\":%u,"
+                 "\"n\":%lld,\"nq\":%lld,\"batch\":%lld,\"callers\":%d,\"k\":%u,\"itopk\":%u,"
+                 "\"graph_degree\":%u,"
                  "\"recall\":%s,\"qps\":%s,\"search_s\":%s,\"build_s\":%s,\"merge_s\":%s}\n",
                  cli::json_quote(run_id).c_str(), cli::json_quote(device).c_str(),
                  cli::json_quote(cli::commit_id()).c_str(), cli::json_quote(o.dataset).c_str(),
                  cli::json_quote(experiment).c_str(), list.c_str(), devices.size(), shards,
-                 (long long)n, (long long)nq, (long long)batch, o.k, itopk, o.degree,
+                 (long long)n, (long long)nq, (long long)batch, callers, o.k, itopk, o.degree,
                  cli::json_number(p.recall).c_str(), cli::json_number(p.qps).c_str(),
                  cli::json_number(p.seconds).c_str(), cli::json_number(build_s).c_str(),
                  cli::json_number(merge_s).c_str());
@@ -223,6 +256,19 @@ int run(const options& o) {
         rec.put("replicated", r.devices, 1, itopk, measure(r, single, q, gt, o.k, itopk, o.repeat),
                 single_s, -1);
     }
+    // Concurrent callers of batch-10K calls (as many as the largest device count, for every
+    // device count: the same load), each call whole on one device.
+    const int callers = int(counts.back());
+    if (callers > 1)
+      for (size_t m : counts) {
+        resources r = first;
+        r.devices.assign(o.devices.begin(), o.devices.begin() + int64_t(m));
+        rec.callers = callers;
+        for (uint32_t itopk : o.itopk)
+          rec.put("replicated-callers", r.devices, 1, itopk,
+                  batch_callers(r, single, q, gt, o.k, itopk, callers, o.repeat * 2), single_s, -1);
+        rec.callers = 1;
+      }
     // Larger calls: the queries repeated 10 times in one call (same recall, less overhead per
     // query), and concurrent batch-1 callers (one query per call from `callers` host threads; a
     // replicated index sends each call to the next device in turn).
@@ -237,15 +283,17 @@ int run(const options& o) {
                 measure(r, single, big, big_gt, o.k, itopk, o.repeat), single_s, -1);
       rec.batch = 1;
       rec.nq = std::min<int64_t>(q.rows(), 4000);
+      rec.callers = 16;
       rec.put("replicated-batch1", r.devices, 1, 64, batch1_callers(r, single, q, gt, o.k, 16),
               single_s, -1);
+      rec.callers = 1;
       rec.batch = 0;
       rec.nq = q.rows();
     }
   }
   // Sharded over G devices, then the same shards on the first device alone.
   std::vector<size_t> shard_counts(o.shards.begin(), o.shards.end());
-  if (shard_counts.empty())
+  if (shard_counts.empty() && o.sharded)
     for (size_t m : counts)
       if (m >= 2) shard_counts.push_back(m);
   for (size_t m : shard_counts) {
@@ -307,6 +355,8 @@ int main(int argc, char** argv) {
         o.single = false;
       else if (a == "--no-one-gpu")
         o.one_gpu = false;
+      else if (a == "--no-sharded")
+        o.sharded = false;
       else if (a.rfind("--", 0) == 0)
         throw error("unknown option " + a);
       else

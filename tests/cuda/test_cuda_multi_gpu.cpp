@@ -4,8 +4,9 @@
 // distances are exact), a copy of an index per device kept up to date by extend, and the
 // replicated path's slicing. With two or more GPUs also: shards spread over the devices give the
 // same answer as shards on one device, and a replicated search over every device gives the
-// single-device answer of each slice. Needs a GPU: label `cuda`.
+// single-device answer of each slice, also with several callers at once. Needs a GPU: label `cuda`.
 #include <cstdio>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,30 @@ TEST_F(CudaMultiGpu, ReplicatedEqualsOneDevicePerSlice) {
         << "call " << call;
     expect_well_formed(got, u8_->size(), "replicated small batch");
   }
+}
+
+TEST_F(CudaMultiGpu, ConcurrentCallersGetTheOneDeviceAnswer) {
+  // Callers in parallel on a replicated index: each call takes the idle devices (split) or the
+  // least busy one (whole), and every call must still give the one-device answer.
+  const host_matrix q = repeat_rows(set_->queries, 2048);
+  search_params p = itopk(64);
+  p.algo = search_algo::single_cta;
+  const result one = run(on(backend::cuda), *u8_, q, p);
+  const std::vector<int> devices = all_devices();
+  constexpr int kCallers = 4, kCalls = 3;
+  std::vector<int> same(kCallers * kCalls, 0);
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&, c] {
+      for (int i = 0; i < kCalls; ++i) {
+        const result got = run(on(backend::cuda, devices), *u8_, q, p);
+        same[size_t(c * kCalls + i)] = got.ids == one.ids && got.dist == one.dist;
+      }
+    });
+  for (auto& t : callers) t.join();
+  for (size_t i = 0; i < same.size(); ++i)
+    EXPECT_TRUE(same[i]) << "caller " << i / kCalls << " call " << i % kCalls << ", "
+                         << devices.size() << " devices";
 }
 
 TEST_F(CudaMultiGpu, ExtendUpdatesTheCopyOnEveryDevice) {

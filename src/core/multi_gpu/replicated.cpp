@@ -3,11 +3,20 @@
 // to that device; each device caches its own copy of the index (the CUDA backend keeps one copy
 // per device in the index's backend cache), so the copies are made on first use and kept.
 //
-// Large batches split into contiguous slices, one per device, searched in parallel host threads:
-// the results are exactly the single-device results of each slice. Batches too small to keep
-// several GPUs busy (fewer than kReplicaMinSlice queries per device) go whole to the next device
-// in turn, so that concurrent callers at batch 1 spread over the GPUs instead of queueing on one.
+// Which devices a call uses depends on what the other callers are doing (the process counts the
+// calls in flight on each device):
+//  - a batch of at least kReplicaMinSlice queries per device takes the devices that are idle and
+//    splits into contiguous slices, one per device, searched in parallel host threads (a lone
+//    caller gets every device: the lowest latency);
+//  - a batch that found no two idle devices, or is too small to split, goes whole to the device
+//    with the fewest calls in flight (ties in turn). Concurrent callers thus each get a whole
+//    device: a device runs a whole batch more efficiently than a slice of it (one GPU searches a
+//    2,500-query call at about 65% of its 10K-query rate), so a server with several callers
+//    gets the sum of its GPUs' whole-batch rates instead of each call's slices queueing on every
+//    device. cuVS makes users choose between these (LOAD_BALANCER or ROUND_ROBIN).
+// Each slice's or batch's results are exactly the single-device results of those queries.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <thread>
 
@@ -16,7 +25,38 @@
 
 namespace cagra::core {
 namespace {
-std::atomic<uint64_t> next_replica{0};  // round robin over the devices of small batches
+
+std::atomic<uint64_t> next_replica{0};  // where the scans of the devices start, in turn
+std::array<std::atomic<int>, 256> calls_in_flight{};  // per device ordinal (mod 256)
+
+std::atomic<int>& in_flight(int device) { return calls_in_flight[size_t(device) % 256]; }
+
+/** The devices a call holds: counted in flight until it ends (also by an exception). */
+class device_claim {
+ public:
+  device_claim() = default;
+  device_claim(const device_claim&) = delete;
+  device_claim& operator=(const device_claim&) = delete;
+  ~device_claim() {
+    for (int d : held_) in_flight(d).fetch_sub(1);
+  }
+  /** Takes `d` only if no call is in flight there. */
+  bool take_idle(int d) {
+    int zero = 0;
+    if (!in_flight(d).compare_exchange_strong(zero, 1)) return false;
+    held_.push_back(d);
+    return true;
+  }
+  void take(int d) {
+    in_flight(d).fetch_add(1);
+    held_.push_back(d);
+  }
+  const std::vector<int>& devices() const { return held_; }
+
+ private:
+  std::vector<int> held_;
+};
+
 }  // namespace
 
 void search_replicated(const resources& res, const std::vector<int>& devices,
@@ -24,18 +64,33 @@ void search_replicated(const resources& res, const std::vector<int>& devices,
                        uint32_t k, matrix_view<uint32_t> neighbors, matrix_view<float> distances,
                        const row_filter& filter) {
   const int64_t nq = queries.rows;
-  const int64_t n_dev = int64_t(devices.size());
-  const int64_t slices = std::min(n_dev, nq / kReplicaMinSlice);
+  const size_t n_dev = devices.size();
+  const size_t max_slices = size_t(std::min<int64_t>(int64_t(n_dev), nq / kReplicaMinSlice));
+  const size_t start = size_t(next_replica.fetch_add(1) % n_dev);
+  device_claim claim;
+  if (max_slices >= 2)
+    for (size_t i = 0; i < n_dev && claim.devices().size() < max_slices; ++i)
+      claim.take_idle(devices[(start + i) % n_dev]);
+  if (claim.devices().empty()) {  // every device busy (or a small batch): the least loaded one
+    int best = devices[start];
+    for (size_t i = 1; i < n_dev; ++i) {
+      const int d = devices[(start + i) % n_dev];
+      if (in_flight(d).load() < in_flight(best).load()) best = d;
+    }
+    claim.take(best);
+  }
   const int threads = host_threads(res.num_threads);
-  if (slices <= 1) {
-    const int device = devices[size_t(next_replica.fetch_add(1) % uint64_t(n_dev))];
-    search(single_device(res, device, threads), params, idx, queries, k, neighbors, distances,
+  const std::vector<int>& use = claim.devices();
+  const size_t slices = use.size();
+  if (slices == 1) {
+    search(single_device(res, use[0], threads), params, idx, queries, k, neighbors, distances,
            filter);
     return;
   }
   const int per_slice = std::max(1, threads / int(slices));
-  run_tasks(size_t(slices), true, [&](size_t s) {
-    const int64_t first = nq * int64_t(s) / slices, last = nq * int64_t(s + 1) / slices;
+  run_tasks(slices, true, [&](size_t s) {
+    const int64_t first = nq * int64_t(s) / int64_t(slices),
+                  last = nq * int64_t(s + 1) / int64_t(slices);
     const int64_t count = last - first;
     dataset_view q = queries;
     q.data = static_cast<const uint8_t*>(queries.data) + size_t(first) * queries.row_bytes();
@@ -43,7 +98,7 @@ void search_replicated(const resources& res, const std::vector<int>& devices,
     matrix_view<uint32_t> ids{neighbors.row(first), count, neighbors.cols, neighbors.space};
     matrix_view<float> dist = distances;
     if (distances.data) dist = {distances.row(first), count, distances.cols, distances.space};
-    search(single_device(res, devices[s], per_slice), params, idx, q, k, ids, dist,
+    search(single_device(res, use[s], per_slice), params, idx, q, k, ids, dist,
            slice_queries(filter, first, count));
   });
 }
