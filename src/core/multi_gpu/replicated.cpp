@@ -3,17 +3,19 @@
 // to that device; each device caches its own copy of the index (the CUDA backend keeps one copy
 // per device in the index's backend cache), so the copies are made on first use and kept.
 //
-// Which devices a call uses depends on what the other callers are doing (the process counts the
-// calls in flight on each device):
-//  - a batch of at least kReplicaMinSlice queries per device takes the devices that are idle and
-//    splits into contiguous slices, one per device, searched in parallel host threads (a lone
-//    caller gets every device: the lowest latency);
-//  - a batch that found no two idle devices, or is too small to split, goes whole to the device
-//    with the fewest calls in flight (ties in turn). Concurrent callers thus each get a whole
-//    device: a device runs a whole batch more efficiently than a slice of it (one GPU searches a
-//    2,500-query call at about 65% of its 10K-query rate), so a server with several callers
-//    gets the sum of its GPUs' whole-batch rates instead of each call's slices queueing on every
-//    device. cuVS makes users choose between these (LOAD_BALANCER or ROUND_ROBIN).
+// Which devices a call uses depends on what other callers are doing:
+//  - a lone call (no other replicated search in flight in the process) of at least
+//    kReplicaMinSlice queries per device splits into contiguous slices, one per idle device,
+//    searched in parallel host threads: the lowest latency for one caller;
+//  - otherwise, and for smaller batches, the batch goes whole to the device with the fewest
+//    calls in flight (ties in turn). Concurrent callers thus each get a whole device: a device
+//    runs a whole batch more efficiently than a slice of it (one H100 searches a 2,500-query
+//    call at about 65% of its 10K-query rate), so a server with several callers gets the sum of
+//    its GPUs' whole-batch rates. Splitting whenever devices happened to be idle was tried
+//    first: with 4 callers on 2 GPUs a split call holds both devices, both then finish at once,
+//    and the next call finds both idle and splits again (1.42x one GPU at itopk 32, 1.96x at 64
+//    and 128; SIFT-wall-1M, 4 H100s, 2d13c52). cuVS makes users choose between the two modes
+//    (LOAD_BALANCER or ROUND_ROBIN).
 // Each slice's or batch's results are exactly the single-device results of those queries.
 #include <algorithm>
 #include <array>
@@ -27,6 +29,7 @@ namespace cagra::core {
 namespace {
 
 std::atomic<uint64_t> next_replica{0};  // where the scans of the devices start, in turn
+std::atomic<int> replicated_calls{0};   // replicated searches in flight in the process
 std::array<std::atomic<int>, 256> calls_in_flight{};  // per device ordinal (mod 256)
 
 std::atomic<int>& in_flight(int device) { return calls_in_flight[size_t(device) % 256]; }
@@ -67,11 +70,15 @@ void search_replicated(const resources& res, const std::vector<int>& devices,
   const size_t n_dev = devices.size();
   const size_t max_slices = size_t(std::min<int64_t>(int64_t(n_dev), nq / kReplicaMinSlice));
   const size_t start = size_t(next_replica.fetch_add(1) % n_dev);
+  const bool lone = replicated_calls.fetch_add(1) == 0;
+  struct leave_call {
+    ~leave_call() { replicated_calls.fetch_sub(1); }
+  } leave;
   device_claim claim;
-  if (max_slices >= 2)
+  if (max_slices >= 2 && lone)
     for (size_t i = 0; i < n_dev && claim.devices().size() < max_slices; ++i)
       claim.take_idle(devices[(start + i) % n_dev]);
-  if (claim.devices().empty()) {  // every device busy (or a small batch): the least loaded one
+  if (claim.devices().empty()) {  // other callers, or a small batch: the least busy device
     int best = devices[start];
     for (size_t i = 1; i < n_dev; ++i) {
       const int d = devices[(start + i) % n_dev];
