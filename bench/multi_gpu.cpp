@@ -278,7 +278,7 @@ int run(const options& o) {
       }
     // Larger calls: the queries repeated 10 times in one call (same recall, less overhead per
     // query), and concurrent batch-1 callers (one query per call from `callers` host threads; a
-    // replicated index sends each call to the next device in turn).
+    // replicated index sends each call to the least busy device).
     const host_matrix big = repeat_rows(q, q.rows() * 10);
     const host_matrix big_gt = repeat_rows(gt, gt.rows() * 10);
     for (size_t m : counts) {

@@ -4,11 +4,12 @@
  *
  * Two ways to outgrow one GPU (docs/multi_gpu.md):
  *  - **Replicated** (the query rate outgrows one GPU): the same cagra::index on every device of
- *    `resources::devices`. A plain cagra::search with two or more devices there splits a large
- *    batch into one contiguous slice per device, searched in parallel (each device keeps its own
- *    copy of the index, made on first use), and sends a small batch whole to the next device in
- *    turn (round robin), so that concurrent callers spread over the GPUs. The results are those
- *    of the single-device search of each slice.
+ *    `resources::devices`. A plain cagra::search with two or more devices there splits a lone
+ *    caller's large batch into one contiguous slice per device, searched in parallel (each
+ *    device keeps its own copy of the index, made on first use); a small batch, or a call made
+ *    while other threads search the devices too, goes whole to the least busy device, so that
+ *    concurrent callers each get a GPU. The results are those of the single-device search of
+ *    each slice.
  *  - **Sharded** (the index outgrows one GPU): cagra::sharded_index splits the rows into S
  *    contiguous parts and builds one CAGRA graph per part; shard s lives on
  *    `devices[s % devices.size()]` (several shards may share a device: the same code runs on one

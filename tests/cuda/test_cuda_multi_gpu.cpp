@@ -95,7 +95,7 @@ TEST_F(CudaMultiGpu, ReplicatedEqualsOneDevicePerSlice) {
   const result rep = run(on(backend::cuda, devices), *u8_, q, p);
   EXPECT_EQ(one.ids, rep.ids) << devices.size() << " devices";
   EXPECT_EQ(one.dist, rep.dist);
-  // Small batches go whole to one device in turn: every call gives the one-device answer.
+  // Small batches go whole to the least busy device: every call gives the one-device answer.
   const host_matrix few = head(set_->queries, 7);
   const result want = run(on(backend::cuda), *u8_, few, itopk(64));
   for (int call = 0; call < 5; ++call) {

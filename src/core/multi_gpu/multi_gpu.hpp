@@ -31,9 +31,10 @@ row_filter slice_rows(const row_filter& f, int64_t first, int64_t rows,
  *  bitset is the same for every slice). */
 row_filter slice_queries(const row_filter& f, int64_t first, int64_t count);
 
-/** cagra::search over several devices (`devices`, two or more; host memory): a batch of at
- *  least kReplicaMinSlice queries per device is split into contiguous slices searched in
- *  parallel, a smaller one goes whole to the next device in turn. Arguments as cagra::search,
+/** cagra::search over several devices (`devices`, two or more; host memory): a lone call's
+ *  batch of at least kReplicaMinSlice queries per device is split into contiguous slices
+ *  searched in parallel; a smaller batch, or a call made while other replicated searches are in
+ *  flight, goes whole to the least busy device (replicated.cpp). Arguments as cagra::search,
  *  already checked. */
 void search_replicated(const resources& res, const std::vector<int>& devices,
                        const search_params& params, const index& idx, dataset_view queries,
@@ -71,8 +72,8 @@ bool resume_shard(const shard_checkpoint& c, index& out, std::string& reason);
  *  fingerprint always names the shard file beside it. */
 void save_shard_checkpoint(const shard_checkpoint& c, const index& shard);
 
-/** Fewest queries per device for which a replicated search splits its batch: below, one GPU
- *  handles the batch while the others serve concurrent callers (round robin). */
+/** Fewest queries per device for which a lone replicated search splits its batch: below, one
+ *  GPU handles the batch while the others serve concurrent callers. */
 constexpr int64_t kReplicaMinSlice = 512;
 
 }  // namespace cagra::core
