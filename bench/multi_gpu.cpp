@@ -6,7 +6,8 @@
 //  - sharded: the rows split into G shards built in parallel on G devices (build time), searched
 //    over those devices, and the same shards all on the first device (the results must be the
 //    same, the QPS is that of one GPU); the merge's share of the search time (merge_topk timed
-//    alone on the shards' own answers).
+//    alone on the shards' own answers); in a CUDA build also the sharded search of queries in
+//    device memory on the first device (NCCL between GPUs).
 // One JSON line per measured point.
 //
 //   multi_gpu BASE QUERIES GT [--devices 0,1,2,3] [--degree 32] [--itopk 32,64,128]
@@ -30,6 +31,9 @@
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
 #include <cagra/multi_gpu.hpp>
+#if CAGRA_BENCH_DEVICE
+#include <cuda_runtime_api.h>
+#endif
 
 #include "bench_json.hpp"
 
@@ -91,6 +95,49 @@ point measure(const resources& res, const Index& idx, const host_matrix& q, cons
   p.recall = recall({ids.data(), q.rows(), k}, gt.as<uint32_t>(), k);
   return p;
 }
+
+#if CAGRA_BENCH_DEVICE
+/** measure() with the queries and results in device memory on the first device (a sharded
+ *  search then broadcasts the queries from there and merges there: NCCL between GPUs). The
+ *  results are copied back for the recall after the timed calls. */
+point measure_device(const resources& res, const sharded_index& idx, const host_matrix& q,
+                     const host_matrix& gt, uint32_t k, uint32_t itopk, int repeat) {
+  search_params sp;
+  sp.itopk_size = itopk;
+  const int device = res.devices.empty() ? res.device : res.devices[0];
+  const size_t q_bytes = q.size_bytes(), n = size_t(q.rows()) * k;
+  void *dq = nullptr, *d_ids = nullptr, *d_dist = nullptr;
+  auto check = [](cudaError_t e) {
+    if (e != cudaSuccess) throw error(std::string("CUDA: ") + cudaGetErrorString(e));
+  };
+  check(cudaSetDevice(device));
+  check(cudaMalloc(&dq, q_bytes));
+  check(cudaMalloc(&d_ids, n * sizeof(uint32_t)));
+  check(cudaMalloc(&d_dist, n * sizeof(float)));
+  check(cudaMemcpy(dq, q.data(), q_bytes, cudaMemcpyHostToDevice));
+  const auto dev = memory_space::device;
+  const dataset_view qv(dq, q.type(), q.rows(), q.cols(), dev);
+  const matrix_view<uint32_t> out{static_cast<uint32_t*>(d_ids), q.rows(), k, dev};
+  const matrix_view<float> out_d{static_cast<float*>(d_dist), q.rows(), k, dev};
+  search(res, sp, idx, qv, k, out, out_d);
+  double best = 1e30;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t = clk::now();
+    search(res, sp, idx, qv, k, out, out_d);
+    best = std::min(best, since(t));
+  }
+  std::vector<uint32_t> ids(n);
+  check(cudaMemcpy(ids.data(), d_ids, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
+  check(cudaFree(dq));
+  check(cudaFree(d_ids));
+  check(cudaFree(d_dist));
+  point p;
+  p.seconds = best;
+  p.qps = double(q.rows()) / best;
+  p.recall = recall({ids.data(), q.rows(), k}, gt.as<uint32_t>(), k);
+  return p;
+}
+#endif
 
 /** `rows` rows cycling through m's rows. */
 host_matrix repeat_rows(const host_matrix& m, int64_t rows) {
@@ -323,6 +370,10 @@ int run(const options& o) {
       if (o.one_gpu)
         rec.put("sharded-one-gpu", {o.devices[0]}, m, itopk,
                 measure(first, sh, q, gt, o.k, itopk, o.repeat), build_s, merge_s);
+#if CAGRA_BENCH_DEVICE
+      rec.put("sharded-device-queries", r.devices, m, itopk,
+              measure_device(r, sh, q, gt, o.k, itopk, o.repeat), build_s, -1);
+#endif
     }
   }
   rusage ru{};

@@ -43,6 +43,28 @@ struct search_stats {
   uint64_t hash_resets = 0;  // visited-hash clears (forgettable hash or nearly full)
 };
 
+/** A sharded search whose queries and results are in device memory (core/multi_gpu/sharded.cpp
+ *  fills it; the CUDA backend runs it, src/cuda/multi_gpu/device_shards.cu): the queries go from
+ *  the device holding them to every other shard device (NCCL broadcast), each shard is searched
+ *  on its device by `search_shard`, the per-shard lists come back (NCCL send / receive) and one
+ *  kernel merges them there by (distance, global id). */
+struct device_shard_search {
+  std::vector<int> devices;       ///< the devices of the shards, distinct
+  const void* queries = nullptr;  ///< device memory, [nq, row_bytes]: its device is the root
+  int64_t nq = 0;
+  size_t row_bytes = 0;
+  uint32_t k = 0;
+  std::vector<int> shard_device;      ///< per shard: its device (one of `devices`)
+  std::vector<uint32_t> shard_k;      ///< per shard: its list width (<= k)
+  std::vector<int64_t> shard_offset;  ///< per shard: its first global row
+  /** Searches shard s with `queries` (device memory on its device) into ids / distances
+   *  ([nq, shard_k[s]], device memory there, shard-local row ids). Called from several host
+   *  threads at once, one per shard. */
+  std::function<void(size_t, const void*, uint32_t*, float*)> search_shard;
+  uint32_t* ids = nullptr;     ///< [nq, k], device memory on the root
+  float* distances = nullptr;  ///< [nq, k] or null
+};
+
 /** One backend. Inputs are already validated and converted (core/convert.hpp): vectors in a
  *  storage type, queries in its query type; plans are complete (core/plan.cpp). */
 class backend_ops {
@@ -121,6 +143,10 @@ class backend_ops {
   virtual void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                              const row_filter& filter, uint32_t* ids, float* distances,
                              const resources& res) const = 0;
+  /** A sharded search of device queries (the CUDA backend only; several devices need NCCL). */
+  virtual void search_shards_on_devices(const device_shard_search&) const {
+    CAGRA_FAIL("a sharded search of queries in device memory needs the CUDA backend");
+  }
 };
 
 const backend_ops& cpu_backend();

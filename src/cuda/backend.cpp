@@ -11,6 +11,7 @@
 #include "cuda/graph/device_lists.hpp"
 #include "cuda/graph/nn_descent.hpp"
 #include "cuda/graph/optimize.hpp"
+#include "cuda/multi_gpu/device_shards.hpp"
 
 namespace cagra::cuda {
 namespace {
@@ -104,6 +105,9 @@ class cuda_ops final : public core::backend_ops {
                      const row_filter& filter, uint32_t* ids, float* distances,
                      const resources& res) const override {
     cuda::search_device(idx, queries, plan, filter, ids, distances, res.device);
+  }
+  void search_shards_on_devices(const core::device_shard_search& job) const override {
+    cuda::search_shards_on_devices(job);
   }
 };
 

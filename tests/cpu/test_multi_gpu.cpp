@@ -369,6 +369,16 @@ TEST(MultiGpuErrors, DevicesAndShards) {
   EXPECT_THROW(search(cpu(), {}, sh, matrix_view<const float>{q.data(), 10, 64}, kK,
                       {ids.data(), 10, kK}, {}),
                error);
+  // Device views: the CPU backend cannot read them; mixed spaces are refused on any backend.
+  std::vector<uint8_t> q8(10 * 128);
+  const dataset_view on_device(q8.data(), dtype::u8, 10, 128, memory_space::device);
+  try {
+    search(cpu(), {}, sh, on_device, kK, {ids.data(), 10, kK, memory_space::device}, {});
+    ADD_FAILURE() << "device views searched on the CPU";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA backend"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(search(cpu(), {}, sh, on_device, kK, {ids.data(), 10, kK}, {}), error);
 }
 
 }  // namespace

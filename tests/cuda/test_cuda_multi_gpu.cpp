@@ -4,7 +4,8 @@
 // distances are exact), a copy of an index per device kept up to date by extend, and the
 // replicated path's slicing. With two or more GPUs also: shards spread over the devices give the
 // same answer as shards on one device, and a replicated search over every device gives the
-// single-device answer of each slice, also with several callers at once. Needs a GPU: label `cuda`.
+// single-device answer of each slice, also with several callers at once. A sharded search of
+// device queries (NCCL between GPUs) gives the host-query answer. Needs a GPU: label `cuda`.
 #include <cstdio>
 #include <thread>
 
@@ -150,6 +151,49 @@ TEST_F(CudaMultiGpu, ExtendUpdatesTheCopyOnEveryDevice) {
     const result g = run(r, idx, set_->queries, p);
     EXPECT_EQ(c.ids, g.ids) << "device " << d;
   }
+}
+
+TEST_F(CudaMultiGpu, ShardedDeviceQueriesEqualHostQueries) {
+  // Queries in device memory on device 0 (cupy / torch arrays): each shard is searched on its
+  // device (with two or more GPUs NCCL carries the queries there and the lists back) and the
+  // lists are merged on device 0. Same answer as the host-query sharded search, bit for bit
+  // (single-CTA kernel, u8 rows: exact distances, and the same (distance, id) merge order).
+  ASSERT_NE(sharded_, nullptr);
+  search_params p = itopk(64);
+  p.algo = search_algo::single_cta;
+  const std::vector<int> devices = all_devices();
+  const host_matrix& q = set_->queries;
+  const result want = run(on(backend::cuda, devices), *sharded_, q, p);
+  const int64_t nq = q.rows();
+  const size_t q_bytes = size_t(nq) * size_t(q.cols()) * dtype_size(q.type());
+  const size_t n = size_t(nq) * kK;
+  void* dq = cuda::testing::device_alloc(q_bytes, 0);
+  void* d_ids = cuda::testing::device_alloc(n * sizeof(uint32_t), 0);
+  void* d_dist = cuda::testing::device_alloc(n * sizeof(float), 0);
+  cuda::testing::copy_memory(dq, q.data(), q_bytes);
+  const auto dev = memory_space::device;
+  const dataset_view dqv(dq, q.type(), nq, q.cols(), dev);
+  const matrix_view<uint32_t> ids_v{static_cast<uint32_t*>(d_ids), nq, kK, dev};
+  const matrix_view<float> dist_v{static_cast<float*>(d_dist), nq, kK, dev};
+  search(on(backend::cuda, devices), p, *sharded_, dqv, kK, ids_v, dist_v);
+  result got{std::vector<uint32_t>(n), std::vector<float>(n), nq, kK};
+  cuda::testing::copy_memory(got.ids.data(), d_ids, n * sizeof(uint32_t));
+  cuda::testing::copy_memory(got.dist.data(), d_dist, n * sizeof(float));
+  EXPECT_EQ(want.ids, got.ids) << devices.size() << " devices";
+  EXPECT_EQ(want.dist, got.dist);
+  // Without distances, too; and mixed memory spaces or the CPU backend are errors.
+  search(on(backend::cuda, devices), p, *sharded_, dqv, kK, ids_v, {});
+  std::vector<uint32_t> again(n);
+  cuda::testing::copy_memory(again.data(), d_ids, n * sizeof(uint32_t));
+  EXPECT_EQ(want.ids, again);
+  std::vector<uint32_t> host_ids(n);
+  EXPECT_THROW(
+      search(on(backend::cuda, devices), p, *sharded_, dqv, kK, {host_ids.data(), nq, kK}, {}),
+      error);
+  EXPECT_THROW(search(on(backend::cpu), p, *sharded_, dqv, kK, ids_v, {}), error);
+  cuda::testing::device_free(dq);
+  cuda::testing::device_free(d_ids);
+  cuda::testing::device_free(d_dist);
 }
 
 TEST_F(CudaMultiGpu, DeviceQueriesNeedOneDevice) {

@@ -193,15 +193,61 @@ sharded_index build_sharded(const resources& res, const index_params& params, da
   return out;
 }
 
+namespace {
+
+/** A sharded search of queries in device memory: the queries' device broadcasts them to the
+ *  other shard devices, each shard is searched on its device, and its lists come back to the
+ *  queries' device to be merged there (core::device_shard_search, run by the CUDA backend). */
+void search_device_queries(const resources& res, const std::vector<int>& devices,
+                           const search_params& params, const sharded_index& idx,
+                           dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
+                           matrix_view<float> distances, const row_filter& filter) {
+  const size_t n = idx.shard_count();
+  const int64_t nq = queries.rows;
+  core::device_shard_search job;
+  job.queries = queries.data;
+  job.nq = nq;
+  job.row_bytes = queries.row_bytes();
+  job.k = k;
+  for (size_t s = 0; s < n; ++s) {
+    const int d = devices[s % devices.size()];
+    job.shard_device.push_back(d);
+    job.shard_k.push_back(uint32_t(std::min<int64_t>(k, idx.shard(s).size())));
+    job.shard_offset.push_back(idx.shard_offset(s));
+    if (std::find(job.devices.begin(), job.devices.end(), d) == job.devices.end())
+      job.devices.push_back(d);
+  }
+  const int threads = std::max(1, core::host_threads(res.num_threads) / int(n));
+  job.search_shard = [&](size_t s, const void* q, uint32_t* ids, float* dist) {
+    const index& shard = idx.shard(s);
+    std::vector<uint32_t> storage;
+    const row_filter f = filter.empty()
+                             ? filter
+                             : core::slice_rows(filter, idx.shard_offset(s), shard.size(), storage);
+    dataset_view qv = queries;
+    qv.data = q;
+    const int64_t w = job.shard_k[s];
+    search(core::single_device(res, job.shard_device[s], threads), params, shard, qv,
+           job.shard_k[s], {ids, nq, w, memory_space::device}, {dist, nq, w, memory_space::device},
+           f);
+  };
+  job.ids = neighbors.data;
+  job.distances = distances.data;
+  core::backend_for(backend::cuda).search_shards_on_devices(job);
+}
+
+}  // namespace
+
 void search(const resources& res, const search_params& params, const sharded_index& idx,
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
             matrix_view<float> distances, const row_filter& filter) {
   CAGRA_EXPECTS(idx.shard_count() > 0, "the sharded index is empty");
   const std::vector<int> devices = devices_of(res);
   CAGRA_EXPECTS(queries.data && queries.rows > 0 && queries.cols > 0, "queries are empty");
-  CAGRA_EXPECTS(queries.space == memory_space::host && neighbors.space == memory_space::host &&
-                    (!distances.data || distances.space == memory_space::host),
-                "a sharded search takes host memory");
+  const memory_space space = queries.space;
+  CAGRA_EXPECTS(neighbors.space == space && (!distances.data || distances.space == space),
+                "queries, neighbors and distances of a sharded search must all be in host memory "
+                "or all in device memory");
   CAGRA_EXPECTS(queries.cols == idx.dim(), "queries have dimension %lld but the index has %u",
                 (long long)queries.cols, idx.dim());
   const int64_t nq = queries.rows;
@@ -217,6 +263,12 @@ void search(const resources& res, const search_params& params, const sharded_ind
 
   const size_t n = idx.shard_count();
   const bool gpu = core::resolve_backend(res) == backend::cuda;
+  if (space == memory_space::device) {
+    CAGRA_EXPECTS(gpu,
+                  "queries in device memory need the CUDA backend (backend::cuda or automatic)");
+    search_device_queries(res, devices, params, idx, queries, k, neighbors, distances, filter);
+    return;
+  }
   const int threads =
       gpu ? std::max(1, core::host_threads(res.num_threads) / int(n)) : res.num_threads;
   // A shard smaller than k returns all its rows (a search's k may not exceed its index's size):
