@@ -448,6 +448,21 @@ cagra_status_t cagra_sharded_index_search(const cagra_sharded_index_t* index,
                                           uint32_t k, uint32_t* neighbors, float* distances,
                                           const cagra_filter_t* filter);
 
+/** cagra_sharded_index_search with `queries`, `neighbors` and `distances` (NULL to skip) in CUDA
+ *  device memory, all on one device that holds a shard (the CUDA backend; the filter stays in
+ *  host memory). The queries go from their device to the other shards' devices and the lists
+ *  come back to be merged there (NCCL, opened at run time, when the shards span several
+ *  devices); the results are complete when the call returns and equal the host search's.
+ *  Errors as cagra_sharded_index_search, UNSUPPORTED when this build has no CUDA backend or no
+ *  GPU is visible, INVALID_ARGUMENT with backend CAGRA_BACKEND_CPU or when NCCL is needed and
+ *  cannot be loaded. */
+cagra_status_t cagra_sharded_index_search_device(const cagra_sharded_index_t* index,
+                                                 const cagra_search_params_t* params,
+                                                 const void* queries, cagra_dtype_t dtype,
+                                                 int64_t num_queries, int64_t dim, uint32_t k,
+                                                 uint32_t* neighbors, float* distances,
+                                                 const cagra_filter_t* filter);
+
 /** Writes the index as a file set: `path`, a small manifest naming each shard file with its size
  *  and checksum, and `path.shard-S-of-N`, one ordinary index file per shard (each loadable alone
  *  with cagra_index_load). Shards are written first, the manifest last; each file is replaced

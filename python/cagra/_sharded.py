@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _cagra as _ext
-from ._arrays import ArrayLike, _vectors
+from ._arrays import ArrayLike, _framework, _vectors
 from ._filter import _filter_words
 from ._io import PathLike
 from ._options import (
@@ -128,9 +128,11 @@ class ShardedIndex:
         ``devices``: the CUDA devices (a list of distinct ordinals; ``None``: device 0); shard
         ``s`` runs on ``devices[s % len(devices)]``. The CPU backend ignores it.
 
-        Queries must be in host memory (numpy or anything ``numpy.asarray`` takes); CUDA
-        arrays raise CagraError. ``1 <= k <= size``: a shard smaller than ``k`` returns all
-        its rows.
+        Queries in host memory (numpy or anything ``numpy.asarray`` takes) give numpy results.
+        A CUDA array (cupy, torch, ``__cuda_array_interface__``) on a device that holds a shard
+        gives results of its framework on that device: the queries go to the other shards'
+        devices and the lists come back there to be merged (NCCL when the shards span several
+        GPUs). ``1 <= k <= size``: a shard smaller than ``k`` returns all its rows.
 
         Returns:
             ``(neighbors, distances)``: uint32 global row ids and float32 distances,
@@ -164,6 +166,7 @@ class ShardedIndex:
             p,
             _choice("backend", backend, _BACKENDS),
             _threads(num_threads),
+            _framework(queries),
             words,
             per_query,
             _devices(devices),

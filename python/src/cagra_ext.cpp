@@ -72,8 +72,8 @@ NB_MODULE(_cagra, m) {
         "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false,
         "devices"_a = std::vector<int>());
   m.def("search_sharded", &search_sharded, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a,
-        "num_threads"_a, "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false,
-        "devices"_a = std::vector<int>());
+        "num_threads"_a, "framework"_a = "", "filter_words"_a.none() = nb::none(),
+        "filter_per_query"_a = false, "devices"_a = std::vector<int>());
   m.def("explain_build", &explain_build, "rows"_a, "dim"_a, "dtype"_a, "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,

@@ -189,8 +189,8 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  bool filter_per_query, std::vector<int> devices);
 nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
                          const cagra::search_params& params, cagra::backend target, int num_threads,
-                         std::optional<filter_words_in> filter_words, bool filter_per_query,
-                         std::vector<int> devices);
+                         const std::string& framework, std::optional<filter_words_in> filter_words,
+                         bool filter_per_query, std::vector<int> devices);
 std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, std::optional<filter_words_in> filter_words,

@@ -203,18 +203,44 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
 
 nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
                          const cagra::search_params& params, cagra::backend target, int num_threads,
-                         std::optional<filter_words_in> filter_words, bool filter_per_query,
-                         std::vector<int> devices) {
+                         const std::string& framework, std::optional<filter_words_in> filter_words,
+                         bool filter_per_query, std::vector<int> devices) {
   vectors_in q(std::move(queries), "queries");
   const cagra::sharded_index& idx = p.idx;
-  if (q.on_device())
-    throw cagra::error(
-        "queries are a CUDA array, but a sharded index searches host queries (each shard's "
-        "device gets a copy): pass a numpy array");
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
   const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx.size());
   const int64_t nq = q.rows();
+#ifdef CAGRA_PY_CUDA
+  if (q.on_device()) {
+    // Results on the queries' device; the shards' devices are `devices` (none: that device).
+    if (target == cagra::backend::cpu)
+      throw cagra::error(
+          "queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
+          "CUDA backend (use backend='cuda' or 'auto', or pass a host array)");
+    if (!cagra::cuda_available())
+      throw cagra::error(
+          "queries are a CUDA array, but no CUDA device is visible: device memory needs the "
+          "CUDA backend and a GPU");
+    const int device = q.device_id();
+    const size_t n = static_cast<size_t>(nq) * k;
+    device_memory ids(n * sizeof(uint32_t), device), distances(n * sizeof(float), device);
+    {
+      nb::gil_scoped_release nogil;
+      cagra::resources res = make_resources(target, num_threads, std::move(devices));
+      res.device = device;
+      const auto dev = cagra::memory_space::device;
+      cagra::search(res, params, idx, q.device_view(), k,
+                    {static_cast<uint32_t*>(ids.p), nq, k, dev},
+                    {static_cast<float*>(distances.p), nq, k, dev}, filter);
+    }
+    nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
+    nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
+    return nb::make_tuple(i, d);
+  }
+#else
+  (void)framework;
+#endif
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> distances(ids.size());
   {

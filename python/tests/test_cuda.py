@@ -103,6 +103,17 @@ def test_cuda_arrays_without_gpu(setup):
         cagra.build(FakeCudaArray(data))
 
 
+def test_sharded_cuda_arrays_without_gpu(setup):
+    if not cagra.built_with_cuda or cagra.cuda_available():
+        pytest.skip("needs a CUDA build on a machine without GPU")
+    data, queries, _ = setup
+    sharded = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, shards=2)
+    with pytest.raises(cagra.CagraError, match="no CUDA device is visible"):
+        sharded.search(FakeCudaArray(queries), 5)
+    with pytest.raises(cagra.CagraError, match="backend='cpu'"):
+        sharded.search(FakeCudaArray(queries), 5, backend="cpu")
+
+
 def _needs_gpu(module):
     mod = pytest.importorskip(module)
     if not cagra.cuda_available():
@@ -152,6 +163,20 @@ def test_torch_cuda_queries_stay_on_gpu(setup, algo):
     np.testing.assert_array_equal(_torch_to_numpy(half[0]), ref[0])
     np.testing.assert_array_equal(_torch_to_numpy(half[1]), ref[1])
     assert cagra._ext._host_copies() == copies
+
+
+def test_sharded_torch_cuda_queries_stay_on_gpu(setup):
+    torch = _needs_gpu("torch")
+    data, queries, _ = setup
+    sharded = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, shards=3)
+    expected = sharded.search(queries, 10, backend="cuda", algo="single_cta")
+    q = torch.from_numpy(queries).cuda()
+    copies = cagra._ext._host_copies()
+    ids, dist = sharded.search(q, 10, algo="single_cta")
+    assert cagra._ext._host_copies() == copies, "search copied CUDA queries to the host"
+    assert isinstance(ids, torch.Tensor) and ids.is_cuda and ids.device == q.device
+    np.testing.assert_array_equal(_torch_to_numpy(ids), expected[0])
+    np.testing.assert_array_equal(_torch_to_numpy(dist), expected[1])
 
 
 def test_torch_cuda_errors(setup):

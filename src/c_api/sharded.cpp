@@ -5,11 +5,44 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <string>
 #include <system_error>
 
 #include "c_api/support.hpp"
 
 using namespace cagra::c_api;
+
+namespace {
+
+/** Host or device sharded search into global row ids. */
+cagra_status_t sharded_search(const cagra_sharded_index_t* index,
+                              const cagra_search_params_t* params, const void* queries,
+                              cagra_dtype_t dtype, int64_t num_queries, int64_t dim, uint32_t k,
+                              uint32_t* neighbors, float* distances, const cagra_filter_t* filter,
+                              cagra::memory_space space, const char* f) {
+  return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
+    require(index != nullptr, f, "index is NULL");
+    require(queries != nullptr, f, "queries is NULL");
+    require(num_queries >= 1, f, "num_queries must be >= 1");
+    require(dim >= 1, f, "dim must be >= 1");
+    require(neighbors != nullptr, f, "neighbors is NULL");
+    if (space == cagra::memory_space::device && !cagra::cuda_available())
+      throw status_error(CAGRA_ERROR_UNSUPPORTED,
+                         std::string(f) +
+                             ": device pointers need the CUDA backend and a GPU, but no CUDA "
+                             "device is usable (this build has no CUDA backend, or no GPU is "
+                             "visible): search host memory with cagra_sharded_index_search");
+    const cagra::dataset_view q{queries, to_dtype(dtype, f), num_queries, dim, space};
+    const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
+    const cagra::search_params sp = to_search_params(params, f);
+    const cagra::row_filter rf = to_row_filter(filter, f);
+    const int64_t kk = k;
+    cagra::search(res, sp, index->idx, q, k, {neighbors, num_queries, kk, space},
+                  {distances, distances ? num_queries : 0, distances ? kk : 0, space}, rf);
+  });
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -81,21 +114,18 @@ cagra_status_t cagra_sharded_index_search(const cagra_sharded_index_t* index,
                                           cagra_dtype_t dtype, int64_t num_queries, int64_t dim,
                                           uint32_t k, uint32_t* neighbors, float* distances,
                                           const cagra_filter_t* filter) {
-  const char* f = "cagra_sharded_index_search";
-  return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
-    require(index != nullptr, f, "index is NULL");
-    require(queries != nullptr, f, "queries is NULL");
-    require(num_queries >= 1, f, "num_queries must be >= 1");
-    require(dim >= 1, f, "dim must be >= 1");
-    require(neighbors != nullptr, f, "neighbors is NULL");
-    const cagra::dataset_view q{queries, to_dtype(dtype, f), num_queries, dim};
-    const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
-    const cagra::search_params sp = to_search_params(params, f);
-    const cagra::row_filter rf = to_row_filter(filter, f);
-    const int64_t kk = k;
-    cagra::search(res, sp, index->idx, q, k, {neighbors, num_queries, kk},
-                  {distances, distances ? num_queries : 0, distances ? kk : 0}, rf);
-  });
+  return sharded_search(index, params, queries, dtype, num_queries, dim, k, neighbors, distances,
+                        filter, cagra::memory_space::host, "cagra_sharded_index_search");
+}
+
+cagra_status_t cagra_sharded_index_search_device(const cagra_sharded_index_t* index,
+                                                 const cagra_search_params_t* params,
+                                                 const void* queries, cagra_dtype_t dtype,
+                                                 int64_t num_queries, int64_t dim, uint32_t k,
+                                                 uint32_t* neighbors, float* distances,
+                                                 const cagra_filter_t* filter) {
+  return sharded_search(index, params, queries, dtype, num_queries, dim, k, neighbors, distances,
+                        filter, cagra::memory_space::device, "cagra_sharded_index_search_device");
 }
 
 cagra_status_t cagra_sharded_index_save(const cagra_sharded_index_t* index, const char* path) {

@@ -205,6 +205,15 @@ void test_sharded_errors(const data_set* d) {
   CHECK_FAILS(cagra_sharded_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, 0,
                                          ids, dist, NULL),
               CAGRA_ERROR_INVALID_ARGUMENT, "k");
+  CHECK_FAILS(cagra_sharded_index_search_device(index, &sp, NULL, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                                dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "queries is NULL");
+  if (!cagra_cuda_available()) {
+    /* Host pointers stand in for device ones: the call refuses before it reads them. */
+    CHECK_FAILS(cagra_sharded_index_search_device(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq,
+                                                  dim, K, ids, dist, NULL),
+                CAGRA_ERROR_UNSUPPORTED, "CUDA");
+  }
   sp.resources.devices = twice, sp.resources.num_devices = 2;
   CHECK_FAILS(cagra_sharded_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K,
                                          ids, dist, NULL),

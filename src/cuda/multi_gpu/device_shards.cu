@@ -217,8 +217,8 @@ void search_shards_on_devices(const core::device_shard_search& job) {
   }
   const auto queries_on = [&](int device) -> const void* {
     if (device == root) return job.queries;
-    const size_t r = size_t(std::find(job.devices.begin(), job.devices.end(), device) -
-                            job.devices.begin());
+    const size_t r =
+        size_t(std::find(job.devices.begin(), job.devices.end(), device) - job.devices.begin());
     return queries[r].data();
   };
 
@@ -272,9 +272,9 @@ void search_shards_on_devices(const core::device_shard_search& job) {
                "ncclSend");
       nccl_try(api.send(dist[s].data(), m, ncclFloat32, root_rank, g->comms[r], g->streams[r]),
                "ncclSend");
-      nccl_try(api.recv(got_ids[s].data(), m, ncclUint32, int(r), g->comms[root_r],
-                        g->streams[root_r]),
-               "ncclRecv");
+      nccl_try(
+          api.recv(got_ids[s].data(), m, ncclUint32, int(r), g->comms[root_r], g->streams[root_r]),
+          "ncclRecv");
       nccl_try(api.recv(got_dist[s].data(), m, ncclFloat32, int(r), g->comms[root_r],
                         g->streams[root_r]),
                "ncclRecv");
@@ -308,8 +308,8 @@ void search_shards_on_devices(const core::device_shard_search& job) {
   cuda_stream stream;
   const unsigned block = 128;
   merge_lists<<<unsigned((job.nq + block - 1) / block), block, 0, stream.get()>>>(
-      reinterpret_cast<const uint32_t* const*>(t), reinterpret_cast<const float* const*>(
-                                                       t + n_shards * sizeof(void*)),
+      reinterpret_cast<const uint32_t* const*>(t),
+      reinterpret_cast<const float* const*>(t + n_shards * sizeof(void*)),
       reinterpret_cast<const uint32_t*>(t + n_shards * (2 * sizeof(void*) + sizeof(int64_t))),
       reinterpret_cast<const int64_t*>(t + 2 * n_shards * sizeof(void*)), uint32_t(n_shards),
       job.nq, job.k, job.ids, job.distances);
