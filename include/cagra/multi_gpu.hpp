@@ -121,10 +121,13 @@ struct shard_build_options {
 sharded_index build_sharded(const resources& res, const index_params& params, dataset_view dataset,
                             const shard_build_options& options, build_report* report = nullptr);
 
-/** Searches every shard with the same queries (host memory), shard s on
- *  devices_of(res)[s % n], the shards in parallel, and merges their top-k lists by
- *  (distance, global id). `filter` (cagra/filter.hpp) covers the global rows; each shard sees
- *  its slice. Arguments as cagra::search. */
+/** Searches every shard with the same queries, shard s on devices_of(res)[s % n], the shards in
+ *  parallel, and merges their top-k lists by (distance, global id). `filter` (cagra/filter.hpp)
+ *  covers the global rows; each shard sees its slice. Arguments as cagra::search. Queries,
+ *  neighbors and distances are all host memory, or all device memory on one device that holds a
+ *  shard (the CUDA backend): the queries then go from there to the other shards' devices and
+ *  the lists come back there to be merged on the GPU (NCCL, opened at run time, when the shards
+ *  span several devices; docs/multi_gpu.md "Device queries"). */
 void search(const resources& res, const search_params& params, const sharded_index& idx,
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
             matrix_view<float> distances, const row_filter& filter = {});
