@@ -103,10 +103,8 @@ void copy_cuda(void* dst, const void* src, size_t bytes, const char* what) {
  *  the CUDA backend, which reads the queries in place; no host copy of the queries either way
  *  (an index with labels copies the result ids over and back: see below). */
 
-nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
-                           const cagra::search_params& params, cagra::backend target,
-                           int num_threads, const std::string& framework,
-                           const cagra::row_filter& filter) {
+/** CUDA queries need the CUDA backend and a visible GPU. */
+void expect_cuda_search(cagra::backend target) {
   if (target == cagra::backend::cpu)
     throw cagra::error(
         "queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
@@ -115,6 +113,13 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     throw cagra::error(
         "queries are a CUDA array, but no CUDA device is visible: device memory needs the "
         "CUDA backend and a GPU");
+}
+
+nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
+                           const cagra::search_params& params, cagra::backend target,
+                           int num_threads, const std::string& framework,
+                           const cagra::row_filter& filter) {
+  expect_cuda_search(target);
   const int64_t nq = q.rows();
   const int device = q.device_id();
   const size_t n = static_cast<size_t>(nq) * k;
@@ -214,14 +219,7 @@ nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
 #ifdef CAGRA_PY_CUDA
   if (q.on_device()) {
     // Results on the queries' device; the shards' devices are `devices` (none: that device).
-    if (target == cagra::backend::cpu)
-      throw cagra::error(
-          "queries are a CUDA array, but backend='cpu' was asked for: device memory needs the "
-          "CUDA backend (use backend='cuda' or 'auto', or pass a host array)");
-    if (!cagra::cuda_available())
-      throw cagra::error(
-          "queries are a CUDA array, but no CUDA device is visible: device memory needs the "
-          "CUDA backend and a GPU");
+    expect_cuda_search(target);
     const int device = q.device_id();
     const size_t n = static_cast<size_t>(nq) * k;
     device_memory ids(n * sizeof(uint32_t), device), distances(n * sizeof(float), device);

@@ -38,12 +38,7 @@ cagra_status_t search_rows(const cagra_index_t* index, const cagra_search_params
   return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
     const cagra::dataset_view q = query_view(index, queries, dtype, num_queries, dim, space, f);
     require(neighbors != nullptr, f, "neighbors is NULL");
-    if (space == cagra::memory_space::device && !cagra::cuda_available())
-      throw status_error(CAGRA_ERROR_UNSUPPORTED,
-                         std::string(f) +
-                             ": device pointers need the CUDA backend and a GPU, but no CUDA "
-                             "device is usable (this build has no CUDA backend, or no GPU is "
-                             "visible): search host memory with cagra_index_search");
+    require_cuda_for_device(space, f, "cagra_index_search");
     const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);

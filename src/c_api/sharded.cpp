@@ -26,12 +26,7 @@ cagra_status_t sharded_search(const cagra_sharded_index_t* index,
     require(num_queries >= 1, f, "num_queries must be >= 1");
     require(dim >= 1, f, "dim must be >= 1");
     require(neighbors != nullptr, f, "neighbors is NULL");
-    if (space == cagra::memory_space::device && !cagra::cuda_available())
-      throw status_error(CAGRA_ERROR_UNSUPPORTED,
-                         std::string(f) +
-                             ": device pointers need the CUDA backend and a GPU, but no CUDA "
-                             "device is usable (this build has no CUDA backend, or no GPU is "
-                             "visible): search host memory with cagra_sharded_index_search");
+    require_cuda_for_device(space, f, "cagra_sharded_index_search");
     const cagra::dataset_view q{queries, to_dtype(dtype, f), num_queries, dim, space};
     const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
     const cagra::search_params sp = to_search_params(params, f);

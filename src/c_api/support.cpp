@@ -59,6 +59,17 @@ backend to_backend(cagra_backend_t b, const char* function) {
 
 }  // namespace
 
+void require_cuda_for_device(cagra::memory_space space, const char* function,
+                             const char* host_function) {
+  if (space == cagra::memory_space::device && !cagra::cuda_available())
+    throw status_error(CAGRA_ERROR_UNSUPPORTED,
+                       std::string(function) +
+                           ": device pointers need the CUDA backend and a GPU, but no CUDA "
+                           "device is usable (this build has no CUDA backend, or no GPU is "
+                           "visible): search host memory with " +
+                           host_function);
+}
+
 cagra_status_t fail(cagra_status_t status, const char* message) noexcept {
   try {
     last_error_text = message;

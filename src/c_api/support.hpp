@@ -74,6 +74,11 @@ inline void require(bool cond, const char* function, const char* what) {
   if (!cond) throw status_error(CAGRA_ERROR_INVALID_ARGUMENT, std::string(function) + ": " + what);
 }
 
+/** Device pointers need the CUDA backend and a GPU: else status_error(UNSUPPORTED) naming
+ *  `function` and its host-memory counterpart `host_function`. */
+void require_cuda_for_device(cagra::memory_space space, const char* function,
+                             const char* host_function);
+
 /** Records `message` as the calling thread's last error and returns `status`. Never throws. */
 cagra_status_t fail(cagra_status_t status, const char* message) noexcept;
 
