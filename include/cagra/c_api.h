@@ -440,7 +440,8 @@ cagra_status_t cagra_sharded_index_get_offsets(const cagra_sharded_index_t* inde
  *  backend, shard s on devices[s % num_devices] of params->resources) and merges the shards'
  *  top-k lists by (distance, global id). Arguments as cagra_index_search: `neighbors` gets
  *  global row ids; k may not exceed the total rows; a filter covers the global rows (its
- *  `rows` is the total), each shard sees its slice. Host memory only. Errors as
+ *  `rows` is the total), each shard sees its slice. Host memory (device memory:
+ *  cagra_sharded_index_search_device). Errors as
  *  cagra_index_search, and INVALID_ARGUMENT for a bad device list. */
 cagra_status_t cagra_sharded_index_search(const cagra_sharded_index_t* index,
                                           const cagra_search_params_t* params, const void* queries,
