@@ -72,6 +72,29 @@ struct point {
   double recall = 0, qps = 0, seconds = 0;
 };
 
+/** Seconds of the fastest of `repeat` runs of `f`, after one untimed run (uploads the index). */
+template <typename F>
+double best_seconds(int repeat, F&& f) {
+  f();
+  double best = 1e30;
+  for (int r = 0; r < repeat; ++r) {
+    const auto t = clk::now();
+    f();
+    best = std::min(best, since(t));
+  }
+  return best;
+}
+
+/** The point of `nq` queries searched in `seconds` with these results. */
+point point_of(double seconds, const std::vector<uint32_t>& ids, int64_t nq, const host_matrix& gt,
+               uint32_t k) {
+  point p;
+  p.seconds = seconds;
+  p.qps = double(nq) / seconds;
+  p.recall = recall({ids.data(), nq, k}, gt.as<uint32_t>(), k);
+  return p;
+}
+
 /** Best of `repeat` timed calls with every query, after one warm-up call (uploads the index). */
 template <typename Index>
 point measure(const resources& res, const Index& idx, const host_matrix& q, const host_matrix& gt,
@@ -82,18 +105,8 @@ point measure(const resources& res, const Index& idx, const host_matrix& q, cons
   std::vector<float> dist(ids.size());
   matrix_view<uint32_t> out{ids.data(), q.rows(), k};
   matrix_view<float> out_d{dist.data(), q.rows(), k};
-  search(res, sp, idx, q, k, out, out_d);
-  double best = 1e30;
-  for (int r = 0; r < repeat; ++r) {
-    const auto t = clk::now();
-    search(res, sp, idx, q, k, out, out_d);
-    best = std::min(best, since(t));
-  }
-  point p;
-  p.seconds = best;
-  p.qps = double(q.rows()) / best;
-  p.recall = recall({ids.data(), q.rows(), k}, gt.as<uint32_t>(), k);
-  return p;
+  const double best = best_seconds(repeat, [&] { search(res, sp, idx, q, k, out, out_d); });
+  return point_of(best, ids, q.rows(), gt, k);
 }
 
 #if CAGRA_BENCH_DEVICE
@@ -119,23 +132,13 @@ point measure_device(const resources& res, const sharded_index& idx, const host_
   const dataset_view qv(dq, q.type(), q.rows(), q.cols(), dev);
   const matrix_view<uint32_t> out{static_cast<uint32_t*>(d_ids), q.rows(), k, dev};
   const matrix_view<float> out_d{static_cast<float*>(d_dist), q.rows(), k, dev};
-  search(res, sp, idx, qv, k, out, out_d);
-  double best = 1e30;
-  for (int r = 0; r < repeat; ++r) {
-    const auto t = clk::now();
-    search(res, sp, idx, qv, k, out, out_d);
-    best = std::min(best, since(t));
-  }
+  const double best = best_seconds(repeat, [&] { search(res, sp, idx, qv, k, out, out_d); });
   std::vector<uint32_t> ids(n);
   check(cudaMemcpy(ids.data(), d_ids, n * sizeof(uint32_t), cudaMemcpyDeviceToHost));
   check(cudaFree(dq));
   check(cudaFree(d_ids));
   check(cudaFree(d_dist));
-  point p;
-  p.seconds = best;
-  p.qps = double(q.rows()) / best;
-  p.recall = recall({ids.data(), q.rows(), k}, gt.as<uint32_t>(), k);
-  return p;
+  return point_of(best, ids, q.rows(), gt, k);
 }
 #endif
 
