@@ -3,7 +3,9 @@
 # each other, backend-neutral core includes no backend, and the tools, the C API (src/c_api) and
 # the Python extension use the public headers only (the bench tools may add
 # src/core/bench_hooks.hpp; bench/cuda holds the GPU backend's own measurements and includes it
-# like the CUDA tests do). Prints each violation and exits non-zero when there is one.
+# like the CUDA tests do). The library, the C API and the Python extension include no formatted
+# streams (<sstream>, <iostream>, <istream>, <ostream>, <iomanip>; src/core/text_words.hpp says
+# why). Prints each violation and exits non-zero when there is one.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,7 +14,7 @@ rule() {  # rule WHAT PATTERN PATHS...: no tracked file under PATHS includes a h
   local what=$1 pattern=$2
   shift 2
   local hits
-  hits=$(git grep -n -E "^#include \"($pattern)" -- "$@" 2>/dev/null)
+  hits=$(git grep -n -E "^#include ${open:-\"}($pattern)" -- "$@" 2>/dev/null)
   if [ -n "$hits" ]; then
     echo "include rule broken: $what"
     echo "$hits" | sed 's/^/  /'
@@ -28,5 +30,7 @@ rule "bench tools include internal headers (other than core/bench_hooks.hpp)" "(
 rule "the Python extension includes internal headers" "(core|cpu|cuda)/" 'python/*'
 rule "the C API includes internal headers" "(core|cpu|cuda)/" 'src/c_api/*'
 rule "public headers include internal ones" "(core|cpu|cuda)/" 'include/*'
+open="<" rule "the library, the C API or the Python extension uses formatted streams" \
+  "sstream|iostream|istream|ostream|iomanip" 'src/*' 'python/src/*' 'include/*'
 if [ $bad -eq 0 ]; then echo "include rules: ok"; fi
 exit $bad

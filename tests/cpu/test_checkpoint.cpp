@@ -3,7 +3,7 @@
 // every shard (bit for bit the same index), a missing shard or one made from other inputs
 // (another graph_degree, one changed row) is built again and only it, a killed save's temporary
 // file is ignored, and a checkpoint file that cannot be read stops the build before any shard is
-// built.
+// built. Also the stream-free text helpers the fingerprint and the manifest are read with.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +13,7 @@
 
 #include <cagra/multi_gpu.hpp>
 
+#include "core/text_words.hpp"
 #include "test_data.hpp"
 
 namespace fs = std::filesystem;
@@ -262,6 +263,29 @@ TEST_F(Checkpoint, UnreadableFilesStopTheBuildBeforeAnyShard) {
   write_bytes(file, {'x'});
   opt.checkpoint_dir = file;
   EXPECT_NE(error_of(run).find("is not a folder"), std::string::npos);
+}
+
+// core/text_words.hpp: what the fingerprint and manifest readers accept as words and numbers.
+TEST(TextWords, SplitAndParseWithoutStreams) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(core::split_words("  shard 1\trows  9\r\nend\n"),
+            (V{"shard", "1", "rows", "9", "end"}));
+  EXPECT_EQ(core::split_words(" \n\t"), V{});
+  EXPECT_EQ(core::split_lines("a b\n\nend\n"), (V{"a b", "", "end"}));
+  EXPECT_EQ(core::split_lines("a\nno newline"), (V{"a", "no newline"}));
+  EXPECT_EQ(core::split_lines(""), V{});
+  uint64_t u = 7;
+  EXPECT_TRUE(core::parse_decimal("18446744073709551615", u));
+  EXPECT_EQ(u, UINT64_MAX);
+  for (const char* bad : {"", "-1", "+1", "1x", " 1", "0x10", "18446744073709551616"}) {
+    u = 7;
+    EXPECT_FALSE(core::parse_decimal(bad, u)) << bad;
+    EXPECT_EQ(u, 7u) << bad;  // untouched on failure
+  }
+  int small = 0;
+  EXPECT_FALSE(core::parse_decimal("2147483648", small));
+  EXPECT_TRUE(core::parse_decimal("007", small));
+  EXPECT_EQ(small, 7);
 }
 
 }  // namespace

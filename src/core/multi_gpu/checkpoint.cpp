@@ -31,10 +31,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "core/multi_gpu/multi_gpu.hpp"
+#include "core/text_words.hpp"
 #include "core/xxh64.hpp"
 
 namespace cagra::core {
@@ -169,38 +169,33 @@ bool resume_shard(const shard_checkpoint& c, index& out, std::string& reason) {
   CAGRA_EXPECTS(::stat(c.fingerprint_path.c_str(), &st) == 0, "checkpoint: cannot read '%s': %s",
                 c.fingerprint_path.c_str(), std::strerror(errno));
   if (st.st_size > kMaxFingerprintBytes) garbled(c.fingerprint_path, "too large");
-  std::ifstream in(c.fingerprint_path);
-  CAGRA_EXPECTS(in.good(), "checkpoint: cannot open '%s': %s", c.fingerprint_path.c_str(),
-                std::strerror(errno));
-  std::string line;
-  if (!std::getline(in, line)) garbled(c.fingerprint_path, "empty");
+  // Parsed with core/text_words.hpp, not a stream (it says why).
+  const std::vector<std::string> lines =
+      split_lines(read_small_text(c.fingerprint_path, size_t(kMaxFingerprintBytes)));
+  if (lines.empty()) garbled(c.fingerprint_path, "empty");
   {
-    std::istringstream head(line);
-    std::string magic, rest;
+    const std::vector<std::string> head = split_words(lines[0]);
     int version = 0;
-    head >> magic >> version;
-    if (magic != kMagic || head.fail() || (head >> rest))
+    if (head.size() != 2 || head[0] != kMagic || !parse_decimal(head[1], version))
       garbled(c.fingerprint_path, std::string("it does not start with \"") + kMagic + "\"");
     if (version != kVersion)
       garbled(c.fingerprint_path, "format version " + std::to_string(version) +
                                       ", this library reads " + std::to_string(kVersion));
   }
   std::vector<std::pair<std::string, std::string>> have;
-  bool ended = false;
-  while (std::getline(in, line)) {
-    if (line == "end") {
-      ended = true;
+  size_t end_line = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    if (lines[i] == "end") {
+      end_line = i;
       break;
     }
-    std::istringstream words(line);
-    std::string key, value, extra;
-    if (!(words >> key >> value) || (words >> extra))
-      garbled(c.fingerprint_path, "bad line \"" + line + "\"");
-    have.emplace_back(key, value);
+    const std::vector<std::string> words = split_words(lines[i]);
+    if (words.size() != 2) garbled(c.fingerprint_path, "bad line \"" + lines[i] + "\"");
+    have.emplace_back(words[0], words[1]);
   }
-  if (!ended) garbled(c.fingerprint_path, "no \"end\" line: truncated");
-  if (std::getline(in, line) && !line.empty())
-    garbled(c.fingerprint_path, "text after the \"end\" line");
+  if (end_line == 0) garbled(c.fingerprint_path, "no \"end\" line: truncated");
+  for (size_t i = end_line + 1; i < lines.size(); ++i)
+    if (!lines[i].empty()) garbled(c.fingerprint_path, "text after the \"end\" line");
   // Its keys, in order: the inputs, then the shard file's size and checksum.
   if (have.size() != c.inputs.size() + 2)
     garbled(c.fingerprint_path, std::to_string(have.size()) + " fields, expected " +
@@ -270,15 +265,14 @@ void save_shard_checkpoint(const shard_checkpoint& c, const index& shard) {
   cagra::save(shard, c.index_path);
   uint64_t bytes = 0, sum = 0;
   index_file_identity(c.index_path, bytes, sum);
-  std::ostringstream text;
-  text << kMagic << ' ' << kVersion << '\n';
-  for (const auto& kv : c.inputs) text << kv.first << ' ' << kv.second << '\n';
-  text << "index_bytes " << bytes << '\n' << "index_checksum " << hex64(sum) << '\n' << "end\n";
+  // Formatted with std::to_string, not a stream (core/text_words.hpp says why).
+  std::string s = std::string(kMagic) + ' ' + std::to_string(kVersion) + '\n';
+  for (const auto& kv : c.inputs) s += kv.first + ' ' + kv.second + '\n';
+  s += "index_bytes " + std::to_string(bytes) + "\nindex_checksum " + hex64(sum) + "\nend\n";
   const std::string tmp = c.fingerprint_path + ".tmp." + std::to_string(::getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   CAGRA_EXPECTS(f != nullptr, "checkpoint: cannot create '%s': %s", tmp.c_str(),
                 std::strerror(errno));
-  const std::string s = text.str();
   const bool ok = std::fwrite(s.data(), 1, s.size(), f) == s.size() && std::fflush(f) == 0 &&
                   ::fsync(::fileno(f)) == 0;
   const bool closed = std::fclose(f) == 0;

@@ -16,12 +16,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <cagra/multi_gpu.hpp>
 
 #include "core/multi_gpu/multi_gpu.hpp"
+#include "core/text_words.hpp"
 
 namespace cagra {
 namespace {
@@ -54,9 +54,10 @@ void save(const sharded_index& idx, const std::string& path) {
   CAGRA_EXPECTS(idx.shard_count() > 0, "cagra::save('%s'): the sharded index is empty",
                 path.c_str());
   const size_t n = idx.shard_count();
-  std::ostringstream manifest;
-  manifest << kShardMagic << ' ' << kShardFormat << '\n'
-           << "shards " << n << " rows " << idx.size() << " dim " << idx.dim() << '\n';
+  // Formatted with std::to_string, not a stream (core/text_words.hpp says why).
+  std::string manifest = std::string(kShardMagic) + ' ' + std::to_string(kShardFormat) + '\n' +
+                         "shards " + std::to_string(n) + " rows " + std::to_string(idx.size()) +
+                         " dim " + std::to_string(idx.dim()) + '\n';
   for (size_t s = 0; s < n; ++s) {
     const std::string name =
         base_of(path) + ".shard-" + std::to_string(s) + "-of-" + std::to_string(n);
@@ -66,20 +67,21 @@ void save(const sharded_index& idx, const std::string& path) {
     core::index_file_identity(file, bytes, sum);
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);
-    manifest << "shard " << s << " rows " << idx.shard(s).size() << " bytes " << bytes
-             << " checksum " << hex << " file " << name << '\n';
+    manifest += "shard " + std::to_string(s) + " rows " + std::to_string(idx.shard(s).size()) +
+                " bytes " + std::to_string(bytes) + " checksum " + hex + " file " + name + '\n';
   }
-  manifest << "end\n";
+  manifest += "end\n";
   // The manifest last, through a temporary file: an existing set is replaced only by a complete
   // one (its shard files were each replaced by a complete file above).
   const std::string tmp = path + ".tmp-manifest";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    CAGRA_EXPECTS(out.good(), "cagra::save: cannot create '%s': %s", tmp.c_str(),
+    std::FILE* out = std::fopen(tmp.c_str(), "wb");
+    CAGRA_EXPECTS(out != nullptr, "cagra::save: cannot create '%s': %s", tmp.c_str(),
                   std::strerror(errno));
-    out << manifest.str();
-    out.flush();
-    CAGRA_EXPECTS(out.good(), "cagra::save: writing '%s' failed", tmp.c_str());
+    const bool written = std::fwrite(manifest.data(), 1, manifest.size(), out) == manifest.size();
+    const bool closed = std::fclose(out) == 0;
+    if (!written || !closed) std::remove(tmp.c_str());
+    CAGRA_EXPECTS(written && closed, "cagra::save: writing '%s' failed", tmp.c_str());
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int e = errno;
@@ -101,37 +103,50 @@ sharded_index load_sharded(const std::string& path) {
   CAGRA_EXPECTS(st.st_size <= kMaxManifestBytes,
                 "cagra::load_sharded: '%s' is %lld bytes, too large for a manifest", f,
                 (long long)st.st_size);
-  std::ifstream in(path);
-  std::string magic, word;
+  // Parsed with core/text_words.hpp, not a stream (it says why).
+  const std::vector<std::string> words =
+      core::split_words(core::read_small_text(path, size_t(kMaxManifestBytes)));
+  size_t at = 0;
+  const auto word = [&]() -> std::string { return at < words.size() ? words[at++] : ""; };
+  (void)word();  // the magic, checked by is_sharded_file
   uint32_t version = 0;
-  size_t n = 0;
-  long long rows = 0, dim = 0;
-  in >> magic >> version;
-  CAGRA_EXPECTS(in.good() && version == kShardFormat,
+  CAGRA_EXPECTS(core::parse_decimal(word(), version) && version == kShardFormat,
                 "cagra::load_sharded: '%s': manifest version %u (this library reads %u)", f,
                 version, kShardFormat);
-  std::string w_shards, w_rows, w_dim;
-  in >> w_shards >> n >> w_rows >> rows >> w_dim >> dim;
-  CAGRA_EXPECTS(in.good() && w_shards == "shards" && w_rows == "rows" && w_dim == "dim" && n >= 1 &&
-                    n <= kMaxShards && rows >= 1 && rows <= kMaxRows && dim >= 1,
+  size_t n = 0;
+  long long rows = 0, dim = 0;
+  const std::string w_shards = word();
+  const bool n_ok = core::parse_decimal(word(), n);
+  const std::string w_rows = word();
+  const bool rows_ok = core::parse_decimal(word(), rows);
+  const std::string w_dim = word();
+  const bool dim_ok = core::parse_decimal(word(), dim);
+  CAGRA_EXPECTS(n_ok && rows_ok && dim_ok && w_shards == "shards" && w_rows == "rows" &&
+                    w_dim == "dim" && n >= 1 && n <= kMaxShards && rows >= 1 && rows <= kMaxRows &&
+                    dim >= 1,
                 "cagra::load_sharded: '%s': bad manifest header (expected \"shards N rows R dim "
                 "D\" with 1 <= N <= %zu)",
                 f, kMaxShards);
   std::vector<index> shards;
   long long total = 0;
   for (size_t s = 0; s < n; ++s) {
-    std::string w_shard, w_r, w_bytes, w_sum, w_file, name, hex;
     size_t number = 0;
     long long shard_rows = 0;
     unsigned long long bytes = 0;
-    in >> w_shard >> number >> w_r >> shard_rows >> w_bytes >> bytes >> w_sum >> hex >> w_file >>
-        name;
-    CAGRA_EXPECTS(
-        in.good() && w_shard == "shard" && number == s && w_r == "rows" && w_bytes == "bytes" &&
-            w_sum == "checksum" && w_file == "file" && shard_rows >= 1 && hex.size() == 16 &&
-            hex.find_first_not_of("0123456789abcdef") == std::string::npos && !name.empty() &&
-            name.find('/') == std::string::npos && name != "." && name != "..",
-        "cagra::load_sharded: '%s': bad line for shard %zu", f, s);
+    const std::string w_shard = word();
+    const bool number_ok = core::parse_decimal(word(), number);
+    const std::string w_r = word();
+    const bool shard_rows_ok = core::parse_decimal(word(), shard_rows);
+    const std::string w_bytes = word();
+    const bool bytes_ok = core::parse_decimal(word(), bytes);
+    const std::string w_sum = word(), hex = word(), w_file = word(), name = word();
+    CAGRA_EXPECTS(number_ok && shard_rows_ok && bytes_ok && w_shard == "shard" && number == s &&
+                      w_r == "rows" && w_bytes == "bytes" && w_sum == "checksum" &&
+                      w_file == "file" && shard_rows >= 1 && hex.size() == 16 &&
+                      hex.find_first_not_of("0123456789abcdef") == std::string::npos &&
+                      !name.empty() && name.find('/') == std::string::npos && name != "." &&
+                      name != "..",
+                  "cagra::load_sharded: '%s': bad line for shard %zu", f, s);
     const std::string file = folder_of(path) + name;
     uint64_t have_bytes = 0, have_sum = 0;
     try {
@@ -154,9 +169,8 @@ sharded_index load_sharded(const std::string& path) {
     total += shard_rows;
     shards.push_back(std::move(x));
   }
-  in >> word;
-  CAGRA_EXPECTS(word == "end", "cagra::load_sharded: '%s': the manifest does not end with \"end\"",
-                f);
+  CAGRA_EXPECTS(word() == "end" && at == words.size(),
+                "cagra::load_sharded: '%s': the manifest does not end with \"end\"", f);
   CAGRA_EXPECTS(total == rows,
                 "cagra::load_sharded: '%s': the shards hold %lld rows, the manifest "
                 "says %lld",
