@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmark of one 1M-scale real data set on the GPU machine, every system in the same run:
-# CAGRA on the GPU (batch 10K and batch 1), exact GPU brute force (cuBLAS), our CPU backend on all
+# CAGRA on the GPU (batch 10K and batch 1, swept and at the defaults), exact GPU brute force (cuBLAS), our CPU backend on all
 # host cores (with --stats: distance computations and bytes per query), hnswlib (M=16,
 # efConstruction=200, all host cores; batch 1 on one thread), and a device-to-device copy
 # bandwidth measured in the same run. JSON lines go to $OUT/NAME-DEVICE-COMMIT.jsonl, the log to $OUT/NAME.log,
@@ -89,7 +89,15 @@ bench_index() {  # STORAGE LABEL
     --itopk 16,20,24,28,32,40,48,64,96,128,192,256,384,512 --search-width 1,2 "${trav[@]}" "${common[@]}"
   run_bench "cuda $storage, batch 1" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
     --itopk 16,32,64,128 --search-width 4,8,16,32,64 "${trav[@]}" "${common[@]}"
+  # Every parameter but itopk at its default (the automatic width, CTA count and iterations):
+  # what a user who sets nothing else gets (issue 18, "fast by default").
+  run_bench "cuda $storage, batch 10000, defaults" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
+    --itopk 16,20,24,28,32,40,48,64,96,128 "${common[@]}"
+  run_bench "cuda $storage, batch 1, defaults" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
+    --itopk 16,24,32,48,64 "${common[@]}"
   if [ "${SKIP_PERSISTENT:-0}" != 1 ]; then
+    run_bench "cuda $storage, batch 1, persistent kernel, defaults" "$idx" "$queries" "$gt" \
+      --backend cuda --batch 1 --persistent --itopk 16,24,32,48,64 "${common[@]}"
     run_bench "cuda $storage, batch 1, persistent kernel" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
       --persistent --itopk 16,32,64 --search-width 8,16,32,64 "${common[@]}"
     for it in 2 3; do
