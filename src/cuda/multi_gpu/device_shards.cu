@@ -293,15 +293,16 @@ void search_shards_on_devices(const core::device_shard_search& job) {
     id_lists[s] = here ? ids[s].data() : got_ids[s].data();
     dist_lists[s] = here ? dist[s].data() : got_dist[s].data();
   }
-  const size_t table_bytes = n_shards * (2 * sizeof(void*) + sizeof(uint32_t) + sizeof(int64_t));
+  // One table, one copy: [id list pointers | distance list pointers | offsets | widths].
+  const size_t ptr_bytes = n_shards * sizeof(void*);
+  const size_t at_dist = ptr_bytes, at_offset = 2 * ptr_bytes;
+  const size_t at_width = at_offset + n_shards * sizeof(int64_t);
+  const size_t table_bytes = at_width + n_shards * sizeof(uint32_t);
   std::vector<uint8_t> table(table_bytes);
-  uint8_t* at = table.data();
-  std::memcpy(at, id_lists.data(), n_shards * sizeof(void*));
-  std::memcpy(at + n_shards * sizeof(void*), dist_lists.data(), n_shards * sizeof(void*));
-  std::memcpy(at + 2 * n_shards * sizeof(void*), job.shard_offset.data(),
-              n_shards * sizeof(int64_t));
-  std::memcpy(at + n_shards * (2 * sizeof(void*) + sizeof(int64_t)), job.shard_k.data(),
-              n_shards * sizeof(uint32_t));
+  std::memcpy(table.data(), id_lists.data(), ptr_bytes);
+  std::memcpy(table.data() + at_dist, dist_lists.data(), ptr_bytes);
+  std::memcpy(table.data() + at_offset, job.shard_offset.data(), n_shards * sizeof(int64_t));
+  std::memcpy(table.data() + at_width, job.shard_k.data(), n_shards * sizeof(uint32_t));
   device_buffer<uint8_t> d_table(table_bytes);
   CAGRA_CUDA_TRY(cudaMemcpy(d_table.data(), table.data(), table_bytes, cudaMemcpyHostToDevice));
   const uint8_t* t = d_table.data();
@@ -309,10 +310,10 @@ void search_shards_on_devices(const core::device_shard_search& job) {
   const unsigned block = 128;
   merge_lists<<<unsigned((job.nq + block - 1) / block), block, 0, stream.get()>>>(
       reinterpret_cast<const uint32_t* const*>(t),
-      reinterpret_cast<const float* const*>(t + n_shards * sizeof(void*)),
-      reinterpret_cast<const uint32_t*>(t + n_shards * (2 * sizeof(void*) + sizeof(int64_t))),
-      reinterpret_cast<const int64_t*>(t + 2 * n_shards * sizeof(void*)), uint32_t(n_shards),
-      job.nq, job.k, job.ids, job.distances);
+      reinterpret_cast<const float* const*>(t + at_dist),
+      reinterpret_cast<const uint32_t*>(t + at_width),
+      reinterpret_cast<const int64_t*>(t + at_offset), uint32_t(n_shards), job.nq, job.k, job.ids,
+      job.distances);
   CAGRA_CUDA_CHECK_LAUNCH();
   stream.sync();
 }
