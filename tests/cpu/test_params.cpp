@@ -295,11 +295,20 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
   search_params smp;
   smp.num_random_samplings = 2;
   EXPECT_EQ(plan(smp, 1, sift).initial_nodes, 64u);
-  // A filtered search keeps the old count (the rule was measured without a filter).
-  EXPECT_EQ(core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host,
-                                   132, filter_kind::shared, 900000)
-                .ctas_per_query,
-            2u);
+  // A filtered graph search takes the automatic count too (64 at batch 1, 8 at 100), with the
+  // same iteration floor; its grown list raises the count where it needs more lists. A forced
+  // kernel keeps the old count there as well.
+  const auto filtered = [&](const search_params& p, int64_t batch, int64_t allowed) {
+    return core::make_search_plan(backend::cuda, p, sift, 10, batch, memory_space::host, 132,
+                                  filter_kind::shared, allowed);
+  };
+  EXPECT_EQ(filtered(search_params{}, 1, 900000).ctas_per_query, 64u);
+  EXPECT_EQ(filtered(search_params{}, 1, 900000).max_iterations, 4u);
+  EXPECT_EQ(filtered(search_params{}, 100, 700000).ctas_per_query, 8u);
+  EXPECT_EQ(filtered(search_params{}, 100, 700000).max_iterations, 13u);  // (64 + 16 + 20) / 8
+  EXPECT_EQ(filtered(forced, 1, 900000).ctas_per_query, 2u);
+  // The single-CTA kernel keeps width 1 under a filter (its automatic width 2 is unfiltered).
+  EXPECT_EQ(filtered(search_params{}, 10000, 900000).search_width, 1u);
   // Another SM count scales the rule: 46 SMs, batch 1: 2^round(log2 23) = 32.
   EXPECT_EQ(
       core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 46)
