@@ -48,7 +48,7 @@ def test_library_defaults_are_automatic():
     assert "intermediate_graph_degree=24" in cagra.explain_build(
         1000, graph_degree=16, intermediate_graph_degree=24
     )
-    assert cagra.explain_build(500, "uint8").endswith("storage=u8")
+    assert "storage=u8" in cagra.explain_build(500, "uint8").split()
     assert cagra.explain_build(np.zeros((500, 4), np.float16)) == cagra.explain_build(
         500, np.float16
     )
@@ -65,7 +65,13 @@ def test_build_plan_cli_equals_python(cli, files, tmp_path, cli_args, kwargs):
     out = run(cli, "build", d / "base.npy", "-o", idx, "--explain", *cli_args)
     [cli_plan] = plan_lines(out)
     py_plan = cagra.explain_build(x, **kwargs)
-    assert cli_plan == py_plan
+
+    # On a GPU the plan names the device memory free when it was made: another process, another
+    # value. Every other field must match.
+    def fields(plan):
+        return [f for f in plan.split() if not f.startswith("device_budget=")]
+
+    assert fields(cli_plan) == fields(py_plan)
     degree = kwargs.get("graph_degree", 64)
     assert f"graph_degree={degree} intermediate_graph_degree={2 * degree} " in py_plan
     assert f"degree {degree} (intermediate {2 * degree})" in out  # the summary line
