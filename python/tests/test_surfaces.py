@@ -49,8 +49,14 @@ def test_library_defaults_are_automatic():
         1000, graph_degree=16, intermediate_graph_degree=24
     )
     assert "storage=u8" in cagra.explain_build(500, "uint8").split()
-    assert cagra.explain_build(np.zeros((500, 4), np.float16)) == cagra.explain_build(
-        500, np.float16
+
+    # An array names its dimension, a row count does not: on a GPU only the former plans the
+    # device memory (optimize=, device_bytes=, ...). The fields before those are the same.
+    def head(plan):
+        return plan.split(" optimize=")[0]
+
+    assert head(cagra.explain_build(np.zeros((500, 4), np.float16))) == head(
+        cagra.explain_build(500, np.float16)
     )
 
 
