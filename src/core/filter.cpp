@@ -3,6 +3,7 @@
 #include "core/filter.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace cagra {
 
@@ -66,17 +67,28 @@ namespace {
 
 /** Set bits of words[0, n). The plan counts a filter on every search call: with the popcnt
  *  instruction (chosen at run time: the library is built without -march) a 1M-row bitset takes
- *  a few microseconds, the portable bit-twiddling ~10x longer (most of a batch-1 call). */
-int64_t count_words_portable(const uint32_t* w, int64_t n) {
-  int64_t c = 0;
-  for (int64_t i = 0; i < n; ++i) c += __builtin_popcount(w[i]);
-  return c;
+ *  a few microseconds, the portable bit-twiddling ~10x longer (most of a batch-1 call). Eight
+ *  bytes a popcnt and four independent sums: row_bitset::count() of 1M rows took 9.7-11.0 us with
+ *  one popcnt of 4 bytes at a time into one sum, 4.8-5.4 us so (the 2-core AMD EPYC development
+ *  machine, 2,000 calls, three runs each). */
+inline __attribute__((always_inline)) int64_t count_words_by8(const uint32_t* w, int64_t n) {
+  int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x[4];
+    std::memcpy(x, w + i, sizeof x);
+    c0 += __builtin_popcountll(x[0]);
+    c1 += __builtin_popcountll(x[1]);
+    c2 += __builtin_popcountll(x[2]);
+    c3 += __builtin_popcountll(x[3]);
+  }
+  for (; i < n; ++i) c0 += __builtin_popcount(w[i]);
+  return c0 + c1 + c2 + c3;
 }
+int64_t count_words_portable(const uint32_t* w, int64_t n) { return count_words_by8(w, n); }
 #if defined(__x86_64__) && defined(__GNUC__)
+// Inlined here, the builtins become popcnt instructions.
 __attribute__((target("popcnt"))) int64_t count_words_popcnt(const uint32_t* w, int64_t n) {
-  int64_t c = 0;
-  for (int64_t i = 0; i < n; ++i) c += __builtin_popcount(w[i]);
-  return c;
+  return count_words_by8(w, n);
 }
 #endif
 int64_t count_words(const uint32_t* w, int64_t n) {

@@ -291,6 +291,18 @@ TEST(FilterBitset, SetTestCountAndWords) {
   const uint8_t mask[5] = {0, 1, 0, 1, 1};
   const row_bitset m = row_bitset::from_mask(mask, 5);
   EXPECT_EQ(m.words()[0], 0x1Au);
+  // The count reads 8 words at a time: sizes around those blocks, against a row-by-row count.
+  for (int64_t n : {1, 31, 32, 255, 256, 257, 288, 1000, 4099}) {
+    row_bitset r(n);
+    int64_t expected = 0;
+    for (int64_t i = 0; i < n; ++i)
+      if ((i * 2654435761u) % 7 < 3) {
+        r.set(i);
+        ++expected;
+      }
+    EXPECT_EQ(r.count(), expected) << n;
+    EXPECT_EQ(row_bitset(n, true).count(), n) << n;
+  }
 }
 
 }  // namespace
