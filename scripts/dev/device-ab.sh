@@ -15,7 +15,9 @@
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), BATCHES (queries a call
 # of the large-batch points, "0" = all in one call; e.g. "0 2500"), WIDTHS (1,2), SAMPLINGS
 # (--random-samplings LIST; unset: the plan's), SKIP_BATCH1=1 (no batch-1 points), A_COMMIT / B_COMMIT
-# (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there), METRIC (l2;
+# (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there), FILTER
+# (a --filter-selectivity list, e.g. 0.9,0.5: the batch-1 points are then filtered searches at the
+# default plan, itopk 32 and 64, instead of the CTA and persistent points), METRIC (l2;
 # cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -72,6 +74,11 @@ run() {  # run SIDE BIN: one round of every point
       --search-width "${WIDTHS:-1,2}" --batch "$b" --json "$j" $SAMPLING_ARGS >>"$L" 2>&1
   done
   [[ ${SKIP_BATCH1:-0} == 1 ]] && return
+  if [[ -n ${FILTER:-} ]]; then
+    CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 32,64 \
+      --filter-selectivity "$FILTER" --json "$j" >>"$L" 2>&1
+    return
+  fi
   CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 16,32 \
     --search-width 16,64 --json "$j" >>"$L" 2>&1
   CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent --itopk 16 \
@@ -93,15 +100,15 @@ def load(path):
         r = json.loads(line)
         p = r.get("params", {})
         key = (r.get("batch", 0), p.get("persistent", False), p.get("itopk"), p.get("search_width"),
-               p.get("num_random_samplings", 0))
+               p.get("num_random_samplings", 0), r.get("selectivity", 1.0))
         q = r.get("qps", 0)
         if key not in best or q > best[key][0]:
             best[key] = (q, r.get("recall"))
     return best
 a, b = load(sys.argv[1]), load(sys.argv[2])
-print(f"{'batch':>6} {'pers':>5} {'itopk':>6} {'width':>6} {'samp':>5} {'recall A':>9} {'recall B':>9} {'QPS A':>12} {'QPS B':>12} {'B/A':>7}")
+print(f"{'batch':>6} {'pers':>5} {'itopk':>6} {'width':>6} {'samp':>5} {'select':>7} {'recall A':>9} {'recall B':>9} {'QPS A':>12} {'QPS B':>12} {'B/A':>7}")
 for key in sorted(set(a) & set(b), key=str):
     (qa, ra), (qb, rb) = a[key], b[key]
-    print(f"{key[0]:>6} {str(key[1]):>5} {key[2]:>6} {key[3]:>6} {key[4]:>5} {ra:>9.4f} {rb:>9.4f} {qa:>12.0f} {qb:>12.0f} {qb / qa:>7.3f}")
+    print(f"{key[0]:>6} {str(key[1]):>5} {key[2]:>6} {key[3]:>6} {key[4]:>5} {key[5]:>7} {ra:>9.4f} {rb:>9.4f} {qa:>12.0f} {qb:>12.0f} {qb / qa:>7.3f}")
 PY
 say "done"
