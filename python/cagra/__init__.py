@@ -61,6 +61,7 @@ except ImportError as exc:  # e.g. Python started inside python/, next to the so
 
 from ._arrays import ArrayLike as ArrayLike
 from ._build import analyze, brute_force, build, build_knn_graph, explain_build, optimize
+from ._filter import Filter
 from ._filter import _filter_words as _filter_words  # python/tests/test_filter.py uses it
 from ._index import Index, from_hnswlib, load
 from ._io import PathLike as PathLike
@@ -71,6 +72,7 @@ from ._sharded import ShardedIndex, load_sharded
 __all__ = [
     "INVALID_ID",
     "CagraError",
+    "Filter",
     "Index",
     "ShardedIndex",
     "analyze",

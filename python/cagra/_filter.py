@@ -24,6 +24,8 @@ def _filter_words(filter: Any, rows: int, nq: int | None) -> tuple[np.ndarray | 
     """
     if filter is None:
         return None, False
+    if isinstance(filter, Filter):
+        return filter._words_for(rows, nq), filter.per_query
     listed = not isinstance(filter, np.ndarray) and not hasattr(filter, "__dlpack__")
     try:
         a = _host_array(filter)
@@ -77,3 +79,60 @@ def _filter_words(filter: Any, rows: int, nq: int | None) -> tuple[np.ndarray | 
         f"filter has dtype {a.dtype}: pass a boolean mask (shape [{rows}], or [nq, {rows}] per "
         f"query) or integer row ids (a 0/1 mask: mask.astype(bool))"
     )
+
+
+class Filter:
+    """A search filter packed once, for many searches: ``cagra.Filter(mask_or_ids, rows)``.
+
+    ``filter=`` packs a boolean mask or a list of ids into the library's bitset on every call:
+    54 us for a 1M-row mask, 0.8 ms from 500K ids (numpy 1.24, the 2-core development machine),
+    against ~45 us for a filtered GPU batch-1 search of 1M rows.
+    A ``Filter`` holds the packed words, so a search given it passes them on as they are. It
+    takes what ``filter=`` takes (a bool mask ``[rows]`` or ``[nq, rows]``, or allowed row ids)
+    and keeps its own copy: changing the mask afterwards does not change the filter. A search
+    checks that ``rows`` is its index's size (and a per-query filter's ``nq`` its batch).
+    """
+
+    __slots__ = ("_words", "per_query", "rows")
+
+    def __init__(self, filter: Any, rows: int) -> None:
+        if isinstance(filter, Filter):
+            raise CagraError("filter is already a cagra.Filter: pass it to search as it is")
+        if filter is None:
+            raise CagraError("a Filter needs a boolean mask or a list of row ids, got None")
+        rows = int(rows)
+        if rows < 1:
+            raise CagraError(f"rows must be >= 1 (the index's size), got {rows}")
+        words, per_query = _filter_words(filter, rows, None)
+        words.flags.writeable = False
+        self._words = words
+        #: Whether it holds one bitset per query (a 2-D mask).
+        self.per_query: bool = per_query
+        #: The index size it was made for.
+        self.rows: int = rows
+
+    @property
+    def queries(self) -> int | None:
+        """The number of per-query bitsets, or None for one bitset shared by the batch."""
+        return int(self._words.shape[0]) if self.per_query else None
+
+    def count(self) -> int:
+        """Allowed rows (summed over the bitsets of a per-query filter)."""
+        return int(np.unpackbits(self._words.view(np.uint8)).sum())
+
+    def _words_for(self, rows: int, nq: int | None) -> np.ndarray:
+        if rows != self.rows:
+            raise CagraError(
+                f"the Filter was made for {self.rows} rows but the index has {rows}: a filter "
+                f"has one bit per index row"
+            )
+        if self.per_query and nq is not None and self._words.shape[0] != nq:
+            raise CagraError(
+                f"the per-query Filter holds {self._words.shape[0]} bitsets but the batch has "
+                f"{nq} queries"
+            )
+        return self._words
+
+    def __repr__(self) -> str:
+        shape = f"{self.queries} bitsets" if self.per_query else "shared"
+        return f"cagra.Filter(rows={self.rows}, {shape})"

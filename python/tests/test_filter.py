@@ -303,3 +303,54 @@ def test_filter_words_layout():
     assert per_query and words.shape == (2, 3) and words.flags.c_contiguous
     np.testing.assert_array_equal(words, [[1 << 31, 0, 0], [0, 0, 1]])
     assert _filter_words(None, 70, 2) == (None, False)
+
+
+def test_prepared_filter_gives_the_same_results(setup):
+    # cagra.Filter packs once; a search given it answers as with the mask, ids or 2-D mask.
+    index, _, queries = setup
+    mask = random_mask(0.3, seed=7)
+    prepared = cagra.Filter(mask, index.size)
+    assert not prepared.per_query and prepared.queries is None and prepared.rows == N
+    assert prepared.count() == int(mask.sum())
+    assert repr(prepared) == f"cagra.Filter(rows={N}, shared)"
+    for algo in ALGOS:
+        want = search(index, queries, filter=mask, filter_algo=algo)
+        got = search(index, queries, filter=prepared, filter_algo=algo)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert index.explain(K, filter=prepared, backend="cpu") == index.explain(
+        K, filter=mask, backend="cpu"
+    )
+    # Ids, and a per-query mask.
+    ids = np.flatnonzero(mask)
+    np.testing.assert_array_equal(
+        search(index, queries, filter=cagra.Filter(ids, N))[0],
+        search(index, queries, filter=mask)[0],
+    )
+    masks = np.arange(N)[None, :] % NQ == np.arange(NQ)[:, None]
+    per_query = cagra.Filter(masks, N)
+    assert per_query.per_query and per_query.queries == NQ and per_query.count() == N
+    np.testing.assert_array_equal(
+        search(index, queries, filter=per_query)[0], search(index, queries, filter=masks)[0]
+    )
+    # It keeps its own copy: changing the mask afterwards changes nothing.
+    before = search(index, queries, filter=prepared)[0]
+    mask[:] = False
+    np.testing.assert_array_equal(search(index, queries, filter=prepared)[0], before)
+
+
+def test_prepared_filter_errors(setup):
+    index, _, queries = setup
+    with pytest.raises(cagra.CagraError, match="made for 9999 rows but the index has 10000"):
+        search(index, queries, filter=cagra.Filter(np.ones(9999, bool), 9999))
+    masks = np.ones((NQ + 1, N), bool)
+    with pytest.raises(cagra.CagraError, match=f"holds {NQ + 1} bitsets but the batch has {NQ}"):
+        search(index, queries, filter=cagra.Filter(masks, N))
+    with pytest.raises(cagra.CagraError, match="one entry per index row"):
+        cagra.Filter(np.ones(5, bool), N)
+    with pytest.raises(cagra.CagraError, match="already a cagra.Filter"):
+        cagra.Filter(cagra.Filter([1], N), N)
+    with pytest.raises(cagra.CagraError, match="needs a boolean mask"):
+        cagra.Filter(None, N)
+    with pytest.raises(cagra.CagraError, match="rows must be >= 1"):
+        cagra.Filter([0], 0)
