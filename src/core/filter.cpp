@@ -68,9 +68,9 @@ namespace {
 /** Set bits of words[0, n). The plan counts a filter on every search call: with the popcnt
  *  instruction (chosen at run time: the library is built without -march) a 1M-row bitset takes
  *  a few microseconds, the portable bit-twiddling ~10x longer (most of a batch-1 call). Eight
- *  bytes a popcnt and four independent sums: row_bitset::count() of 1M rows took 9.7-11.0 us with
- *  one popcnt of 4 bytes at a time into one sum, 4.8-5.4 us so (the 2-core AMD EPYC development
- *  machine, 2,000 calls, three runs each). */
+ *  bytes a popcnt and four independent sums: row_bitset::count() of 1M rows took 9.5-10.9 us with
+ *  one popcnt of 4 bytes at a time into one sum, 5.8-6.6 us so (the 2-core AMD EPYC development
+ *  machine, bench/filter_timing.cpp built at both commits). */
 inline __attribute__((always_inline)) int64_t count_words_by8(const uint32_t* w, int64_t n) {
   int64_t c0 = 0, c1 = 0, c2 = 0, c3 = 0, i = 0;
   for (; i + 8 <= n; i += 8) {
