@@ -113,36 +113,29 @@ sharded_index load_sharded(const std::string& path) {
   CAGRA_EXPECTS(core::parse_decimal(word(), version) && version == kShardFormat,
                 "cagra::load_sharded: '%s': manifest version %u (this library reads %u)", f,
                 version, kShardFormat);
+  // "KEY NUMBER": the next word is `key` and the one after it a decimal number (into `out`).
+  const auto number = [&](const char* key, auto& out) {
+    return word() == key && core::parse_decimal(word(), out);
+  };
   size_t n = 0;
   long long rows = 0, dim = 0;
-  const std::string w_shards = word();
-  const bool n_ok = core::parse_decimal(word(), n);
-  const std::string w_rows = word();
-  const bool rows_ok = core::parse_decimal(word(), rows);
-  const std::string w_dim = word();
-  const bool dim_ok = core::parse_decimal(word(), dim);
-  CAGRA_EXPECTS(n_ok && rows_ok && dim_ok && w_shards == "shards" && w_rows == "rows" &&
-                    w_dim == "dim" && n >= 1 && n <= kMaxShards && rows >= 1 && rows <= kMaxRows &&
-                    dim >= 1,
+  const bool header = number("shards", n) && number("rows", rows) && number("dim", dim);
+  CAGRA_EXPECTS(header && n >= 1 && n <= kMaxShards && rows >= 1 && rows <= kMaxRows && dim >= 1,
                 "cagra::load_sharded: '%s': bad manifest header (expected \"shards N rows R dim "
                 "D\" with 1 <= N <= %zu)",
                 f, kMaxShards);
   std::vector<index> shards;
   long long total = 0;
   for (size_t s = 0; s < n; ++s) {
-    size_t number = 0;
+    size_t shard_number = 0;
     long long shard_rows = 0;
     unsigned long long bytes = 0;
-    const std::string w_shard = word();
-    const bool number_ok = core::parse_decimal(word(), number);
-    const std::string w_r = word();
-    const bool shard_rows_ok = core::parse_decimal(word(), shard_rows);
-    const std::string w_bytes = word();
-    const bool bytes_ok = core::parse_decimal(word(), bytes);
-    const std::string w_sum = word(), hex = word(), w_file = word(), name = word();
-    CAGRA_EXPECTS(number_ok && shard_rows_ok && bytes_ok && w_shard == "shard" && number == s &&
-                      w_r == "rows" && w_bytes == "bytes" && w_sum == "checksum" &&
-                      w_file == "file" && shard_rows >= 1 && hex.size() == 16 &&
+    const bool counts = number("shard", shard_number) && number("rows", shard_rows) &&
+                        number("bytes", bytes) && word() == "checksum";
+    const std::string hex = word();
+    const bool named = word() == "file";
+    const std::string name = word();
+    CAGRA_EXPECTS(counts && named && shard_number == s && shard_rows >= 1 && hex.size() == 16 &&
                       hex.find_first_not_of("0123456789abcdef") == std::string::npos &&
                       !name.empty() && name.find('/') == std::string::npos && name != "." &&
                       name != "..",
