@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
     }
     const auto t1 = std::chrono::steady_clock::now();
     std::printf("count of a %lld-row bitset: %.2f us a call (checksum %lld)\n", (long long)rows,
-                std::chrono::duration<double, std::micro>(t1 - t0).count() / calls,
-                (long long)sum);
+                std::chrono::duration<double, std::micro>(t1 - t0).count() / calls, (long long)sum);
   }
   return 0;
 }

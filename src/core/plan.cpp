@@ -355,12 +355,9 @@ search_plan make_search_plan(backend target, const search_params& p, const index
            : batch < int64_t{sm_count} || s.itopk > gpu::kSingleCtaMaxItopk
                ? search_algo::multi_cta
                : search_algo::single_cta;
-  // The automatic shapes apply when the user set neither the kernel nor the width (search_width,
-  // at its default of 1). The multi-CTA one applies to filtered walks too: without it a filtered
-  // small batch ran the old count, max(width, lists for itopk and 2k), 1-2 CTAs a query (4,000
-  // rows with 30% tombstoned, batch 100, itopk 32: recall@10 0.83 on an H200 against the CPU's
-  // >= 0.95; python/tests/test_living.py). The single-CTA one (width 2, one sampling) was
-  // measured without a filter, and the filtered batch-10K results were measured without it.
+  // The automatic shapes apply when the user set neither the kernel nor search_width. The
+  // multi-CTA one applies to filtered walks too (docs/benchmarks.md, "Filtered search at small
+  // batches"); the single-CTA one (width 2, one sampling) only without a filter.
   const bool auto_shape = p.algo == search_algo::automatic && p.search_width == 1;
   if (s.algo == search_algo::single_cta) {
     if (auto_shape && filter == filter_kind::none) {
