@@ -1,7 +1,7 @@
 // Plan resolution, internal side: the limits of the GPU search kernels (the kernels read them
 // from here, so the plan and the kernels cannot disagree) and the resolution functions that
 // dispatch.cpp and the public plan_build / plan_search share. Every automatic value of the
-// library is resolved in plan.cpp and nowhere else.
+// library is resolved in plan.cpp and plan_kernels.cpp (the GPU kernels' shapes) and nowhere else.
 #pragma once
 
 #include <cstdint>

@@ -235,6 +235,13 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
     EXPECT_NE(to_string(s).find(" ctas_per_query=" + std::to_string(w.ctas)), std::string::npos)
         << to_string(s);
   }
+  // A short list (itopk <= 32) takes one iteration fewer: itopk moves batch-1 latency too.
+  search_params short_list;
+  short_list.itopk_size = 32;
+  EXPECT_EQ(plan(short_list, 1, sift).max_iterations, 3u);
+  EXPECT_EQ(plan(short_list, 10, sift).max_iterations, 7u);
+  short_list.itopk_size = 33;
+  EXPECT_EQ(plan(short_list, 1, sift).max_iterations, 4u);
   // Batch >= SM count: the single-CTA kernel with 2 parents per iteration (search_width left at
   // 1), the budget unchanged, one random sampling (num_random_samplings left at 0): the initial
   // draws of width 2, 64 + 2 x 32 x 1 = 128. An explicit sampling count is kept (5: 384).
