@@ -9,7 +9,8 @@
 # A_TARBALL: the other tree as `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz);
 # NAME: a staged dataset in $DATA_ROOT/NAME (base.u8bin, query.u8bin; gt.ibin is computed on the
 # GPU when missing). Points: batch 10K (all queries in one call) at itopk 32/64/128 x width 1/2,
-# batch 1 (one query per call) at 16 and 64 CTAs, and batch 1 with the persistent kernel.
+# batch 1 (one query per call) at the default shape (itopk 32 and 64, launching per query and with
+# the persistent kernel), at 16 and 64 CTAs, and at 64 CTAs with the persistent kernel.
 # Writes $OUT/ab-NAME-{a,b}.jsonl and prints one table: best QPS of each side per point, B/A.
 #
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), BATCHES (queries a call
@@ -79,6 +80,10 @@ run() {  # run SIDE BIN: one round of every point
       --filter-selectivity "$FILTER" --json "$j" >>"$L" 2>&1
     return
   fi
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 32,64 \
+    --json "$j" >>"$L" 2>&1
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent \
+    --itopk 32,64 --json "$j" >>"$L" 2>&1
   CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 16,32 \
     --search-width 16,64 --json "$j" >>"$L" 2>&1
   CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent --itopk 16 \

@@ -57,6 +57,33 @@ __device__ __forceinline__ const uint4* dataset_row(const multi_cta_args& a, uin
   return reinterpret_cast<const uint4*>(a.d_dataset + uint64_t{id} * a.row_stride);
 }
 
+/** Issues L2 prefetches of the lines of row `id` of the dataset (up to 8 lines): a claiming
+ *  thread sends them with its claim, so the distance that follows finds the row in L2 (SIFT-1M,
+ *  H200: 2.33 -> 2.14 us an iteration; prefetching into L1 instead measured the same). */
+__device__ __forceinline__ void prefetch_row(const multi_cta_args& a, uint32_t id) {
+  const uint8_t* row = a.d_dataset + uint64_t{id} * a.row_stride;
+  const uint32_t lines = min((a.row_stride + 127u) / 128u, 8u);
+  for (uint32_t l = 0; l < lines; ++l)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
+}
+
+/** Issues L2 prefetches of node `id`'s graph row (degree x 4 bytes, up to 4 lines), on the
+ *  latency path only (graph_prefetch): a node whose distance is being computed may be the next
+ *  iteration's parent, whose graph row is then read from L2 instead of DRAM. On larger batches
+ *  the extra lines would compete with the rows for bandwidth. */
+__device__ __forceinline__ void prefetch_graph_row(const multi_cta_args& a, uint32_t id) {
+  const uint32_t* row = a.d_graph + uint64_t{id} * a.degree;
+  const uint32_t lines = min((a.degree * 4u + 127u) / 128u, 4u);
+  for (uint32_t l = 0; l < lines; ++l)
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const uint8_t*>(row) + 128 * l));
+}
+
+/** True on the latency path (the host merges the CTAs' lists: small batches, the persistent
+ *  kernel), where the kernel prefetches graph rows (prefetch_graph_row). */
+__device__ __forceinline__ bool graph_prefetch(const multi_cta_args& a) {
+  return a.h_lists != nullptr;
+}
+
 /** The distance of `row` to the query, computed by the calling team (all kTeam lanes) from the
  *  head of the row the lanes already loaded (team_load_head: every load of a row of up to
  *  4 x kTeam chunks in flight at once, one memory round trip: this kernel is latency-bound). */
@@ -85,10 +112,13 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
                                    const uint32_t* ids, float* dists, uint32_t n) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
                  n_teams = blockDim.x / kTeam;
+  const bool graph = graph_prefetch(a);
   for (uint32_t s = team; s < n; s += n_teams) {
-    const uint4* row = dataset_row(a, ids[s]);
-    const float d =
-        team_distance<T, kTeam>(a, q, qq, team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
+    const uint32_t id = ids[s];
+    const uint4* row = dataset_row(a, id);
+    const row_head h = team_load_head<kTeam>(row, a.n_chunks, lane);
+    if (graph && lane == 0) prefetch_graph_row(a, id);
+    const float d = team_distance<T, kTeam>(a, q, qq, h, row, lane);
     if (lane == 0) dists[s] = d;
   }
 }
@@ -119,8 +149,19 @@ __device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint
 template <uint32_t kTeam>
 __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys,
                                                    uint64_t state) {
-  const uint32_t team = threadIdx.x / kTeam;
-  return team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
+  const uint32_t team = threadIdx.x / kTeam, n_teams = blockDim.x / kTeam;
+  const init_pending first =
+      team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
+  // The later rounds' rows (init_finish reads them from L2 then, instead of one DRAM round trip
+  // per round) and, on the latency path, the graph rows of all of them (the first parents).
+  const bool graph = graph_prefetch(a);
+  const uint32_t from = graph ? 0u : n_teams;
+  for (uint32_t s = from + threadIdx.x; s < a.n_init; s += blockDim.x) {
+    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
+    if (s >= n_teams) prefetch_row(a, id);
+    if (graph) prefetch_graph_row(a, id);
+  }
+  return first;
 }
 
 /** The whole CTA, once the query is ready: the distances of the CTA's initial nodes, one team
@@ -142,16 +183,6 @@ __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint
       dists[s] = mine ? d : __int_as_float(0x7F800000);
     }
   }
-}
-
-/** Issues L2 prefetches of the lines of row `id` of the dataset (up to 8 lines): a claiming
- *  thread sends them with its claim, so the distance that follows finds the row in L2 (SIFT-1M,
- *  H200: 2.33 -> 2.14 us an iteration; prefetching into L1 instead measured the same). */
-__device__ __forceinline__ void prefetch_row(const multi_cta_args& a, uint32_t id) {
-  const uint8_t* row = a.d_dataset + uint64_t{id} * a.row_stride;
-  const uint32_t lines = min((a.row_stride + 127u) / 128u, 8u);
-  for (uint32_t l = 0; l < lines; ++l)
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(row + 128 * l));
 }
 
 }  // namespace cagra::cuda::dev
