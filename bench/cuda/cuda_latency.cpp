@@ -236,6 +236,61 @@ TEST_F(CudaLatency, TracedMultiCta) {
       name.c_str(), (long long)idx->size(), idx->dim(), to_string(idx->storage_dtype()),
       idx->graph_degree(), n_q,
       CAGRA_MCTA_TRACE ? "" : " (no kernel trace: build with -DCAGRA_TRACE_KERNELS=ON)");
+  // One case: the call in each result mode (traced), then the persistent kernel (host time).
+  const auto run_case = [&](const std::string& label, const search_params& p) {
+    for (const mode& md : modes) {
+      search_plan plan = gpu_plan(*idx, p, k, 1);
+      plan.io = md.io;
+      [[maybe_unused]] const uint32_t ctas = plan.ctas_per_query;
+      uint32_t qi = 0;
+      const double call = mean_us(
+          2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
+#if CAGRA_MCTA_TRACE
+      cuda::testing::set_multi_cta_trace(d_trace);
+      std::vector<std::vector<uint64_t>> calls;
+      for (uint32_t i = 0; i < n_q; ++i) {
+        ASSERT_EQ(cudaMemset(d_trace, 0, trace_words * 8), cudaSuccess);
+        cuda::search(*idx, q1[i], plan, ids.data(), dist.data(), 0);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        calls.emplace_back(trace_words);
+        ASSERT_EQ(
+            cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+        ASSERT_LT(ids[0], idx->size());
+        ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
+        first[i] = ids[0];
+      }
+      cuda::testing::set_multi_cta_trace(nullptr);
+      const trace_summary t = summarize(calls, ctas);
+      std::printf(
+          "[ latency  ] %-22s %-17s call %5.1f us = span %5.1f + launch/wait/host %4.1f | "
+          "query %.1f + %.1f, init %.1f, pick %.1f, claim %.1f, iteration0 %.1f, next "
+          "%.2f each, all published %.1f, counted +%.1f, merged +%.1f\n",
+          label.c_str(), md.name, call, t.span, call - t.span, t.query_copy, t.query_convert,
+          t.init, t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
+#else
+      std::printf("[ latency  ] %-22s %-17s call %5.1f us\n", label.c_str(), md.name, call);
+#endif
+    }
+    // The persistent kernel (no launch, no synchronize, warm instruction caches): host time only.
+    search_params pp = p;
+    pp.persistent = true;
+    const search_plan plan = gpu_plan(*idx, pp, k, 1);
+    uint32_t qi = 0;
+    const double call = mean_us(
+        2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
+    std::printf("[ latency  ] %-22s %-17s call %5.1f us\n", label.c_str(), "persistent", call);
+  };
+  // The automatic shape (search_width left at 1): what a default call runs.
+  for (uint32_t itopk : {32u, 64u}) {
+    search_params p;
+    p.itopk_size = itopk;
+    const search_plan plan = gpu_plan(*idx, p, k, 1);
+    run_case("auto itopk " + std::to_string(itopk) + " (" + std::to_string(plan.ctas_per_query) +
+                 " x " + std::to_string(plan.max_iterations) + ", " +
+                 std::to_string(plan.initial_nodes) + " init)",
+             p);
+  }
   for (uint32_t ctas : {16u, 32u, 64u}) {
     for (uint32_t iters : {2u, 4u}) {
       search_params p;
@@ -243,50 +298,7 @@ TEST_F(CudaLatency, TracedMultiCta) {
       p.search_width = ctas;
       p.max_iterations = iters;
       p.algo = search_algo::multi_cta;
-      for (const mode& md : modes) {
-        search_plan plan = gpu_plan(*idx, p, k, 1);
-        plan.io = md.io;
-        uint32_t qi = 0;
-        const double call = mean_us(
-            2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
-#if CAGRA_MCTA_TRACE
-        cuda::testing::set_multi_cta_trace(d_trace);
-        std::vector<std::vector<uint64_t>> calls;
-        for (uint32_t i = 0; i < n_q; ++i) {
-          ASSERT_EQ(cudaMemset(d_trace, 0, trace_words * 8), cudaSuccess);
-          cuda::search(*idx, q1[i], plan, ids.data(), dist.data(), 0);
-          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          calls.emplace_back(trace_words);
-          ASSERT_EQ(
-              cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost),
-              cudaSuccess);
-          ASSERT_LT(ids[0], idx->size());
-          ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
-          first[i] = ids[0];
-        }
-        cuda::testing::set_multi_cta_trace(nullptr);
-        const trace_summary t = summarize(calls, ctas);
-        std::printf(
-            "[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us = span %5.1f + launch/wait/host "
-            "%4.1f | "
-            "query %.1f + %.1f, init %.1f, pick %.1f, claim %.1f, iteration0 %.1f, next "
-            "%.2f each, all published %.1f, counted +%.1f, merged +%.1f\n",
-            ctas, iters, md.name, call, t.span, call - t.span, t.query_copy, t.query_convert,
-            t.init, t.pick, t.claim, t.iteration0, t.iteration, t.published, t.counted, t.merged);
-#else
-        std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, md.name,
-                    call);
-#endif
-      }
-      // The persistent kernel (no launch, no synchronize, warm instruction caches): host time only.
-      search_params pp = p;
-      pp.persistent = true;
-      const search_plan plan = gpu_plan(*idx, pp, k, 1);
-      uint32_t qi = 0;
-      const double call = mean_us(
-          2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
-      std::printf("[ latency  ] %2u CTAs x %u it, %-17s call %5.1f us\n", ctas, iters, "persistent",
-                  call);
+      run_case(std::to_string(ctas) + " CTAs x " + std::to_string(iters) + " it", p);
     }
   }
   cudaFree(d_trace);

@@ -6,7 +6,10 @@
 # clock, with the last-CTA merge and with the host merge) plus a batch-1 recall/QPS sweep,
 # launching per query and with the persistent kernel; then the single-CTA kernel's phases by
 # batch size on the same index (bench/cuda/cuda_single_cta_trace.cpp). Logs go to
-# $OUT/latency.log. SINGLE_ONLY=1: the single-CTA phases alone.
+# $OUT/latency.log. SINGLE_ONLY=1: the single-CTA phases alone; MULTI_ONLY=1: the multi-CTA
+# breakdown and sweeps alone; SKIP_BIGANN=1: no bigann10k cases (no data/shared needed). The
+# traced breakdown includes the automatic shape (search_width 1) at itopk 32 and 64; WIDTHS=1 makes
+# the sweeps run it too.
 #
 #   OUT=$OUT bash scripts/dev/device-latency.sh [NAME]
 #
@@ -33,7 +36,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -
 C="$BUILD_DIR/cagra"
 T="$BUILD_DIR/cagra_cuda_bench"
 
-if [[ ${SINGLE_ONLY:-0} != 1 ]]; then
+if [[ ${SINGLE_ONLY:-0} != 1 && ${SKIP_BIGANN:-0} != 1 ]]; then
   say "CudaLatency on bigann10k"
   "$T" --gtest_filter='CudaLatency.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
 fi
@@ -58,9 +61,11 @@ if [ ! -s "$idx" ]; then
     grep -E "^(build|time)" | tee -a "$L"
 fi
 
+if [[ ${MULTI_ONLY:-0} != 1 ]]; then
 say "single-CTA phases by batch size on $(basename "$D")"
 CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaSingleCtaTrace.*' 2>&1 |
   grep -E "trace|OK|FAILED" | tee -a "$L"
+fi
 [[ ${SINGLE_ONLY:-0} == 1 ]] && { say "done"; exit 0; }
 
 say "traced multi-CTA breakdown on $(basename "$D")"
