@@ -19,7 +19,9 @@
 # (labels in the JSON lines; B_COMMIT defaults to this tree's HEAD when .git is there), FILTER
 # (a --filter-selectivity list, e.g. 0.9,0.5: the batch-1 points are then filtered searches at the
 # default plan, itopk 32 and 64, instead of the CTA and persistent points), METRIC (l2;
-# cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin).
+# cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin), DEGREE (32:
+# the index's graph degree), HNSW=1 (then hnswlib's batch 1 on one thread, built on all cores:
+# $OUT/ab-NAME-hnswlib.jsonl; carry third_party/include).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -58,10 +60,11 @@ if [[ ! -f $gt ]]; then
   say "ground truth (GPU brute force, k 100)"
   "$B" gt "$base" "$queries" -k 100 -o "$gt" --backend cuda 2>&1 | tail -2 | tee -a "$L"
 fi
-idx="$W/$NAME.cagra"
-say "index (B, GPU, graph degree 32)"
-"$B" build "$base" -o "$idx" --graph-degree 32 --intermediate-degree 64 --metric "${METRIC:-l2}" \
-  --backend cuda --force 2>&1 | tail -3 | tee -a "$L"
+DEGREE=${DEGREE:-32}
+idx="$W/$NAME-d$DEGREE.cagra"
+say "index (B, GPU, graph degree $DEGREE)"
+"$B" build "$base" -o "$idx" --graph-degree "$DEGREE" --intermediate-degree $((2 * DEGREE)) \
+  --metric "${METRIC:-l2}" --backend cuda --force 2>&1 | tail -3 | tee -a "$L"
 
 B_COMMIT=${B_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo b)}
 A_COMMIT=${A_COMMIT:-a}
@@ -116,4 +119,13 @@ for key in sorted(set(a) & set(b), key=str):
     (qa, ra), (qb, rb) = a[key], b[key]
     print(f"{key[0]:>6} {str(key[1]):>5} {key[2]:>6} {key[3]:>6} {key[4]:>5} {key[5]:>7} {ra:>9.4f} {rb:>9.4f} {qa:>12.0f} {qb:>12.0f} {qb / qa:>7.3f}")
 PY
+if [[ ${HNSW:-0} == 1 ]]; then  # hnswlib's single thread at batch 1, same machine, same run
+  say "hnswlib M=16 efC=200 (built on $(nproc) threads), batch 1 on one thread"
+  cmake -S . -B build-ab-hnsw -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=OFF -DCAGRA_BUILD_TESTS=OFF \
+    -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" >"$OUT/ab-build-hnsw.log" 2>&1 &&
+    cmake --build build-ab-hnsw --target hnswlib_peer -j 8 >>"$OUT/ab-build-hnsw.log" 2>&1 &&
+    build-ab-hnsw/hnswlib_peer "$base" "$queries" "$gt" --metric "${METRIC:-l2}" --threads "$(nproc)" \
+      --batch 1 --ef "${HNSW_EF:-10,16,24,32,48,64}" --reps 1 --dataset "$NAME" \
+      --json "$OUT/ab-$NAME-hnswlib.jsonl" 2>&1 | tee -a "$L" || say "hnswlib failed: $OUT/ab-build-hnsw.log"
+fi
 say "done"

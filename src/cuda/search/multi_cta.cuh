@@ -26,7 +26,9 @@
 // between calls (at batch 1 every microsecond of a call is latency).
 //
 // Thread mapping: initial nodes are drawn from disjoint strata per CTA, one team each, which
-// claims the node in the hash while it loads the row. Each iteration, warp 0 first names the
+// claims the node in the hash while it loads the row; the nearest of each group of initial nodes
+// (node s in group s mod 32) enters the CTA's list, so iteration 0 merges 32 candidates however
+// many were drawn. Each iteration, warp 0 first names the
 // parent the merged list will have (pick_parent: two warp reductions), then merges the last
 // candidates into its list 32 at a time (the CPU's drop rule, a register bitonic sort, the
 // reversed-minimum step, a 5-stage bitonic merge: shuffles only, no shared-memory list) while
@@ -69,6 +71,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // s_n[iter & 1]: candidates in buffer iter & 1 of cand_*, merged at iteration iter while the
   // other buffer fills; two counters, so that zeroing the next one needs no extra barrier.
   __shared__ uint32_t s_n[2], s_parent;
+  __shared__ unsigned long long s_init_best[kMultiCtaList];  // init_finish's groups
   __shared__ int s_qq;
   __shared__ unsigned long long s_state;
 
@@ -102,8 +105,9 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // initial nodes (those no other CTA took first) and their distances.
   if (tid == 0) {
     s_qq = 0;
-    s_n[0] = a.n_init;  // init_finish fills [0, n_init) (lost claims as kNoId)
+    s_n[0] = min(a.n_init, kMultiCtaList);  // init_finish fills [0, that) (kNoId: none claimed)
   }
+  if (tid < kMultiCtaList) s_init_best[tid] = kNoInitBest;
   // The seed state first (the host's, or warp 0's hash of the query's bytes), so that the
   // initial nodes' claims and row loads fly while the query is copied and converted.
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(Q));
@@ -125,7 +129,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
   __syncthreads();
   stamp(kTraceQueryReady);
-  init_finish<T, kTeam>(a, q, s_qq, keys, state, first, cand_i, cand_d);
+  init_finish<T, kTeam>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
   __syncthreads();
   stamp(kTraceInitDone);
 

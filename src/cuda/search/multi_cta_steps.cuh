@@ -164,24 +164,36 @@ __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint
   return first;
 }
 
+/** An empty group of init_finish: above every (distance, id) key. */
+constexpr unsigned long long kNoInitBest = ~0ull;
+
 /** The whole CTA, once the query is ready: the distances of the CTA's initial nodes, one team
- *  each (the first from init_begin), into ids/dists[0, n_init) at fixed positions. A node is
- *  nearly always new (initial_node), so its claim is checked only after its distance; a node
- *  another CTA holds already is left out as (+inf, kNoId). */
+ *  each (the first from init_begin), and the candidates they give: the nearest claimed node of
+ *  each group (node s in group s mod 32, ids/dists[group]; (+inf, kNoId) where another CTA holds
+ *  every node of the group). One candidate a group keeps iteration 0's merge and parent pick at
+ *  32 entries: with 3 x 32 initial nodes merged whole they took 3.4 us instead of 1.4
+ *  (SIFT-wall-1M, H200, CudaLatency.TracedMultiCta), while a group's nearest node is what a walk
+ *  starts from. A node is nearly always new (initial_node), so its claim is checked only after
+ *  its distance. `best`: kMultiCtaList words of shared memory holding kNoInitBest. */
 template <typename T, uint32_t kTeam>
 __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint32_t* keys,
-                            uint64_t state, const init_pending& first, uint32_t* ids,
-                            float* dists) {
+                            uint64_t state, const init_pending& first, unsigned long long* best,
+                            uint32_t* ids, float* dists) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
                  n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < a.n_init; s += n_teams) {
     const init_pending p = s == team ? first : init_issue<kTeam>(a, keys, state, s);
     const float d = team_distance<T, kTeam>(a, q, qq, p.head, dataset_row(a, p.id), lane);
-    if (lane == 0) {
-      const bool mine = device_hash_finish(keys, a.hash_bits, p.id, p.home, p.old);
-      ids[s] = mine ? p.id : kNoId;
-      dists[s] = mine ? d : __int_as_float(0x7F800000);
-    }
+    if (lane == 0 && device_hash_finish(keys, a.hash_bits, p.id, p.home, p.old))
+      atomicMin(best + s % kMultiCtaList,
+                (static_cast<unsigned long long>(float_key(d)) << 32) | p.id);
+  }
+  __syncthreads();
+  if (threadIdx.x < min(a.n_init, kMultiCtaList)) {
+    const unsigned long long b = best[threadIdx.x];
+    ids[threadIdx.x] = b == kNoInitBest ? kNoId : static_cast<uint32_t>(b);
+    dists[threadIdx.x] =
+        b == kNoInitBest ? __int_as_float(0x7F800000) : key_float(static_cast<uint32_t>(b >> 32));
   }
 }
 
