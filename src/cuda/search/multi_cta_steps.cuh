@@ -123,56 +123,45 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
   }
 }
 
-/** Initial nodes in flight after init_begin: the calling team's first node and its row's first
- *  chunks, and the calling thread's claim (node threadIdx.x of the CTA: its hash slot and the
- *  atomicCAS's answer, read by init_claims). */
+/** A team's first initial node in flight: its claim (lane 0) and its row's first chunks. */
 struct init_pending {
-  uint32_t id;
+  uint32_t id, home, old;
   row_head head;
-  uint32_t claim_id, home, old;
 };
 
-/** The whole CTA: issues each team's first initial node (its row's first chunks, which fly while
- *  the query is converted), every thread's claim of one initial node in the device hash (all
- *  claims in flight at once, instead of one L2 round trip per round of initial nodes on the
- *  critical path), and L2 prefetches of the later rounds' rows and, on the latency path, of
- *  every initial node's graph row (the first parents). */
+/** The calling team: issues initial node s of its CTA: its claim in the device hash (lane 0)
+ *  and its row's first chunks, which fly until init_finish uses them. */
 template <uint32_t kTeam>
-__device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys,
-                                                   uint64_t state) {
-  const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
-                 n_teams = blockDim.x / kTeam;
-  init_pending p{kNoId, {}, kNoId, 0, 0};
-  if (team < a.n_init) {
-    p.id = initial_node(state, blockIdx.x, team, a.n_init, a.n_ctas, a.n_rows);
-    p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
+__device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint32_t* keys,
+                                                   uint64_t state, uint32_t s) {
+  const uint32_t lane = threadIdx.x % kTeam;
+  init_pending p{initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows), 0, 0, {}};
+  if (lane == 0) {
+    p.home = hash_home(p.id, a.hash_bits);
+    p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
   }
-  const bool graph = graph_prefetch(a);
-  for (uint32_t s = threadIdx.x; s < a.n_init; s += blockDim.x) {
-    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
-    if (s == threadIdx.x) {
-      p.claim_id = id;
-      p.home = hash_home(id, a.hash_bits);
-      p.old = atomicCAS(keys + p.home, kEmptySlot, id);
-    }
-    if (s >= n_teams) prefetch_row(a, id);
-    if (graph) prefetch_graph_row(a, id);
-  }
+  p.head = team_load_head<kTeam>(dataset_row(a, p.id), a.n_chunks, lane);
   return p;
 }
 
-/** The whole CTA, after init_begin (and before a barrier and init_finish): whether this CTA
- *  holds each initial node, mine[s] (1, or 0 where another CTA claimed it first): the claims
- *  init_begin sent are answered by now; a CTA with more initial nodes than threads claims the
- *  rest here. */
-__device__ __forceinline__ void init_claims(const multi_cta_args& a, uint32_t* keys, uint64_t state,
-                                            const init_pending& p, uint32_t* mine) {
-  for (uint32_t s = threadIdx.x; s < a.n_init; s += blockDim.x)
-    mine[s] =
-        s == threadIdx.x
-            ? device_hash_finish(keys, a.hash_bits, p.claim_id, p.home, p.old)
-            : device_hash_insert(keys, a.hash_bits,
-                                 initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows));
+/** The whole CTA: issues each team's first initial node (init_finish completes it), so its
+ *  loads fly while the query is converted. */
+template <uint32_t kTeam>
+__device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys,
+                                                   uint64_t state) {
+  const uint32_t team = threadIdx.x / kTeam, n_teams = blockDim.x / kTeam;
+  const init_pending first =
+      team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
+  // The later rounds' rows (init_finish reads them from L2 then, instead of one DRAM round trip
+  // per round) and, on the latency path, the graph rows of all of them (the first parents).
+  const bool graph = graph_prefetch(a);
+  const uint32_t from = graph ? 0u : n_teams;
+  for (uint32_t s = from + threadIdx.x; s < a.n_init; s += blockDim.x) {
+    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
+    if (s >= n_teams) prefetch_row(a, id);
+    if (graph) prefetch_graph_row(a, id);
+  }
+  return first;
 }
 
 /** An empty group of init_finish: above every (distance, id) key. */
@@ -184,23 +173,20 @@ constexpr unsigned long long kNoInitBest = ~0ull;
  *  every node of the group). One candidate a group keeps iteration 0's merge and parent pick at
  *  32 entries: with 3 x 32 initial nodes merged whole they took 3.4 us instead of 1.4
  *  (SIFT-wall-1M, H200, CudaLatency.TracedMultiCta), while a group's nearest node is what a walk
- *  starts from. `mine`: init_claims's answers; `best`: kMultiCtaList words of shared memory
- *  holding kNoInitBest. */
+ *  starts from. A node is nearly always new (initial_node), so its claim is checked only after
+ *  its distance. `best`: kMultiCtaList words of shared memory holding kNoInitBest. */
 template <typename T, uint32_t kTeam>
-__device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint64_t state,
-                            const init_pending& first, const uint32_t* mine,
-                            unsigned long long* best, uint32_t* ids, float* dists) {
+__device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint32_t* keys,
+                            uint64_t state, const init_pending& first, unsigned long long* best,
+                            uint32_t* ids, float* dists) {
   const uint32_t team = threadIdx.x / kTeam, lane = threadIdx.x % kTeam,
                  n_teams = blockDim.x / kTeam;
   for (uint32_t s = team; s < a.n_init; s += n_teams) {
-    const uint32_t id =
-        s == team ? first.id : initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
-    const uint4* row = dataset_row(a, id);
-    const float d = team_distance<T, kTeam>(
-        a, q, qq, s == team ? first.head : team_load_head<kTeam>(row, a.n_chunks, lane), row, lane);
-    if (lane == 0 && mine[s])
+    const init_pending p = s == team ? first : init_issue<kTeam>(a, keys, state, s);
+    const float d = team_distance<T, kTeam>(a, q, qq, p.head, dataset_row(a, p.id), lane);
+    if (lane == 0 && device_hash_finish(keys, a.hash_bits, p.id, p.home, p.old))
       atomicMin(best + s % kMultiCtaList,
-                (static_cast<unsigned long long>(float_key(d)) << 32) | id);
+                (static_cast<unsigned long long>(float_key(d)) << 32) | p.id);
   }
   __syncthreads();
   if (threadIdx.x < min(a.n_init, kMultiCtaList)) {
