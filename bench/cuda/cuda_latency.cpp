@@ -253,9 +253,8 @@ TEST_F(CudaLatency, TracedMultiCta) {
         cuda::search(*idx, q1[i], plan, ids.data(), dist.data(), 0);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
         calls.emplace_back(trace_words);
-        ASSERT_EQ(
-            cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost),
-            cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(calls.back().data(), d_trace, trace_words * 8, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
         ASSERT_LT(ids[0], idx->size());
         ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
         first[i] = ids[0];

@@ -84,11 +84,12 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
  *    swept count fell with the batch, 64 at batch 1, 16 at 10, 8 at 100 (about 64 / sqrt(batch)
  *    on 132 SMs; the rule gives 64, 16, 8). The plan raises it to the lists itopk and 2k need.
  *  - A floor on the iterations per CTA that rises by 2 with each halving of the CTAs below 64
- *    (4 at 64, 6 at 32, 8 at 16, ...; one fewer at itopk <= 32, kAutoShortItopk). Recall depends on the depth of each CTA's walk from its
- *    random start, and fewer CTAs start from fewer random nodes: at 4 iterations recall was
- *    0.988 at 64 CTAs, 0.935 at 32, 0.80 at 16 (batch 1); 32 CTAs at 6 iterations gave 0.9935,
- *    16 CTAs at 5 / 7 / 11 gave 0.933 / 0.984 / 0.997. The split budget alone gave 32 CTAs the
- *    4-iteration minimum at itopk <= 64, which was the 32-CTA recall dip of that sweep.
+ *    (4 at 64, 6 at 32, 8 at 16, ...; one fewer at itopk <= 32: kAutoShortItopk). Recall
+ *    depends on the depth of each CTA's walk from its random start, and fewer CTAs start from
+ *    fewer random nodes: at 4 iterations recall was 0.988 at 64 CTAs, 0.935 at 32, 0.80 at 16
+ *    (batch 1); 32 CTAs at 6 iterations gave 0.9935, 16 CTAs at 5 / 7 / 11 gave 0.933 / 0.984 /
+ *    0.997. The split budget alone gave 32 CTAs the 4-iteration minimum at itopk <= 64, which
+ *    was the 32-CTA recall dip of that sweep.
  *  - Initial nodes per CTA: d x min(samplings, 3) from 32 CTAs up (those walks are the shortest,
  *    4..6 iterations), d below. A synthetic clustered 1M set (bench/make_synthetic.py) gave
  *    recall@10 0.69 at 64 CTAs with d per CTA against 0.95 with 3d
@@ -129,7 +130,10 @@ uint32_t auto_ctas_per_query(int64_t batch, int sm_count) {
  *  batch-1 latency too (before, every itopk up to 256 ran 4 iterations a CTA at batch 1).
  *  SIFT-wall-1M, 64 CTAs, 3 initial rounds a CTA (one H100, 1a5e9c5,
  *  bench/results/batch1-128ctas-sift-wall-1m-h100x4-1a5e9c5.jsonl): 4 iterations 0.9961 at
- *  28.4 us, 3 iterations 0.9728 at 24.3 us; 2 fell to 0.755. */
+ *  28.4 us, 3 iterations 0.9728 at 24.3 us; 2 fell to 0.755. The default call at itopk 32 on an
+ *  H200 (bench/results/ab-batch1-prefetch-sift-wall-1m-h200-*.jsonl): 0.9956 -> 0.9726 at 1.08x
+ *  the QPS; on the synthetic clustered set 0.896 -> 0.772, where itopk 32 gives 0.46-0.64 at
+ *  batch 10K. */
 constexpr uint32_t kAutoShortItopk = 32;
 uint32_t auto_min_iterations(uint32_t ctas, uint32_t itopk) {
   uint32_t floor = gpu::kMultiCtaMinIterations - (itopk <= kAutoShortItopk ? 1 : 0);
@@ -173,9 +177,9 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
   // each (40 us a query) against 1.0000 uncapped (120 us); docs/cuda.md. The automatic shape
   // raises the minimum as the CTAs get fewer (auto_min_iterations).
   if (!p.max_iterations)
-    s.max_iterations =
-        std::max(automatic ? auto_min_iterations(s.ctas_per_query, s.itopk) : gpu::kMultiCtaMinIterations,
-                 (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
+    s.max_iterations = std::max(
+        automatic ? auto_min_iterations(s.ctas_per_query, s.itopk) : gpu::kMultiCtaMinIterations,
+        (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
   s.min_iterations = std::min(s.min_iterations, s.max_iterations);
   // Device hash, standard (never reset during a search): at least twice the nodes the query is
   // expected to visit (the CTAs' lists x d, plus the initial nodes), at most N; 2^10..2^24 slots

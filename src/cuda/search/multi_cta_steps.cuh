@@ -152,8 +152,9 @@ __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint
   const uint32_t team = threadIdx.x / kTeam, n_teams = blockDim.x / kTeam;
   const init_pending first =
       team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
-  // The later rounds' rows (init_finish reads them from L2 then, instead of one DRAM round trip
-  // per round) and, on the latency path, the graph rows of all of them (the first parents).
+  // The later rounds' rows and, on the latency path, the graph rows of all of them (the first
+  // parents) into L2. (A round after the first still costs ~1.2 us, with or without the rows
+  // prefetched: SIFT-wall-1M, H200, docs/cuda.md "The automatic shape taken apart".)
   const bool graph = graph_prefetch(a);
   const uint32_t from = graph ? 0u : n_teams;
   for (uint32_t s = from + threadIdx.x; s < a.n_init; s += blockDim.x) {
