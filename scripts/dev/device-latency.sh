@@ -16,7 +16,9 @@
 # NAME: a data set staged into $DATA_ROOT/NAME (scripts/dev/stage.sh; base.*, query.*, gt.ibin);
 # without it a SYNTHETIC 1M x 128 clustered set (bench/make_synthetic.py) is made on the machine.
 # Carry data/shared (bigann10k). Environment: BUILD_DIR (build-device), DEGREE (32),
-# ITOPK (16,32,64), WIDTHS (16,32,64), ITERS ("0": iterations per CTA of the sweeps, 0 = automatic).
+# ITOPK (16,32,64), WIDTHS (16,32,64), ITERS ("0": iterations per CTA of the sweeps, 0 = automatic),
+# SAMPLINGS ("0": --random-samplings of the sweeps; at the automatic shape from 32 CTAs up, the
+# rounds of d initial nodes a CTA). The sweeps' JSON lines: $OUT/latency-sweep.jsonl.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 OUT=${OUT:-/tmp/out}
@@ -79,7 +81,8 @@ for mode in launch persistent; do
   for it in ${ITERS:-0}; do
     say "batch 1, $mode, max iterations $it"
     "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda --batch 1 -k 10 \
-      --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" --max-iterations "$it" "${extra[@]}" 2>&1 |
+      --itopk "${ITOPK:-16,32,64}" --search-width "${WIDTHS:-16,32,64}" --max-iterations "$it" \
+      --random-samplings "${SAMPLINGS:-0}" --dataset "$(basename "$D")" --json "$OUT/latency-sweep.jsonl" "${extra[@]}" 2>&1 |
       grep -vE "^\s*$" | tee -a "$L"
   done
 done
