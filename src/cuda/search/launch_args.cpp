@@ -79,9 +79,6 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
   set_common(a, st, plan, m);
   a.n_ctas = plan.ctas_per_query;
   a.n_init = plan.initial_nodes;
-  // N < 2^32 (32-bit ids), so the step fits 64 bits.
-  a.stratum_step = static_cast<uint64_t>((static_cast<unsigned __int128>(a.n_rows) << 32) /
-                                         std::max<uint64_t>(uint64_t{a.n_ctas} * a.n_init, 1));
   a.cand_cap = std::max(st.degree, a.n_init);
   a.list_k = std::min(plan.k, kMultiCtaList);
   a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));

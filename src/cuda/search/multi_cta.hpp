@@ -76,8 +76,6 @@ struct multi_cta_args {
   uint4* d_clear;             // words of the other hash half to empty during this launch ...
   uint64_t clear_vec4;        // ... as this many 16-byte stores, spread over all CTAs
   uint64_t n_rows;            // N
-  uint64_t stratum_step;      // floor(N * 2^32 / (n_ctas * n_init)): the random initial nodes'
-                              // strata (multi_cta_steps.cuh, stratum_start)
   uint64_t seed;              // search_params::seed (mixed with each query's bytes)
   uint64_t query_state;       // with has_query_state: the seed state of the (single) query,
                               // bits::query_seed_state(seed, its bytes), computed by the host

@@ -17,23 +17,16 @@
 
 namespace cagra::cuda::dev {
 
-/** The first row of stratum g: floor(g * step / 2^32), step = multi_cta_args::stratum_step
- *  (n_rows * 2^32 / the number of strata, from the host). Two multiplications, where the exact
- *  g * n_rows / strata took two 64-bit divisions (a software routine of dependent instructions)
- *  per draw, on the path of every round of initial nodes. */
-__device__ __forceinline__ uint64_t stratum_start(uint64_t g, uint64_t step) {
-  return (__umul64hi(g, step) << 32) | ((g * step) >> 32);
-}
-
 /** Random initial node t of CTA c: a counter-based draw from the query's seed state, inside
- *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows) (stratum_start).
- *  The strata make the draws of all CTAs distinct (while n_rows >= the number of draws), so an
- *  initial node's claim in the device hash all but always succeeds: it is checked after the
- *  node's distance instead of before it (init_finish). */
-__device__ __forceinline__ uint32_t initial_node(const multi_cta_args& a, uint64_t state,
-                                                 uint32_t c, uint32_t t) {
-  const uint64_t g = uint64_t{c} * a.n_init + t;
-  const uint64_t lo = stratum_start(g, a.stratum_step), hi = stratum_start(g + 1, a.stratum_step);
+ *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows). The strata make
+ *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's
+ *  claim in the device hash all but always succeeds: it is checked after the node's distance
+ *  instead of before it (init_candidates). */
+__device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t,
+                                                 uint32_t n_init, uint32_t n_ctas,
+                                                 uint64_t n_rows) {
+  const uint64_t g = uint64_t{c} * n_init + t, total = uint64_t{n_ctas} * n_init;
+  const uint64_t lo = g * n_rows / total, hi = (g + 1) * n_rows / total;
   const uint64_t x = bits::mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
   return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
 }
@@ -142,7 +135,7 @@ template <uint32_t kTeam>
 __device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint32_t* keys,
                                                    uint64_t state, uint32_t s) {
   const uint32_t lane = threadIdx.x % kTeam;
-  init_pending p{initial_node(a, state, blockIdx.x, s), 0, 0, {}};
+  init_pending p{initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows), 0, 0, {}};
   if (lane == 0) {
     p.home = hash_home(p.id, a.hash_bits);
     p.old = atomicCAS(keys + p.home, kEmptySlot, p.id);
@@ -165,7 +158,7 @@ __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint
   const bool graph = graph_prefetch(a);
   const uint32_t from = graph ? 0u : n_teams;
   for (uint32_t s = from + threadIdx.x; s < a.n_init; s += blockDim.x) {
-    const uint32_t id = initial_node(a, state, blockIdx.x, s);
+    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
     if (s >= n_teams) prefetch_row(a, id);
     if (graph) prefetch_graph_row(a, id);
   }
