@@ -68,28 +68,29 @@ say "index (B, GPU, graph degree $DEGREE)"
 
 B_COMMIT=${B_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo b)}
 A_COMMIT=${A_COMMIT:-a}
+COMMON=(--backend cuda --dataset "$NAME")
 run() {  # run SIDE BIN: one round of every point
   local side=$1 bin=$2 commit
   commit=$([[ $side == a ]] && echo "$A_COMMIT" || echo "$B_COMMIT")
   local j="$OUT/ab-$NAME-$side.jsonl"
   local b
   for b in ${BATCHES:-0}; do
-    CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --repeat 3 --itopk 32,64,128 \
+    CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --repeat 3 --itopk 32,64,128 \
       --search-width "${WIDTHS:-1,2}" --batch "$b" --json "$j" $SAMPLING_ARGS >>"$L" 2>&1
   done
   [[ ${SKIP_BATCH1:-0} == 1 ]] && return
   if [[ -n ${FILTER:-} ]]; then
-    CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 32,64 \
+    CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --itopk 32,64 \
       --filter-selectivity "$FILTER" --json "$j" >>"$L" 2>&1
     return
   fi
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 32,64 \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --itopk 32,64 \
     --json "$j" >>"$L" 2>&1
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --persistent \
     --itopk 32,64 --json "$j" >>"$L" 2>&1
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --itopk 16,32 \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --itopk 16,32 \
     --search-width 16,64 --json "$j" >>"$L" 2>&1
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" --backend cuda --batch 1 --persistent --itopk 16 \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --persistent --itopk 16 \
     --search-width 64 --json "$j" >>"$L" 2>&1
 }
 # Both sides' CLIs must know --random-samplings when SAMPLINGS is set (A at d4eb4c4 or later).
