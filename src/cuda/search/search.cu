@@ -1,6 +1,6 @@
 // cagra::cuda::search and search_device: the CUDA backend's search entry points. They check the
 // call, take the index's device copy and workspace, and move the batch as the plan's io path
-// says (core/plan.cpp chose it): `copy` (queries copied in, results out, large batches),
+// says (core/plan_kernels.cpp chose it): `copy` (queries copied in, results out, large batches),
 // `mapped` (kernels read and write pinned host memory in place), `host_merge` (multi-CTA: each
 // CTA's list polled and merged on the host; at batch 1 the query travels in the launch, so such
 // a call is one launch and no synchronize), `persistent` (not even the launch: persistent.cu),
