@@ -25,19 +25,18 @@
 // one half, its CTAs empty the other one (what the previous launch wrote), so no memset runs
 // between calls (at batch 1 every microsecond of a call is latency).
 //
-// Thread mapping: initial nodes are drawn from disjoint strata per CTA, one team each, which
-// claims the node in the hash while it loads the row; the nearest of each group of initial nodes
-// (node s in group s mod 32) enters the CTA's list, so iteration 0 merges 32 candidates however
-// many were drawn. Each iteration, warp 0 first names the
-// parent the merged list will have (pick_parent: two warp reductions), then merges the last
-// candidates into its list 32 at a time (the CPU's drop rule, a register bitonic sort, the
-// reversed-minimum step, a 5-stage bitonic merge: shuffles only, no shared-memory list) while
-// the other warps insert the parent's neighbors into the device hash (one id each, coalesced
-// graph reads) and append the ones they inserted to the other candidate buffer; then teams of
-// kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps
-// the graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA
-// kernel the answer is not the CPU's bit for bit: which CTA discovers a node first depends on
-// timing, so the traversal (and rarely the answer) varies between runs.
+// Thread mapping: initial nodes are drawn from disjoint strata per CTA, one team each, which claims
+// the node in the hash while it loads the row; the nearest of each group of initial nodes (node s
+// in group s mod 32) enters the CTA's list, so iteration 0 merges 32 candidates however many were
+// drawn. Each iteration, warp 0 first names the parent the merged list will have (pick_parent: two
+// warp reductions), then merges the last candidates into its list 32 at a time (the CPU's drop
+// rule, a register bitonic sort, the reversed-minimum step, a 5-stage bitonic merge: shuffles only,
+// no shared-memory list) while the other warps insert the parent's neighbors into the device hash
+// (one id each, coalesced graph reads) and append the ones they inserted to the other candidate
+// buffer; then teams of kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6
+// us) thus overlaps the graph row's and the hash's round trips instead of adding to them. Unlike
+// the single-CTA kernel the answer is not the CPU's bit for bit: which CTA discovers a node first
+// depends on timing, so the traversal (and rarely the answer) varies between runs.
 #pragma once
 
 #include <cstdint>
