@@ -216,7 +216,7 @@ TEST_F(CudaLatency, TracedMultiCta) {
     const dataset_view v(queries->row_bytes(i), queries->type(), 1, queries->cols());
     q1.push_back(core::queries_for(v, idx->storage_dtype(), idx->metric(), 1));
   }
-  std::vector<uint32_t> ids(k), first(n_q);
+  std::vector<uint32_t> ids(k);
   std::vector<float> dist(k);
   uint64_t* d_trace = nullptr;
   const uint32_t max_ctas = 128;
@@ -257,7 +257,6 @@ TEST_F(CudaLatency, TracedMultiCta) {
                   cudaSuccess);
         ASSERT_LT(ids[0], idx->size());
         ASSERT_TRUE(std::is_sorted(dist.begin(), dist.end()));
-        first[i] = ids[0];
       }
       cuda::testing::set_multi_cta_trace(nullptr);
       const trace_summary t = summarize(calls, ctas);

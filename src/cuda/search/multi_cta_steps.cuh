@@ -149,19 +149,15 @@ __device__ __forceinline__ init_pending init_issue(const multi_cta_args& a, uint
 template <uint32_t kTeam>
 __device__ __forceinline__ init_pending init_begin(const multi_cta_args& a, uint32_t* keys,
                                                    uint64_t state) {
-  const uint32_t team = threadIdx.x / kTeam, n_teams = blockDim.x / kTeam;
+  const uint32_t team = threadIdx.x / kTeam;
   const init_pending first =
       team < a.n_init ? init_issue<kTeam>(a, keys, state, team) : init_pending{kNoId, 0, 0, {}};
-  // The later rounds' rows and, on the latency path, the graph rows of all of them (the first
-  // parents) into L2. (A round after the first still costs ~1.2 us, with or without the rows
-  // prefetched: SIFT-wall-1M, H200, docs/cuda.md "The automatic shape taken apart".)
-  const bool graph = graph_prefetch(a);
-  const uint32_t from = graph ? 0u : n_teams;
-  for (uint32_t s = from + threadIdx.x; s < a.n_init; s += blockDim.x) {
-    const uint32_t id = initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows);
-    if (s >= n_teams) prefetch_row(a, id);
-    if (graph) prefetch_graph_row(a, id);
-  }
+  // On the latency path, every initial node's graph row (the first parents) into L2. (Their
+  // rows prefetched as well did not make a later round cheaper: SIFT-wall-1M, H200, docs/cuda.md
+  // "The automatic shape taken apart".)
+  if (graph_prefetch(a))
+    for (uint32_t s = threadIdx.x; s < a.n_init; s += blockDim.x)
+      prefetch_graph_row(a, initial_node(state, blockIdx.x, s, a.n_init, a.n_ctas, a.n_rows));
   return first;
 }
 
