@@ -195,6 +195,24 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
   s.block_size = block;
 }
 
+/** The multi-CTA CTA size on the latency path (the host merges: batches of up to
+ *  kHostMergeMaxQueries, where SMs are plenty): warp 0 merges the list while one team per
+ *  neighbor of the parent, in the other warps, claims it and computes its distance (multi_cta.cuh),
+ *  and every initial node gets a team (a half team where its row allows,
+ *  gpu::multi_cta_half_init_team), so that all of their rows load at once. At most
+ *  kMultiCtaMaxBlock threads; never fewer than the general rule's. */
+uint32_t latency_block(const search_plan& s, const index_shape& shape) {
+  const uint32_t chunks =
+      static_cast<uint32_t>((size_t{shape.dim} * dtype_size(shape.type) + 15) / 16);
+  const uint32_t init_team =
+      gpu::multi_cta_half_init_team(s.team_size, chunks) ? s.team_size / 2 : s.team_size;
+  const uint64_t want = std::max(uint64_t{32} + uint64_t{shape.degree} * s.team_size,
+                                 uint64_t{s.initial_nodes} * init_team);
+  const uint32_t block =
+      static_cast<uint32_t>(std::min<uint64_t>((want + 31) / 32 * 32, gpu::kMultiCtaMaxBlock));
+  return std::max(block, s.block_size);
+}
+
 /** How the batch travels (the CUDA backend's latency paths, docs/cuda.md). */
 search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
                     memory_space space) {
@@ -232,6 +250,9 @@ void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& 
   } else
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space);
+  if (s.algo == search_algo::multi_cta &&
+      (s.io == search_io::host_merge || s.io == search_io::persistent))
+    s.block_size = latency_block(s, shape);
 }
 
 }  // namespace cagra::core

@@ -69,7 +69,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   uint32_t* cand_i = reinterpret_cast<uint32_t*>(smem + a.smem_cand_i);
   // s_n[iter & 1]: candidates in buffer iter & 1 of cand_*, merged at iteration iter while the
   // other buffer fills; two counters, so that zeroing the next one needs no extra barrier.
-  __shared__ uint32_t s_n[2], s_parent;
+  __shared__ uint32_t s_n[2], s_parent, s_parent_src;
   __shared__ unsigned long long s_init_best[kMultiCtaList];  // init_finish's groups
   __shared__ int s_qq;
   __shared__ unsigned long long s_state;
@@ -121,14 +121,22 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     __syncthreads();
     state = s_state;
   }
-  const init_pending first = init_begin<kTeam>(a, keys, state);
+  // The latency path gives an initial node half a team where its row allows (plan.hpp), so that
+  // the CTA's teams load all of them at once.
+  constexpr uint32_t kInitHalf = kTeam >= 4 ? kTeam / 2 : kTeam;
+  const bool half = a.init_half_team != 0;
+  const init_pending first =
+      half ? init_begin<kInitHalf>(a, keys, state) : init_begin<kTeam>(a, keys, state);
   if (a.has_query_state && query) copy_bytes(raw, query, q_bytes);
   __syncthreads();
   stamp(kTraceQueryCopied);
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
   __syncthreads();
   stamp(kTraceQueryReady);
-  init_finish<T, kTeam>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
+  if (half)
+    init_finish<T, kInitHalf>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
+  else
+    init_finish<T, kTeam>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
   __syncthreads();
   stamp(kTraceInitDone);
 
@@ -145,6 +153,13 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const uint32_t* allowed = a.d_filter ? a.d_filter + qi * a.filter_stride : nullptr;
   float rd = far;
   uint32_t ri = kNoId;
+  // The latency path (the host merges; small batches) expands a parent in one step, claims and
+  // distances together (expand_parent), two barriers an iteration; with a.smem_graph it keeps
+  // the graph rows of buffer b's candidates in graph[b] (from iteration 1: buffer 0 starts with
+  // the initial nodes), so a parent picked among them needs no read of its row.
+  const bool fused = graph_prefetch(a);
+  uint32_t* graph =
+      fused && a.smem_graph ? reinterpret_cast<uint32_t*>(smem + a.smem_graph) : nullptr;
   for (uint32_t iter = 0;; ++iter) {
     const uint32_t b = iter & 1;  // s_n[b], buffer b: the candidates merged now
     float* in_d = cand_d + b * a.cand_cap;
@@ -152,10 +167,13 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const uint32_t n = s_n[b];
     const bool pick = iter < a.max_iterations;
     if (tid < 32) {
-      const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far) : kNoId;
+      uint32_t src = kNoId;
+      const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far, &src) : kNoId;
       if (tid == 0) {
         s_parent = parent;
-        s_n[b ^ 1] = 0;  // last read at iteration iter - 1
+        s_parent_src = iter > 0 ? src : kNoId;
+        // Last read at iteration iter - 1. The fused step fills all d slots (kNoId: not ours).
+        s_n[b ^ 1] = fused && parent != kNoId ? a.degree : 0;
       }
     }
     __syncthreads();
@@ -163,22 +181,32 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const bool expand = pick && (parent != kNoId || iter < a.min_iterations);
     if (iter == 0) stamp(kTracePicked0);
     uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
+    float* out_d = cand_d + (b ^ 1) * a.cand_cap;
     if (tid < 32) {
       merge_list(ld, li, in_d, in_i, n, far);
       if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
     } else if (expand && parent != kNoId) {
-      const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
-      for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
-        const uint32_t id = row[t];
-        prefetch_row(a, id);
-        if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
+      const uint32_t src = s_parent_src;
+      const uint32_t* row = graph && src != kNoId ? graph + (b * a.degree + src) * a.degree
+                                                  : a.d_graph + uint64_t{parent} * a.degree;
+      if (fused) {
+        expand_parent<T, kTeam>(a, q, s_qq, keys, row, out_i, out_d,
+                                graph ? graph + (b ^ 1) * a.degree * a.degree : nullptr);
+      } else {
+        for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
+          const uint32_t id = row[t];
+          prefetch_row(a, id);
+          if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
+        }
       }
     }
     __syncthreads();
     if (!expand) break;
     if (iter == 0) stamp(kTraceClaimed0);
-    compute_candidates<T, kTeam>(a, q, s_qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1]);
-    __syncthreads();
+    if (!fused) {
+      compute_candidates<T, kTeam>(a, q, s_qq, out_i, out_d, s_n[b ^ 1]);
+      __syncthreads();
+    }
     if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }
 

@@ -95,12 +95,17 @@ struct multi_cta_args {
   uint32_t list_k;            // entries per CTA in h_lists: min(k, 32)
   uint32_t tag;               // the call's tag in h_lists (never 0)
   uint32_t has_query_state;   // 1: query_state holds the seed state (batch 1 from the host)
+  uint32_t init_half_team;    // 1: an initial node's distance takes half a team (its row fits
+                              // the half team's head loads), so twice the nodes load at once
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
   uint32_t smem_cand_d;       // float [2][cand_cap] (two buffers: one merged while the next fills)
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
+  uint32_t smem_graph;        // 0, or uint32 [2][degree][degree]: on the latency path, the graph
+                              // rows of candidate buffer b's entries (expand_parent), so that a
+                              // parent picked among them needs no memory round trip
 };
 // clang-format on
 
