@@ -37,12 +37,9 @@ constexpr int64_t kMappedMaxQueries = 256;
  *  outweigh the last CTA's merge on the device. */
 constexpr int64_t kHostMergeMaxQueries = 16;
 /** The multi-CTA kernel's latency path (io host_merge or persistent: the host merges the CTAs'
- *  lists): the graph rows of each iteration's candidates are copied to shared memory along with
- *  their distances when the degree is a multiple of 4 and at most this (2 x d^2 x 4 bytes). */
-constexpr uint32_t kLatencyGraphMaxDegree = 64;
-/** The latency path's initial nodes: a node's distance takes half a team when its row is at most
- *  2 x team 16-byte chunks (the half team's head loads: one memory round trip), so that twice
- *  as many nodes load at once (team_distance.cuh, kHeadChunks). */
+ *  lists): an initial node's distance takes half a team when its row is at most 2 x team 16-byte
+ *  chunks (the half team's head loads: one memory round trip), so that twice as many nodes load
+ *  at once (team_distance.cuh, kHeadChunks). */
 inline bool multi_cta_half_init_team(uint32_t team, uint32_t row_chunks) {
   return team >= 4 && row_chunks <= 2 * team;
 }

@@ -77,11 +77,9 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
  *  smallest (distance, id) among the list's entries that are not parents and the candidates
  *  the merge keeps (list not full, or nearer than its 32nd entry: merge_list's rule); it is
  *  flagged where it is (in the list, or in ci so that the merge carries the flag). kNoId when
- *  there is none (empty entries count as parents: kNoId has the flag bit). *src, when given:
- *  the parent's index in ci, or kNoId when it is a list entry (every lane gets it). */
+ *  there is none (empty entries count as parents: kNoId has the flag bit). */
 __device__ __forceinline__ uint32_t pick_parent(float ld, uint32_t& li, const float* cd,
-                                                uint32_t* ci, uint32_t n, float far,
-                                                uint32_t* parent_src = nullptr) {
+                                                uint32_t* ci, uint32_t n, float far) {
   const uint32_t lane = threadIdx.x & 31u;
   const float worst = __shfl_sync(kFullWarp, ld, 31);
   float bd = far;
@@ -102,16 +100,11 @@ __device__ __forceinline__ uint32_t pick_parent(float ld, uint32_t& li, const fl
   const uint32_t key = float_key(bd);
   const uint32_t kmin = __reduce_min_sync(kFullWarp, key);
   const uint32_t parent = __reduce_min_sync(kFullWarp, key == kmin ? bi : kNoId);
-  const bool owner = parent != kNoId && bi == parent;  // ids are distinct: candidates are new
-  if (owner) {
+  if (parent != kNoId && bi == parent) {  // the owner (ids are distinct: candidates are new nodes)
     if (src == kNoId)
       li |= kParentFlag;
     else
       ci[src] = parent | kParentFlag;
-  }
-  if (parent_src) {
-    const uint32_t owners = __ballot_sync(kFullWarp, owner);
-    *parent_src = owners ? __shfl_sync(kFullWarp, src, __ffs(owners) - 1) : kNoId;
   }
   return parent;
 }

@@ -91,17 +91,12 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
   a.smem_cand_i = a.smem_cand_d + align16(2 * a.cand_cap * 4);
   // The merge's sort reuses the raw query and the candidates once the search is over.
   a.smem_merge = a.smem_raw;
-  size_t search_end = a.smem_cand_i + align16(2 * a.cand_cap * 4);
-  // The latency path (the host merges): the candidates' graph rows in shared memory, and half
-  // teams for the initial nodes (core/plan.hpp says when; plan_kernels.cpp sizes the CTA).
+  lp.smem = std::max<size_t>(a.smem_cand_i + align16(2 * a.cand_cap * 4),
+                             a.smem_merge + size_t{a.merge_p2} * 8);
+  // The latency path (the host merges): half teams for the initial nodes where the rows allow
+  // (core/plan.hpp; plan_kernels.cpp sizes the CTA for them).
   const bool latency = plan.io == search_io::host_merge || plan.io == search_io::persistent;
-  a.smem_graph = 0;
-  if (latency && st.degree % 4 == 0 && st.degree <= core::gpu::kLatencyGraphMaxDegree) {
-    a.smem_graph = static_cast<uint32_t>(search_end);
-    search_end += size_t{2} * st.degree * st.degree * 4;
-  }
   a.init_half_team = latency && core::gpu::multi_cta_half_init_team(plan.team_size, a.n_chunks);
-  lp.smem = std::max<size_t>(search_end, a.smem_merge + size_t{a.merge_p2} * 8);
 
   const size_t per_query = (size_t{4} << a.hash_bits) + size_t{a.n_ctas} * kMultiCtaList * 8;
   lp.chunk = static_cast<uint32_t>(std::clamp<size_t>(kMultiCtaWorkspace / per_query, 1, 65535));

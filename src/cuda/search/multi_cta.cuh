@@ -25,18 +25,20 @@
 // one half, its CTAs empty the other one (what the previous launch wrote), so no memset runs
 // between calls (at batch 1 every microsecond of a call is latency).
 //
-// Thread mapping: initial nodes are drawn from disjoint strata per CTA, one team each, which claims
-// the node in the hash while it loads the row; the nearest of each group of initial nodes (node s
-// in group s mod 32) enters the CTA's list, so iteration 0 merges 32 candidates however many were
-// drawn. Each iteration, warp 0 first names the parent the merged list will have (pick_parent: two
-// warp reductions), then merges the last candidates into its list 32 at a time (the CPU's drop
-// rule, a register bitonic sort, the reversed-minimum step, a 5-stage bitonic merge: shuffles only,
-// no shared-memory list) while the other warps insert the parent's neighbors into the device hash
-// (one id each, coalesced graph reads) and append the ones they inserted to the other candidate
-// buffer; then teams of kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6
-// us) thus overlaps the graph row's and the hash's round trips instead of adding to them. Unlike
-// the single-CTA kernel the answer is not the CPU's bit for bit: which CTA discovers a node first
-// depends on timing, so the traversal (and rarely the answer) varies between runs.
+// Thread mapping: initial nodes are drawn from disjoint strata per CTA, one team each (on the
+// latency path half a team where the row allows, so that all of them load at once: the CTA is
+// sized for it), which claims the node in the hash while it loads the row; the nearest of each
+// group of initial nodes (node s in group s mod 32) enters the CTA's list, so iteration 0 merges 32
+// candidates however many were drawn. Each iteration, warp 0 first names the parent the merged list
+// will have (pick_parent: two warp reductions), then merges the last candidates into its list 32 at
+// a time (the CPU's drop rule, a register bitonic sort, the reversed-minimum step, a 5-stage
+// bitonic merge: shuffles only, no shared-memory list) while the other warps insert the parent's
+// neighbors into the device hash (one id each, coalesced graph reads) and append the ones they
+// inserted to the other candidate buffer; then teams of kTeam lanes (team_distance.cuh) compute
+// their distances. The merge (~0.6 us) thus overlaps the graph row's and the hash's round trips
+// instead of adding to them. Unlike the single-CTA kernel the answer is not the CPU's bit for bit:
+// which CTA discovers a node first depends on timing, so the traversal (and rarely the answer)
+// varies between runs.
 #pragma once
 
 #include <cstdint>
@@ -69,7 +71,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   uint32_t* cand_i = reinterpret_cast<uint32_t*>(smem + a.smem_cand_i);
   // s_n[iter & 1]: candidates in buffer iter & 1 of cand_*, merged at iteration iter while the
   // other buffer fills; two counters, so that zeroing the next one needs no extra barrier.
-  __shared__ uint32_t s_n[2], s_parent, s_parent_src;
+  __shared__ uint32_t s_n[2], s_parent;
   __shared__ unsigned long long s_init_best[kMultiCtaList];  // init_finish's groups
   __shared__ int s_qq;
   __shared__ unsigned long long s_state;
@@ -121,8 +123,8 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     __syncthreads();
     state = s_state;
   }
-  // The latency path gives an initial node half a team where its row allows (plan.hpp), so that
-  // the CTA's teams load all of them at once.
+  // The latency path gives an initial node half a team where its row allows (core/plan.hpp), so
+  // that the CTA's teams load all of them at once.
   constexpr uint32_t kInitHalf = kTeam >= 4 ? kTeam / 2 : kTeam;
   const bool half = a.init_half_team != 0;
   const init_pending first =
@@ -153,13 +155,6 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const uint32_t* allowed = a.d_filter ? a.d_filter + qi * a.filter_stride : nullptr;
   float rd = far;
   uint32_t ri = kNoId;
-  // The latency path (the host merges; small batches) expands a parent in one step, claims and
-  // distances together (expand_parent), two barriers an iteration; with a.smem_graph it keeps
-  // the graph rows of buffer b's candidates in graph[b] (from iteration 1: buffer 0 starts with
-  // the initial nodes), so a parent picked among them needs no read of its row.
-  const bool fused = graph_prefetch(a);
-  uint32_t* graph =
-      fused && a.smem_graph ? reinterpret_cast<uint32_t*>(smem + a.smem_graph) : nullptr;
   for (uint32_t iter = 0;; ++iter) {
     const uint32_t b = iter & 1;  // s_n[b], buffer b: the candidates merged now
     float* in_d = cand_d + b * a.cand_cap;
@@ -167,13 +162,10 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const uint32_t n = s_n[b];
     const bool pick = iter < a.max_iterations;
     if (tid < 32) {
-      uint32_t src = kNoId;
-      const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far, &src) : kNoId;
+      const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far) : kNoId;
       if (tid == 0) {
         s_parent = parent;
-        s_parent_src = iter > 0 ? src : kNoId;
-        // Last read at iteration iter - 1. The fused step fills all d slots (kNoId: not ours).
-        s_n[b ^ 1] = fused && parent != kNoId ? a.degree : 0;
+        s_n[b ^ 1] = 0;  // last read at iteration iter - 1
       }
     }
     __syncthreads();
@@ -181,32 +173,22 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const bool expand = pick && (parent != kNoId || iter < a.min_iterations);
     if (iter == 0) stamp(kTracePicked0);
     uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
-    float* out_d = cand_d + (b ^ 1) * a.cand_cap;
     if (tid < 32) {
       merge_list(ld, li, in_d, in_i, n, far);
       if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
     } else if (expand && parent != kNoId) {
-      const uint32_t src = s_parent_src;
-      const uint32_t* row = graph && src != kNoId ? graph + (b * a.degree + src) * a.degree
-                                                  : a.d_graph + uint64_t{parent} * a.degree;
-      if (fused) {
-        expand_parent<T, kTeam>(a, q, s_qq, keys, row, out_i, out_d,
-                                graph ? graph + (b ^ 1) * a.degree * a.degree : nullptr);
-      } else {
-        for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
-          const uint32_t id = row[t];
-          prefetch_row(a, id);
-          if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
-        }
+      const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
+      for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
+        const uint32_t id = row[t];
+        prefetch_row(a, id);
+        if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
       }
     }
     __syncthreads();
     if (!expand) break;
     if (iter == 0) stamp(kTraceClaimed0);
-    if (!fused) {
-      compute_candidates<T, kTeam>(a, q, s_qq, out_i, out_d, s_n[b ^ 1]);
-      __syncthreads();
-    }
+    compute_candidates<T, kTeam>(a, q, s_qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1]);
+    __syncthreads();
     if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }
 

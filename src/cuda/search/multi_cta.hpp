@@ -103,9 +103,6 @@ struct multi_cta_args {
   uint32_t smem_cand_d;       // float [2][cand_cap] (two buffers: one merged while the next fills)
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
-  uint32_t smem_graph;        // 0, or uint32 [2][degree][degree]: on the latency path, the graph
-                              // rows of candidate buffer b's entries (expand_parent), so that a
-                              // parent picked among them needs no memory round trip
 };
 // clang-format on
 

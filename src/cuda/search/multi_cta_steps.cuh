@@ -123,62 +123,6 @@ __device__ void compute_candidates(const multi_cta_args& a, const void* q, int q
   }
 }
 
-/** The calling team (kTeam lanes, `lane`): starts copying `bytes` (a multiple of 16, both
- *  addresses 16-byte aligned) from global `src` to shared `dst` with cp.async, which holds no
- *  registers while the copy flies; cp_async_wait completes it. */
-template <uint32_t kTeam>
-__device__ __forceinline__ void team_copy_async(void* dst, const void* src, uint32_t bytes,
-                                                uint32_t lane) {
-  for (uint32_t o = lane * 16; o < bytes; o += kTeam * 16) {
-    const auto d = static_cast<uint32_t>(__cvta_generic_to_shared(static_cast<uint8_t*>(dst) + o));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
-                 "l"(static_cast<const uint8_t*>(src) + o)
-                 : "memory");
-  }
-}
-
-/** Waits for the calling thread's cp.async copies (a barrier then shows them to the CTA). */
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_all;" ::: "memory"); }
-
-/** The latency path's expansion (multi_cta.cuh): the teams outside warp 0, which merges
- *  meanwhile, take the parent's neighbors (`row`: its graph row, in shared or global memory),
- *  one team each. A neighbor's claim in the device hash, its row's loads and, with `graph`, the
- *  copy of its own graph row to graph[t] all fly at once, so the claim's round trip hides under
- *  the row's and no barrier separates claiming from measuring. Candidate t is neighbor t: its
- *  (distance, id) where this CTA claimed it, kNoId where another CTA or an earlier iteration did
- *  (its row was read in vain: at these batch sizes bandwidth idles and round trips count). A
- *  team with more than one neighbor prefetches the later ones' rows into L2 first. */
-template <typename T, uint32_t kTeam>
-__device__ void expand_parent(const multi_cta_args& a, const void* q, int qq, uint32_t* keys,
-                              const uint32_t* row, uint32_t* out_i, float* out_d, uint32_t* graph) {
-  constexpr uint32_t kWarp0Teams = 32 / kTeam;
-  const uint32_t team = threadIdx.x / kTeam - kWarp0Teams, lane = threadIdx.x % kTeam,
-                 n_teams = blockDim.x / kTeam - kWarp0Teams;
-  if (lane == 0)
-    for (uint32_t t = team + n_teams; t < a.degree; t += n_teams) prefetch_row(a, row[t]);
-  for (uint32_t t = team; t < a.degree; t += n_teams) {
-    const uint32_t id = row[t];
-    uint32_t home = 0, old = 0;
-    if (lane == 0) {
-      home = hash_home(id, a.hash_bits);
-      old = atomicCAS(keys + home, kEmptySlot, id);
-    }
-    const uint4* r = dataset_row(a, id);
-    const row_head h = team_load_head<kTeam>(r, a.n_chunks, lane);
-    if (graph)
-      team_copy_async<kTeam>(graph + t * a.degree, a.d_graph + uint64_t{id} * a.degree,
-                             a.degree * 4, lane);
-    else if (lane == 0)
-      prefetch_graph_row(a, id);
-    const float d = team_distance<T, kTeam>(a, q, qq, h, r, lane);
-    if (lane == 0) {
-      out_i[t] = device_hash_finish(keys, a.hash_bits, id, home, old) ? id : kNoId;
-      out_d[t] = d;
-    }
-  }
-  if (graph) cp_async_wait();
-}
-
 /** A team's first initial node in flight: its claim (lane 0) and its row's first chunks. */
 struct init_pending {
   uint32_t id, home, old;
