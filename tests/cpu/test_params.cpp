@@ -353,17 +353,17 @@ TEST(Plan, SingleCtaHashGrowsWithTheCta) {
   EXPECT_EQ(plan(explicit_bits, mpnet).hash_bits, 10u);
 }
 
-// The multi-CTA CTA size on the latency path (plan_kernels.cpp, latency_block): a team per
-// neighbor besides warp 0 and a team (half a team for short rows) per initial node, at most 256;
-// batches beyond the host merge and device batches keep one team per neighbor.
+// The multi-CTA CTA size on the latency path (plan_kernels.cpp, latency_block): a team (half a
+// team for short rows) per initial node, at most 256, never below one team per neighbor; batches
+// beyond the host merge and device batches keep one team per neighbor.
 TEST(Plan, MultiCtaLatencyBlock) {
   const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
   const auto plan = [&](int64_t batch, memory_space space, const core::index_shape& shape) {
     return core::make_search_plan(backend::cuda, search_params{}, shape, 10, batch, space, 132);
   };
-  // 128-d u8, team 4: max(32 + 32 x 4, 96 initial nodes x 2) = 192.
+  // 128-d u8, team 4: 96 initial nodes x 2 lanes = 192.
   EXPECT_EQ(plan(1, memory_space::host, sift).block_size, 192u);
-  EXPECT_EQ(plan(16, memory_space::host, sift).block_size, 160u);  // 16 CTAs, 32 initial nodes
+  EXPECT_EQ(plan(16, memory_space::host, sift).block_size, 128u);  // 16 CTAs, 32 initial nodes
   EXPECT_EQ(plan(17, memory_space::host, sift).block_size, 128u);
   EXPECT_EQ(plan(1, memory_space::device, sift).block_size, 128u);
   EXPECT_TRUE(core::gpu::multi_cta_half_init_team(4, 8));
