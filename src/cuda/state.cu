@@ -68,9 +68,9 @@ namespace {
 void update_copy(index_state* st, const index& idx, int64_t old_rows,
                  const std::vector<uint32_t>& changed,
                  const std::function<void(uint32_t*)>& gather_changed) {
-  stop_persistent(*st);
   device_guard guard(st->device);
   std::lock_guard<std::mutex> busy(st->workspace_mutex);
+  stop_persistent(*st);  // under the mutex: the host stops the kernel only between jobs
   const cudaStream_t s = st->stream.get();
   const int64_t n = idx.size(), added = n - old_rows;
   const uint32_t degree = st->degree;

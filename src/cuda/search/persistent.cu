@@ -2,10 +2,13 @@
 // protocol are in persistent.cuh): the kernel is launched on an index's first such query and
 // again when the plan changes or it left on its own (idle for kPersistentLifetimeNs); each query
 // is posted as tagged words in mapped memory and answered as tagged per-CTA lists that the host
-// merges. stop_persistent ends it before the index is searched another way or destroyed.
+// merges. stop_persistent ends it before the index is searched another way or destroyed. The
+// kernel leaves its device state as the next launch needs it, so a relaunch is one launch: the
+// buffers are initialized only when allocated, after an error, and once every 2^32 - 1 tags.
 #include "cuda/search/persistent.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -19,19 +22,34 @@
 namespace cagra::cuda {
 namespace {
 
-/** How long the persistent kernel waits for a job before it leaves (its SMs are busy polling
- *  until then): long enough for any online query stream, short enough that an idle process
- *  gives the GPU back within a second. */
-constexpr uint64_t kPersistentLifetimeNs = 1'000'000'000;
+/** How long the persistent kernel waits for a job before it leaves (its CTAs hold their SMs,
+ *  polling, until then, and cudaDeviceSynchronize or cudaFree elsewhere in the process waits for
+ *  it): a stream of queries less than 1 ms apart keeps it resident; a sparser one launches it
+ *  again for each query, at about the cost of a launch per query. */
+constexpr uint64_t kPersistentLifetimeNs = 1'000'000;
 
-/** Launches the kernel with the buffers of `st` (which the caller has sized), first job `seq`. */
+/** The host takes the kernel for gone this long before its lifetime ends (persistent_search). */
+constexpr uint64_t kIdleMarginNs = 50'000;
+
+/** Call tags (search_workspace::next_tag) repeat after this many. */
+constexpr uint64_t kTagCycle = 0xFFFFFFFFull;
+
+/** Launches the kernel with the buffers of `st` (which the caller has sized), first job `seq`
+ *  (the tag just issued, also the launch's generation). */
 void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_words,
                        uint32_t seq) {
   persistent_state& ps = st.persistent;
   const cudaStream_t stream = st.stream.get();
   *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
-  CAGRA_CUDA_TRY(cudaMemsetAsync(ps.hash.data(), 0xFF, ps.hash.bytes(), stream));
-  CAGRA_CUDA_TRY(cudaMemsetAsync(ps.counters.data(), 0, ps.counters.bytes(), stream));
+  // A kernel that left normally left the hash empty and the exit count 0, and d_words and the
+  // leave word carry only tags issued since the last zeroing: no seq of this launch matches
+  // them until the tags come round again.
+  if (!ps.clean || st.io.tags_issued - ps.zeroed_at >= kTagCycle) {
+    CAGRA_CUDA_TRY(cudaMemsetAsync(ps.hash.data(), 0xFF, ps.hash.bytes(), stream));
+    CAGRA_CUDA_TRY(cudaMemsetAsync(ps.counters.data(), 0, ps.counters.bytes(), stream));
+    ps.zeroed_at = st.io.tags_issued;
+  }
+  ps.clean = false;  // until the kernel is known to have left
   multi_cta_args a = lp.args;
   a.d_dataset = st.dataset.data();
   a.d_graph = st.graph.data();
@@ -40,8 +58,9 @@ void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_w
   pl.h_words = ps.words.data();
   pl.h_stop = ps.stop.data();
   pl.d_hash = ps.hash.data();
+  // counters: the leave word, the exit count (the word after it: persistent.cuh), the job's words.
   pl.d_leave = reinterpret_cast<unsigned long long*>(ps.counters.data());
-  pl.d_words = reinterpret_cast<uint64_t*>(ps.counters.data() + 2);
+  pl.d_words = reinterpret_cast<uint64_t*>(ps.counters.data() + 4);
   pl.n_words = n_words;
   pl.first_seq = seq;
   pl.lifetime_ns = kPersistentLifetimeNs;
@@ -49,6 +68,21 @@ void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_w
     launch_multi_cta_persistent<decltype(tag)>(a, pl, lp.team, lp.block, lp.smem, stream);
   });
   ps.running = true;
+}
+
+/** Posts job `seq`: the query and its seed state as words data | seq << 32, in order (x86 stores
+ *  become visible in program order; the volatile stores keep the compiler's order). */
+void post_job(persistent_state& ps, const uint8_t* query, size_t q_bytes, uint64_t state,
+              uint32_t seq) {
+  const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4);
+  volatile uint64_t* words = ps.words.data();
+  for (uint32_t w = 0; w < q_words; ++w) {
+    uint32_t v = 0;
+    std::memcpy(&v, query + 4 * w, std::min<size_t>(4, q_bytes - 4 * size_t{w}));
+    words[w] = v | uint64_t{seq} << 32;
+  }
+  words[q_words] = (state & 0xFFFFFFFFu) | uint64_t{seq} << 32;
+  words[q_words + 1] = (state >> 32) | uint64_t{seq} << 32;
 }
 
 }  // namespace
@@ -63,6 +97,7 @@ void stop_persistent(index_state& st) noexcept {
                  cudaGetErrorString(e));
   *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
   ps.running = false;
+  ps.clean = e == cudaSuccess;  // it left its state as a launch needs it
 }
 
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
@@ -77,26 +112,27 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
                                   lp.team,          lp.block, lp.smem,          n_words,
                                   uint64_t(st.type)};
   if (ps.running && key != ps.key) stop_persistent(st);
+  // A kernel (nearly) idle for its lifetime has left, or is about to: a stop then a launch,
+  // rather than a job that it may miss (found out only once the stream is seen finished). Its
+  // idle clock starts before the host's (before its lists arrive): hence the margin.
+  if (ps.running && std::chrono::steady_clock::now() - ps.answered >
+                        std::chrono::nanoseconds(kPersistentLifetimeNs - kIdleMarginNs))
+    stop_persistent(st);
   if (!ps.running) {  // the buffers may change only while no kernel runs
+    const size_t hash_size = ps.hash.size(), counters_size = ps.counters.size();
     if (ps.words.size() < n_words) ps.words.reserve(n_words);
     ps.stop.reserve(1);
     ps.hash.reserve(size_t{2} << p.hash_bits);
-    ps.counters.reserve(2 + 2 * size_t{n_words});  // the leave word, the job's words
+    // The leave word and the exit count (8 bytes each), the job's words (8 each).
+    ps.counters.reserve(4 + 2 * size_t{n_words});
+    if (ps.hash.size() != hash_size || ps.counters.size() != counters_size)
+      ps.clean = false;  // new memory: initialized at the launch
     reserve_zeroed(st.io.host_lists, size_t{p.n_ctas} * p.list_k * 2);
   }
-  // Post the job: the query and its seed state as words data | seq << 32, in order (x86 stores
-  // become visible in program order; the volatile stores keep the compiler's order).
-  const uint32_t seq = st.io.next_tag();
   const uint64_t state = bits::query_seed_state(p.seed, query, static_cast<uint32_t>(q_bytes));
-  volatile uint64_t* words = ps.words.data();
-  for (uint32_t w = 0; w < q_words; ++w) {
-    uint32_t v = 0;
-    std::memcpy(&v, query + 4 * w, std::min<size_t>(4, q_bytes - 4 * size_t{w}));
-    words[w] = v | uint64_t{seq} << 32;
-  }
-  words[q_words] = (state & 0xFFFFFFFFu) | uint64_t{seq} << 32;
-  words[q_words + 1] = (state >> 32) | uint64_t{seq} << 32;
   for (int attempt = 0;; ++attempt) {
+    const uint32_t seq = st.io.next_tag();
+    post_job(ps, query, q_bytes, state, seq);
     if (!ps.running) {
       launch_persistent(st, lp, n_words, seq);
       ps.key = key;
@@ -104,10 +140,14 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(),
                          ids, distances))
       break;
-    ps.running = false;  // it left (idle) just as the job came: launch again
+    // It left (idle) just as the job came, its state as a launch needs it (the stream finished
+    // without an error): launch again, with a new seq (a generation of its own).
+    ps.running = false;
+    ps.clean = true;
     CAGRA_EXPECTS(attempt < 2,
                   "internal error: the persistent search kernel ended without answering");
   }
+  ps.answered = std::chrono::steady_clock::now();
 }
 
 }  // namespace cagra::cuda

@@ -22,25 +22,41 @@ namespace dev {
  *  polls the host (every CTA polling made PCIe the bottleneck: 70 us a query at 16 CTAs, 400 us
  *  at 64), all the job's words at once, one word a thread, so a poll that sees the job has it
  *  whole (one PCIe round trip); it copies the words, still LL, to device memory, where the other
- *  CTAs poll them the same way in L2. Job seq uses hash half seq & 1 (and empties the other)
- *  and writes its lists tagged with seq (the host merges them). The host posts a job only after
- *  it has all the last one's lists, so no CTA ever runs ahead into a job whose state the
- *  previous one still uses.
+ *  CTAs poll them the same way in L2. The launch's job j (j = 0, 1, ...) searches with hash half
+ *  j & 1 and empties the other one while it runs (multi_cta_body's d_clear); it writes its lists
+ *  tagged with seq (the host merges them). The host posts a job only after it has all the last
+ *  one's lists, so no CTA ever runs ahead into a job whose state the previous one still uses.
  *
- *  Exit: the host raises *h_stop (then synchronizes the stream), or CTA 0 finds no job for
- *  lifetime_ns; either way it publishes "leave" and every CTA returns. A job posted as the
- *  kernel leaves finds no kernel: the host sees the stream finish without results and launches
- *  again, starting at that job. */
+ *  Exit: the host raises *h_stop (only between jobs, once it has every list of the last one;
+ *  then it synchronizes the stream), or CTA 0 finds no job for lifetime_ns. CTA 0 then writes
+ *  the launch's generation (first_seq) to *d_leave, with kLeaveStop on a stop, and every CTA
+ *  returns once it sees that value (looking once more for a job first: a job relayed before the
+ *  leave word is run, whichever word a CTA sees first). A job posted as the kernel leaves finds
+ *  no kernel: the host sees the stream finish without results and launches again, with a new
+ *  seq.
+ *
+ *  What a launch needs, the kernel leaves behind, so that a relaunch costs no memset: both hash
+ *  halves empty (on the way out the last job's half is emptied: on a stop by every CTA, its
+ *  share, as no CTA searches any more; on an idle exit by the last CTA to leave, since the host
+ *  may still be waiting for a late CTA's list of the last job), the exit count 0 (reset by that
+ *  last CTA), and in d_words and *d_leave only seqs of this launch's jobs. Seqs are the host's
+ *  call tags (search_workspace::next_tag: increasing, never 0), so the jobs and the generation
+ *  of a later launch never match them; the host zeroes these words when it allocates them,
+ *  after an error, and before the tags could come round again (persistent.cu). */
 struct persistent_args {
   const uint64_t* h_words;      // [n_words] the job as LL words: the query, then the state (lo, hi)
   const uint32_t* h_stop;       // raised by the host: leave
-  uint32_t* d_hash;             // 2 halves of 2^hash_bits slots
-  unsigned long long* d_leave;  // set by CTA 0: leave
+  uint32_t* d_hash;             // 2 halves of 2^hash_bits slots, all empty at launch and at exit
+  unsigned long long* d_leave;  // the leave word: CTA 0 writes first_seq (| kLeaveStop) there
+  unsigned long long* d_exits;  // CTAs gone after an idle exit: 0 at launch, the last resets it
   uint64_t* d_words;            // [n_words] the job's words, copied by CTA 0 (LL words too)
   uint32_t n_words;             // query words + 2
-  uint32_t first_seq;
+  uint32_t first_seq;           // the first job's seq, also the launch's generation (never 0)
   uint64_t lifetime_ns;
 };
+
+/** In the leave word: the host stopped the kernel (else it left idle). */
+constexpr unsigned long long kLeaveStop = 1ull << 32;
 
 /** The whole CTA, one poll of job seq's n words (LL words | seq << 32) at `words` (host or
  *  device memory, read uncached): each thread reads its words, all in flight together, and
@@ -60,15 +76,51 @@ __device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint
   return __syncthreads_and(ok);
 }
 
+/** The whole CTA: slots [first, last) of `v` (4 hash slots each) made empty. */
+__device__ __forceinline__ void empty_slots(uint4* v, uint64_t first, uint64_t last) {
+  const uint4 empty = make_uint4(kEmptySlot, kEmptySlot, kEmptySlot, kEmptySlot);
+  for (uint64_t w = first + threadIdx.x; w < last; w += blockDim.x) v[w] = empty;
+}
+
+/** The whole CTA, leaving (`leave`: the leave word) after `jobs` jobs of this launch: the last
+ *  job's hash half emptied (the other one is empty: that job emptied it), as the protocol above
+ *  says. */
+__device__ __forceinline__ void persistent_exit(const persistent_args& p, uint32_t hash_bits,
+                                                uint32_t jobs, unsigned long long leave) {
+  const uint64_t half = uint64_t{1} << hash_bits, n4 = half / 4;
+  uint4* dirty = reinterpret_cast<uint4*>(p.d_hash + ((jobs - 1) & 1) * half);
+  if (leave & kLeaveStop) {  // no CTA searches: each empties its share
+    if (jobs == 0) return;
+    const uint64_t per = (n4 + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
+    empty_slots(dirty, min(n4, first), min(n4, first + per));
+    return;
+  }
+  // Idle: a CTA may still search (the host waits for its list), so the last CTA to leave, which
+  // every other CTA's count orders after its last job, empties the whole half.
+  __shared__ bool s_last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    s_last = atomicAdd(p.d_exits, 1ull) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  if (threadIdx.x == 0) *p.d_exits = 0;  // for the next launch
+  if (jobs > 0) empty_slots(dirty, 0, n4);
+}
+
 template <typename T, uint32_t kTeam>
 __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
   extern __shared__ __align__(16) uint8_t smem[];
   uint32_t* raw = reinterpret_cast<uint32_t*>(smem + a.smem_raw);
   __shared__ uint32_t s_state[2];
+  __shared__ unsigned long long s_leave;
   const uint32_t tid = threadIdx.x;
   const size_t half = size_t{1} << a.hash_bits;
   uint64_t idle_since = global_ns();
+  uint32_t jobs = 0;  // run by this launch
   for (uint32_t seq = p.first_seq;; seq = seq + 1 == 0 ? 1 : seq + 1) {
     for (;;) {  // wait for job seq
       bool leave = false;
@@ -84,22 +136,37 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
           break;
         }
         leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
-        if (leave) atomicExch(p.d_leave, 1ull);
+        if (leave) {
+          s_leave = p.first_seq | (stop != 0 ? kLeaveStop : 0ull);
+          __threadfence();  // the words of every job relayed before it, then the leave word
+          atomicExch(p.d_leave, s_leave);
+        }
       } else {
         if (poll_job(p.d_words, p.n_words, seq, raw, s_state)) break;
-        leave = tid == 0 && *reinterpret_cast<volatile unsigned long long*>(p.d_leave) != 0;
+        if (tid == 0) {
+          const unsigned long long v = *reinterpret_cast<volatile unsigned long long*>(p.d_leave);
+          leave = uint32_t(v) == p.first_seq;
+          if (leave) s_leave = v;
+        }
       }
-      if (__syncthreads_or(leave)) return;
+      if (__syncthreads_or(leave)) {
+        // The leave word seen, the words of a job relayed before it are visible too.
+        __threadfence();
+        if (blockIdx.x != 0 && poll_job(p.d_words, p.n_words, seq, raw, s_state)) break;
+        persistent_exit(p, a.hash_bits, jobs, s_leave);
+        return;
+      }
     }
     multi_cta_args job = a;
-    job.d_hash = p.d_hash + (seq & 1) * half;
-    job.d_clear = reinterpret_cast<uint4*>(p.d_hash + ((seq + 1) & 1) * half);
+    job.d_hash = p.d_hash + (jobs & 1) * half;
+    job.d_clear = reinterpret_cast<uint4*>(p.d_hash + ((jobs + 1) & 1) * half);
     job.clear_vec4 = half / 4;
     job.tag = seq;
     job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
     job.has_query_state = 1;
     multi_cta_body<T, kTeam>(job, nullptr);
     __syncthreads();
+    ++jobs;
     idle_since = global_ns();
   }
 }
@@ -109,7 +176,8 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
 template <typename T>
 void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl,
                                  uint32_t team, uint32_t block, size_t smem, cudaStream_t stream) {
-  const dev::persistent_args p{pl.h_words, pl.h_stop,  pl.d_hash,    pl.d_leave,
+  // The exit count is the word after the leave word (persistent.cu lays them out).
+  const dev::persistent_args p{pl.h_words, pl.h_stop,  pl.d_hash,    pl.d_leave,    pl.d_leave + 1,
                                pl.d_words, pl.n_words, pl.first_seq, pl.lifetime_ns};
   with_team(team, [&](auto t) {
     launch_with_smem(dev::multi_cta_persistent<T, decltype(t)::value>, dim3(args.n_ctas, 1), block,

@@ -4,6 +4,7 @@
 // holds one of each, guarded by its workspace mutex.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -44,6 +45,7 @@ struct search_workspace {
   // (the tag is the call's, never 0; the buffer starts zeroed).
   pinned_buffer<uint64_t> host_lists;  // [nq, n_ctas, min(k, 32), 2]: id, distance bits
   uint32_t result_tag = 0;             // the last call's tag
+  uint64_t tags_issued = 0;            // next_tag calls so far (tags repeat after 2^32 - 1)
   // Large host batches of the single-CTA kernel (copy_pipeline.cu): made on first use.
   std::unique_ptr<pipeline_slot[]> pipeline;
   // The int8 traversal (int8_traversal.cu, search.cu): each query's candidate rows, and, in the
@@ -55,7 +57,10 @@ struct search_workspace {
   device_buffer<float> prepared;
 
   /** The next call's tag (never 0: tagged buffers start zeroed). */
-  uint32_t next_tag() { return ++result_tag == 0 ? ++result_tag : result_tag; }
+  uint32_t next_tag() {
+    ++tags_issued;
+    return ++result_tag == 0 ? ++result_tag : result_tag;
+  }
 };
 
 /** The multi-CTA kernel's state for the queries of one launch ("chunk"). */
@@ -73,11 +78,20 @@ struct multi_cta_workspace {
  *  query, tagged with the job's seq = the search workspace's result_tag), stop flag and state. */
 struct persistent_state {
   bool running = false;
+  // No kernel runs and `hash` and `counters` hold what a launch needs (persistent.cuh): every
+  // hash slot empty, the exit count 0, words tagged only with tags issued since zeroed_at.
+  // False after an allocation or an error: the next launch initializes them.
+  bool clean = false;
+  uint64_t zeroed_at = 0;            // search_workspace::tags_issued when they were last zeroed
   std::vector<uint64_t> key;         // the launch configuration it runs with
   pinned_buffer<uint64_t> words;     // [query words + 2]
   pinned_buffer<uint32_t> stop;      // [1]
   device_buffer<uint32_t> hash;      // [2 << hash_bits]
-  device_buffer<uint32_t> counters;  // the leave word (8 bytes), the job's words (8 each)
+  device_buffer<uint32_t> counters;  // the leave word, the exit count (8 bytes each), the job's
+                                     // words (8 each)
+  // When its last job was answered: a kernel idle for longer than its lifetime is stopped and
+  // launched again rather than posted to.
+  std::chrono::steady_clock::time_point answered;
 };
 
 }  // namespace cagra::cuda
