@@ -61,6 +61,7 @@ TEST(CudaMultiCtaSweep, BatchSizesQB3) {
       for (int a = 0; a < 2; ++a) {
         search_params p = itopk(it);
         p.algo = a == 0 ? search_algo::single_cta : search_algo::multi_cta;
+        p.persistent = false;  // both kernels launched per call
         const result r = gpu_run(idx, s.queries, k, p, p.algo, std::min<int64_t>(batch, 100));
         rec[a] = recall(r.view(), s.truth.as<uint32_t>(), k);
         const host_matrix q = repeat_rows(s.queries, batch);  // u8 queries: already the query type

@@ -56,6 +56,7 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
       search_params p;
       p.itopk_size = itopk;
       p.search_width = width;
+      p.persistent = false;  // the pieces of a launch per call
       const search_plan plan = gpu_plan(idx, p, k, 1);
       const double api = mean_us(reps, [&] {
         search(res, p, idx, q1, k, {ids.data(), 1, k}, {dist.data(), 1, k});
@@ -86,6 +87,7 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
       p.itopk_size = 32;
       p.search_width = width;
       p.max_iterations = iters;
+      p.persistent = false;
       const search_plan plan = gpu_plan(idx, p, k, 1);
       std::printf(" %u: %.1f us", iters,
                   mean_us(reps, [&] { cuda::search(idx, hq, plan, ids.data(), nullptr, 0); }));

@@ -217,7 +217,8 @@ typedef struct cagra_search_params {
   uint32_t hash_reset_interval;  /**< forgettable hash period; 0 = never reset */
   uint32_t num_random_samplings; /**< samples per initial slot; 0 = automatic */
   uint64_t seed;                 /**< seed of the random initial nodes */
-  /** GPU, one query per call: keep the kernel resident between calls (docs/cuda.md). 0 or 1. */
+  /** GPU, one host query per call on the multi-CTA kernel: keep the kernel resident between
+   *  calls (docs/cuda.md); 0 launches it per call. 0 or 1; default 1. */
   int32_t persistent;
   cagra_filter_algo_t filter_algo; /**< filtered searches only; default CAGRA_FILTER_ALGO_AUTO */
   cagra_resources_t resources;     /**< backend, threads, device */

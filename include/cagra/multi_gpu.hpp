@@ -123,7 +123,8 @@ sharded_index build_sharded(const resources& res, const index_params& params, da
 
 /** Searches every shard with the same queries, shard s on devices_of(res)[s % n], the shards in
  *  parallel, and merges their top-k lists by (distance, global id). `filter` (cagra/filter.hpp)
- *  covers the global rows; each shard sees its slice. Arguments as cagra::search. Queries,
+ *  covers the global rows; each shard sees its slice. Arguments as cagra::search, less
+ *  params.persistent (each shard launches its kernels per call). Queries,
  *  neighbors and distances are all host memory, or all device memory on one device that holds a
  *  shard (the CUDA backend): the queries then go from there to the other shards' devices and
  *  the lists come back there to be merged on the GPU (NCCL, opened at run time, when the shards

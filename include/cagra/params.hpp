@@ -152,11 +152,15 @@ struct search_params {
   /** Seed of the random initial nodes, mixed with a hash of the query's own bytes: a query draws
    *  the same nodes (and gets the same answer) whatever batch or position it comes in. */
   uint64_t seed = 0;
-  /** GPU, one query per call (batch 1, multi-CTA): keep the search kernel resident between
-   *  calls, polling for the next query, instead of launching it per call (saves the launch, the
-   *  synchronize and cold instruction caches; docs/cuda.md). Its CTAs hold their SMs until the
-   *  index is searched another way or destroyed, or 1 s passes without a query. */
-  bool persistent = false;
+  /** GPU, one host query per call on the multi-CTA kernel (batch 1, no filter): the search
+   *  kernel stays resident between calls, polling for the next query, instead of being launched
+   *  per call (saves the launch, the synchronize and cold instruction caches; docs/cuda.md).
+   *  Its CTAs hold their SMs until the index is searched another way or destroyed, or 1 ms
+   *  passes without a query (a sparser stream of queries launches it per query), and
+   *  cudaDeviceSynchronize or cudaFree elsewhere in the process waits for it meanwhile. false: a
+   *  launch per call (for a process that shares the GPU with other work and synchronizes the
+   *  device often). Other searches ignore it. */
+  bool persistent = true;
   /** Filtered searches only: how the allowed rows are found (see filter_algo). With `graph`,
    *  itopk_size is the list length at 100% selectivity; the plan grows it as selectivity falls
    *  (cagra::plan_search shows the value used). */

@@ -142,11 +142,14 @@ class Index(LivingIndex, HnswlibExport):
                 (forgettable hash); 0 = never.
             num_random_samplings: random samples per initial slot; 0 = automatic.
             seed: seed of the random initial nodes. Same seed, same results.
-            persistent: GPU, one host query per call through the multi-CTA kernel: keep
-                the kernel resident between calls, polling for the next query (the lowest
-                batch-1 latency: 19 us against 23 us on SIFT-1M, docs/cuda.md). Its CTAs
-                hold their SMs until the index is searched another way or 1 s passes
-                without a query. Ignored elsewhere.
+            persistent: GPU, one host query per call through the multi-CTA kernel (no
+                filter): keep the kernel resident between calls, polling for the next query
+                (the lowest batch-1 latency: 19 us against 23 us on SIFT-1M, docs/cuda.md).
+                Its CTAs hold their SMs until the index is searched another way or 1 ms
+                passes without a query, and a device synchronize elsewhere in the process
+                (``torch.cuda.synchronize``) waits for it meanwhile. ``False``: a launch per
+                call, for a process that shares the GPU with other work and synchronizes
+                often. Ignored elsewhere.
             traversal: which copy of the rows the graph walk reads: ``"exact"`` (default;
                 the stored rows) or ``"int8"``: an int8 copy of a float32/float16 index's rows
                 (a quarter of float32's bytes per visited row), made on the first such search

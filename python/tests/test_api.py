@@ -36,7 +36,7 @@ SEARCH_DEFAULTS = {
     "hash_reset_interval": 0,
     "num_random_samplings": 0,
     "seed": 0,
-    "persistent": False,
+    "persistent": True,
     "traversal": "exact",
     "rerank": 0,
     "backend": "auto",

@@ -10,7 +10,9 @@
 # NAME: a staged dataset in $DATA_ROOT/NAME (base.u8bin, query.u8bin; gt.ibin is computed on the
 # GPU when missing). Points: batch 10K (all queries in one call) at itopk 32/64/128 x width 1/2,
 # batch 1 (one query per call) at the default shape (itopk 32 and 64, launching per query and with
-# the persistent kernel), at 16 and 64 CTAs, and at 64 CTAs with the persistent kernel.
+# the persistent kernel), at 16 and 64 CTAs launching per query, and at 64 CTAs with the
+# persistent kernel. Either side's CLI may take `--persistent on|off` or, older, the flag
+# `--persistent` (off without it): each side gets the switch its CLI knows.
 # Writes $OUT/ab-NAME-{a,b}.jsonl and prints one table: best QPS of each side per point, B/A.
 #
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), ROUNDS (3), BATCHES (queries a call
@@ -69,9 +71,20 @@ say "index (B, GPU, graph degree $DEGREE)"
 B_COMMIT=${B_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo b)}
 A_COMMIT=${A_COMMIT:-a}
 COMMON=(--backend cuda --dataset "$NAME")
+# The persistent kernel on or off in BIN's syntax: `--persistent on|off`, or the older flag.
+persistent() {  # persistent BIN on|off
+  if "$1" bench --help 2>&1 | grep -q -- '--persistent on|off'; then
+    echo "--persistent $2"
+  elif [[ $2 == on ]]; then
+    echo "--persistent"
+  fi
+}
 run() {  # run SIDE BIN: one round of every point
   local side=$1 bin=$2 commit
   commit=$([[ $side == a ]] && echo "$A_COMMIT" || echo "$B_COMMIT")
+  local on off
+  on=$(persistent "$bin" on)
+  off=$(persistent "$bin" off)
   local j="$OUT/ab-$NAME-$side.jsonl"
   local b
   for b in ${BATCHES:-0}; do
@@ -84,13 +97,13 @@ run() {  # run SIDE BIN: one round of every point
       --filter-selectivity "$FILTER" --json "$j" >>"$L" 2>&1
     return
   fi
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --itopk 32,64 \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 $off --itopk 32,64 \
     --json "$j" >>"$L" 2>&1
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --persistent \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 $on \
     --itopk 32,64 --json "$j" >>"$L" 2>&1
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --itopk 16,32 \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 $off --itopk 16,32 \
     --search-width 16,64 --json "$j" >>"$L" 2>&1
-  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 --persistent --itopk 16 \
+  CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --batch 1 $on --itopk 16 \
     --search-width 64 --json "$j" >>"$L" 2>&1
 }
 # Both sides' CLIs must know --random-samplings when SAMPLINGS is set (A at d4eb4c4 or later).

@@ -87,22 +87,23 @@ bench_index() {  # STORAGE LABEL
   local trav=(--traversal "${TRAVERSAL:-exact}")
   run_bench "cuda $storage, batch 10000" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
     --itopk 16,20,24,28,32,40,48,64,96,128,192,256,384,512 --search-width 1,2 "${trav[@]}" "${common[@]}"
-  run_bench "cuda $storage, batch 1" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-    --itopk 16,32,64,128 --search-width 4,8,16,32,64 "${trav[@]}" "${common[@]}"
+  run_bench "cuda $storage, batch 1, a launch per query" "$idx" "$queries" "$gt" --backend cuda \
+    --batch 1 --persistent off --itopk 16,32,64,128 --search-width 4,8,16,32,64 "${trav[@]}" \
+    "${common[@]}"
   # Every parameter but itopk at its default (the automatic width, CTA count and iterations):
   # what a user who sets nothing else gets (issue 18, "fast by default").
   run_bench "cuda $storage, batch 10000, defaults" "$idx" "$queries" "$gt" --backend cuda --repeat 5 \
     --itopk 16,20,24,28,32,40,48,64,96,128 "${common[@]}"
-  run_bench "cuda $storage, batch 1, defaults" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-    --itopk 16,24,32,48,64 "${common[@]}"
+  run_bench "cuda $storage, batch 1, defaults but a launch per query" "$idx" "$queries" "$gt" \
+    --backend cuda --batch 1 --persistent off --itopk 16,24,32,48,64 "${common[@]}"
   if [ "${SKIP_PERSISTENT:-0}" != 1 ]; then
-    run_bench "cuda $storage, batch 1, persistent kernel, defaults" "$idx" "$queries" "$gt" \
-      --backend cuda --batch 1 --persistent --itopk 16,24,32,48,64 "${common[@]}"
+    run_bench "cuda $storage, batch 1, defaults (persistent kernel)" "$idx" "$queries" "$gt" \
+      --backend cuda --batch 1 --persistent on --itopk 16,24,32,48,64 "${common[@]}"
     run_bench "cuda $storage, batch 1, persistent kernel" "$idx" "$queries" "$gt" --backend cuda --batch 1 \
-      --persistent --itopk 16,32,64 --search-width 8,16,32,64 "${common[@]}"
+      --persistent on --itopk 16,32,64 --search-width 8,16,32,64 "${common[@]}"
     for it in 2 3; do
       run_bench "cuda $storage, batch 1, persistent kernel, $it iterations per CTA" "$idx" "$queries" "$gt" \
-        --backend cuda --batch 1 --persistent --itopk 16,32 --search-width 16,32,64 --max-iterations "$it" \
+        --backend cuda --batch 1 --persistent on --itopk 16,32 --search-width 16,32,64 --max-iterations "$it" \
         "${common[@]}"
     done
   fi

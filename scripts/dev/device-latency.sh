@@ -74,10 +74,10 @@ say "traced multi-CTA breakdown on $(basename "$D")"
 CAGRA_LATENCY_INDEX="$idx" CAGRA_LATENCY_QUERIES="$queries" "$T" --gtest_filter='CudaLatency.TracedMultiCta' 2>&1 |
   grep -E "latency|OK|FAILED" | tee -a "$L"
 
-# Batch-1 recall/QPS launching per query, then with the persistent kernel (--persistent).
+# Batch-1 recall/QPS launching per query (--persistent off), then with the persistent kernel.
 for mode in launch persistent; do
-  extra=()
-  [ "$mode" = persistent ] && extra=(--persistent)
+  extra=(--persistent on)
+  [ "$mode" = launch ] && extra=(--persistent off)
   for it in ${ITERS:-0}; do
     say "batch 1, $mode, max iterations $it"
     "$C" bench "$idx" "$queries" "$D/gt.ibin" --backend cuda --batch 1 -k 10 \

@@ -59,10 +59,10 @@ if [[ ${LATENCY:-0} == 1 ]]; then
   python3 scripts/dev/first_rows.py "$queries" "$gt" "$W"
   q1k=$(ls "$W"/q1k.*)
   for iters in 0 3 2; do
-    for mode in "" --persistent; do
-      say "batch 1: 32,64 CTAs, max iterations $iters ${mode:-launch}"
+    for mode in off on; do
+      say "batch 1: 32,64 CTAs, max iterations $iters, persistent kernel $mode"
       bench "$q1k" "$W/gt1k.ibin" --batch 1 --itopk 16,32 --search-width 32,64 \
-        --max-iterations "$iters" $mode
+        --max-iterations "$iters" --persistent "$mode"
     done
   done
 fi

@@ -25,7 +25,7 @@ void test_library(void) {
   CHECK(bp.graph_degree == 64 && bp.intermediate_graph_degree == 0);
   CHECK(bp.metric == CAGRA_METRIC_L2 && bp.resources.backend == CAGRA_BACKEND_AUTO);
   CHECK_OK(cagra_search_params_default(&sp));
-  CHECK(sp.itopk_size == 64 && sp.search_width == 1 && sp.persistent == 0);
+  CHECK(sp.itopk_size == 64 && sp.search_width == 1 && sp.persistent == 1);
   CHECK(sp.traversal == CAGRA_TRAVERSAL_EXACT && sp.rerank == 0);
   CHECK_OK(cagra_extend_params_default(&ep));
   CHECK(ep.chunk_size == 0 && ep.resources.num_threads == 0);

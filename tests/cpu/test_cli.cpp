@@ -382,6 +382,25 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   EXPECT_NE(lines[4].find("\"build_s\":1.5,\"plan\":\""), std::string::npos) << lines[4];
   EXPECT_EQ(lines[4].back(), '}');
 
+  // --persistent on|off (GPU batch 1, default on): "persistent": true marks only the points that
+  // ran through the resident kernel (plan io=persistent), so never one with off, nor on the CPU.
+  for (const char* mode : {"off", "on"}) {
+    std::vector<std::string> cmd{"bench",   idx, query,          truth, "--itopk", "32",
+                                 "--batch", "1", "--persistent", mode,  "--json",  json};
+    if (std::string(mode) == "on") {
+      cmd.push_back("--backend");
+      cmd.push_back("cpu");
+    }
+    r = run_cli(cmd);
+    ASSERT_EQ(r.status, 0) << mode << ": " << r.err;
+    std::ifstream f(json);
+    std::string last;
+    for (std::string line; std::getline(f, line);) last = line;
+    EXPECT_EQ(last.find("\"persistent\""), std::string::npos) << mode << ": " << last;
+  }
+  expect_error({"bench", idx, query, truth, "--persistent", "yes"}, 2);
+  expect_error({"bench", idx, query, truth, "--persistent"}, 2);  // a value is needed
+
   // --explain: one plan line per point, before its row; a sweep whose every itopk is < k is a
   // usage error (nothing left to measure), one with some >= k skips the others.
   r = run_cli({"bench", idx, query, truth, "-k", "10", "--itopk", "8,32", "--search-width", "1,2",

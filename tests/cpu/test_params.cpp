@@ -323,6 +323,44 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
       32u);
 }
 
+// search_params::persistent is on by default: a default batch-1 host search on the GPU's
+// multi-CTA kernel goes through the resident kernel (io persistent), whatever its shape; off, a
+// filter, a larger batch, queries in device memory, the single-CTA kernel or the CPU take their
+// usual paths (core/plan_kernels.cpp, choose_io). Planned for a 132-SM GPU without one.
+TEST(Plan, PersistentIsTheBatchOneDefault) {
+  EXPECT_TRUE(search_params{}.persistent);
+  const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
+  const auto plan = [&](const search_params& p, int64_t batch,
+                        memory_space space = memory_space::host) {
+    return core::make_search_plan(backend::cuda, p, sift, 10, batch, space, 132);
+  };
+  const search_plan one = plan(search_params{}, 1);
+  EXPECT_EQ(one.algo, search_algo::multi_cta);
+  EXPECT_EQ(one.io, search_io::persistent);
+  EXPECT_NE(to_string(one).find(" io=persistent "), std::string::npos) << to_string(one);
+  search_params shaped;  // an explicit shape and kernel: still resident
+  shaped.algo = search_algo::multi_cta;
+  shaped.search_width = 16;
+  shaped.itopk_size = 1024;
+  EXPECT_EQ(plan(shaped, 1).io, search_io::persistent);
+  search_params off;
+  off.persistent = false;
+  EXPECT_EQ(plan(off, 1).io, search_io::host_merge) << "a launch per call";
+  EXPECT_EQ(plan(search_params{}, 2).io, search_io::host_merge);
+  EXPECT_EQ(plan(search_params{}, 1, memory_space::device).io, search_io::device);
+  search_params single;
+  single.algo = search_algo::single_cta;
+  EXPECT_EQ(plan(single, 1).io, search_io::mapped);
+  const search_plan filtered =
+      core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 132,
+                             filter_kind::shared, 900000);
+  EXPECT_EQ(filtered.algo, search_algo::multi_cta);
+  EXPECT_EQ(filtered.io, search_io::host_merge) << "the resident kernel holds no filter";
+  EXPECT_EQ(
+      core::make_search_plan(backend::cpu, search_params{}, sift, 10, 1, memory_space::host, 0).io,
+      search_io::none);
+}
+
 // The single-CTA kernel's automatic visited hash (core/plan.cpp, plan_single_cta): 8 slots per
 // entry of top-M + candidates, and at least 16 per thread of the CTA, so that wide rows (large
 // CTAs) forget fewer nodes and read fewer rows again; an explicit size is kept.

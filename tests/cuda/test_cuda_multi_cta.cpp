@@ -1,6 +1,7 @@
 // Multi-CTA GPU search (paper §IV-C2) against the CPU oracle on the same index and parameters:
 // recall@10 within 1 point for every storage type (u8, i8, f32, f16) and metric (l2, ip,
-// cosine), itopk 64 / 256 / 1024, batches of 1, 10 and 100 queries; every id valid and distinct,
+// cosine), itopk 64 / 256 / 1024, batches of 1 (the persistent kernel, the default, and a launch
+// per query), 10 and 100 queries; the persistent kernel's relaunches; every id valid and distinct,
 // distances ascending and, for byte vectors, equal to the exact distance of the id returned;
 // k = itopk; search_width, samplings, a tiny explicit hash, tiny indexes; the automatic choice
 // between the two kernels (cuda::choose_algo) and the `automatic` backend. The multi-CTA answer
@@ -101,6 +102,12 @@ TEST_F(CudaMultiCta, BatchesOf1And10And100) {
       const std::string tail = " itopk " + std::to_string(it) + " batch " + std::to_string(batch);
       compare("u8 l2" + tail, *u8_, set_->queries, truth(), itopk(it), batch);
       compare("f32 l2" + tail, f32, q_f, truth(), itopk(it), batch);
+      if (batch == 1) {  // the default runs the persistent kernel; a launch per query too
+        search_params launch = itopk(it);
+        launch.persistent = false;
+        compare("u8 l2" + tail + " launch", *u8_, set_->queries, truth(), launch, batch);
+        compare("f32 l2" + tail + " launch", f32, q_f, truth(), launch, batch);
+      }
     }
 }
 
@@ -282,15 +289,57 @@ TEST_F(CudaMultiCta, PersistentKernel) {
     const result c = cpu_run(f16, q_f, 1, p);
     EXPECT_GE(recall(g.view(), c.view(), 1), 0.9);
   }
-  // Idle past the kernel's lifetime (1 s): it leaves; the next query finds it gone and relaunches.
+  // Idle past the kernel's lifetime (1 ms): it leaves; the next query launches it again.
   search_params p = itopk(32);
   p.persistent = true;
   const host_matrix q1 = repeat_rows(set_->queries, 1);
   const result before = gpu_run(*u8_, q1, 10, p, search_algo::multi_cta, 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const result after = gpu_run(*u8_, q1, 10, p, search_algo::multi_cta, 1);
   expect_well_formed(after, u8_->size(), "persistent after idle exit");
   EXPECT_EQ(recall(after.view(), before.view(), 10) > 0.8, true);
+}
+
+// A relaunch of the persistent kernel initializes nothing: the kernel empties its visited hash
+// on the way out (persistent.cuh). One query, searched again and again at the default shape
+// (64 CTAs), must find the same neighbors every time: in one launch (the two hash halves in
+// turn), after an idle exit, after a stop (a batch search in between), after a relaunch with
+// another shape, after queries of another index. A half left dirty would hold the query's own
+// visited nodes, so the next search on it would find almost nothing.
+TEST_F(CudaMultiCta, PersistentKernelLeavesItsStateClean) {
+  const host_matrix q1 = repeat_rows(set_->queries, 1);
+  const search_params p = itopk(64);
+  ASSERT_EQ(gpu_plan(*u8_, p, 10, 1).io, search_io::persistent) << "the default at batch 1";
+  const result first = gpu_search(*u8_, q1, 10, p, 1);
+  expect_well_formed(first, u8_->size(), "first");
+  const auto again = [&](const std::string& what) {
+    for (int i = 0; i < 3; ++i) {  // jobs 0, 1, 2 of a launch: halves 0, 1, 0
+      const result r = gpu_search(*u8_, q1, 10, p, 1);
+      expect_well_formed(r, u8_->size(), what);
+      EXPECT_GE(recall(r.view(), first.view(), 10), 0.9) << what << ", search " << i;
+    }
+  };
+  again("one launch");
+  for (int pause_ms : {5, 50}) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+    again("after an idle exit");
+  }
+  (void)gpu_search(*u8_, head(set_->queries, 10), 10, p, 10);  // stops it
+  again("after a stop");
+  search_params other = itopk(32);  // another shape: stopped and launched with it
+  other.search_width = 16;
+  expect_well_formed(gpu_search(*u8_, head(set_->queries, 5), 10, other, 1), u8_->size(),
+                     "16 CTAs");
+  again("after another shape");
+  const cagra::index second = build({}, small_params(), head(set_->base, 3000));
+  expect_well_formed(gpu_search(second, head(set_->queries, 5), 10, p, 1), second.size(),
+                     "another index");
+  again("after another index");
+  search_params off = p;  // a launch per query stops it
+  off.persistent = false;
+  const result launched = gpu_search(*u8_, q1, 10, off, 1);
+  EXPECT_GE(recall(launched.view(), first.view(), 10), 0.9) << "a launch per query";
+  again("after a launch per query");
 }
 
 // One CTA per query makes the multi-CTA search deterministic, so every way a query can travel
@@ -301,6 +350,7 @@ TEST_F(CudaMultiCta, PersistentKernel) {
 TEST_F(CudaMultiCta, SameAnswerOnEveryPath) {
   search_params p = itopk(32);
   p.search_width = 1;
+  p.persistent = false;  // batch 1: a launch per query
   const host_matrix q = head(set_->queries, 100);
   const result one = gpu_run(*u8_, q, 10, p, search_algo::multi_cta, 1);
   const result two = gpu_run(*u8_, q, 10, p, search_algo::multi_cta, 2);
@@ -313,6 +363,18 @@ TEST_F(CudaMultiCta, SameAnswerOnEveryPath) {
   EXPECT_EQ(one.dist, all.dist);
   EXPECT_EQ(one.dist, pers.dist);
   expect_well_formed(one, u8_->size(), "one CTA, batch 1");
+  // Relaunched after idle exits and stops (the state it left, never initialized again): the
+  // same answers.
+  result relaunched = pers;
+  for (int64_t i = 0; i < q.rows(); ++i) {
+    if (i % 10 == 3) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (i % 10 == 7) (void)gpu_run(*u8_, head(q, 2), 10, p, search_algo::multi_cta, 2);
+    const result r = gpu_run(*u8_, slice(q, i, 1), 10, p, search_algo::multi_cta, 1);
+    std::copy(r.ids.begin(), r.ids.end(), relaunched.ids.begin() + i * 10);
+    std::copy(r.dist.begin(), r.dist.end(), relaunched.dist.begin() + i * 10);
+  }
+  EXPECT_EQ(one.ids, relaunched.ids);
+  EXPECT_EQ(one.dist, relaunched.dist);
 }
 
 TEST_F(CudaMultiCta, SanitizerCase) {

@@ -107,7 +107,10 @@ int run_bench(const args& a) {
     throw usage_error("--algo: expected auto, single or multi, got '" + algo_name + "'");
   const auto hash_bits = static_cast<uint32_t>(a.uint("--hash-bits", 0, 0, 24));
   const auto hash_reset = static_cast<uint32_t>(a.uint("--hash-reset-interval", 0, 0, 1u << 20));
-  const bool persistent = a.has("--persistent");
+  const std::string persistent_name = a.str("--persistent", "on");
+  if (persistent_name != "on" && persistent_name != "off")
+    throw usage_error("--persistent: expected on or off, got '" + persistent_name + "'");
+  const bool persistent = persistent_name == "on";
   const auto batch = static_cast<int64_t>(a.uint("--batch", 0, 0, kMaxRows));
   const auto repeat = static_cast<int>(a.uint("--repeat", 1, 1, 1000));
   const double build_s = a.real("--build-s", -1, 0, 1e12);
@@ -206,7 +209,6 @@ int run_bench(const args& a) {
                                                : "multi_cta";
   rec.hash_bits = hash_bits;
   rec.hash_reset_interval = hash_reset;
-  rec.persistent = persistent;
 
   std::printf("index     %s: %lld x %u %s, degree %u, metric %s", index_path.c_str(),
               static_cast<long long>(idx.size()), idx.dim(), to_string(idx.storage_dtype()),
@@ -288,6 +290,9 @@ int run_bench(const args& a) {
             const search_plan plan =
                 point_plan(res, sp, idx, k, batch > 0 ? std::min(batch, nq) : nq, fview);
             rec.plan = to_string(plan);
+            // What ran: the resident kernel only where the plan takes it (batch 1 on the GPU's
+            // multi-CTA kernel, no filter).
+            rec.persistent = plan.io == search_io::persistent;
             if (explain) {
               std::printf("plan: %s\n", rec.plan.c_str());
               std::fflush(stdout);
@@ -411,8 +416,9 @@ const command_spec& bench_command() {
           {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
           {"--hash-reset-interval", nullptr, "I",
            "forgettable hash: reset every I iterations (default 0 = never)"},
-          {"--persistent", nullptr, nullptr,
-           "GPU batch 1: keep the search kernel resident between queries"},
+          {"--persistent", nullptr, "on|off",
+           "GPU batch 1 (multi-CTA, no filter): on (default) keeps the search kernel resident "
+           "between queries, off launches it per query"},
           {"--batch", nullptr, "B",
            "queries per search call: 0 = all (default); 1 = one query "
            "per call on one thread (latency)"},

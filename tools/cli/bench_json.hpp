@@ -42,8 +42,8 @@ struct bench_record {
   std::string algo;  // "single_cta" / "multi_cta" when forced
   uint32_t hash_bits = 0;
   uint32_t hash_reset_interval = 0;
-  bool persistent = false;
-  std::string storage;  // element type of the index's stored vectors ("u8", "f32", ...)
+  bool persistent = false;  // the point ran through the resident batch-1 kernel (plan io)
+  std::string storage;      // element type of the index's stored vectors ("u8", "f32", ...)
   uint32_t graph_degree = 0;
   double recall = 0;
   double qps = 0;

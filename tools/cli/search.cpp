@@ -67,10 +67,7 @@ int run_search(const args& a) {
   if (!filter_path.empty()) filter = read_filter(filter_path, x.size(), nq);
   // What the search will do (all queries in one call), every automatic value resolved; for a
   // sharded index, the search of shard 0 (each shard runs its own).
-  std::vector<uint32_t> plan_filter;
-  const search_plan plan = plan_search(
-      res, sp, x.plan_index(), std::min<uint32_t>(k, uint32_t(x.plan_index().size())), nq,
-      memory_space::host, first_rows(filter.view, x.plan_index().size(), plan_filter));
+  const search_plan plan = point_plan(res, sp, x, k, nq, filter.view);
   if (a.has("--explain")) {
     if (x.is_sharded)
       std::printf("plan: %zu shards; each (shard 0): %s\n", x.shard_count(),

@@ -269,8 +269,11 @@ search_plan point_plan(const resources& res, const search_params& sp, const any_
                        uint32_t k, int64_t batch, const row_filter& filter) {
   std::vector<uint32_t> storage;
   const index& idx = x.plan_index();
-  // A shard smaller than k is searched for all its rows (the sharded search's rule).
-  return plan_search(res, sp, idx, std::min<uint32_t>(k, static_cast<uint32_t>(idx.size())), batch,
+  // A shard smaller than k is searched for all its rows, and without the resident batch-1
+  // kernel (the sharded search's rules).
+  search_params p = sp;
+  if (x.is_sharded) p.persistent = false;
+  return plan_search(res, p, idx, std::min<uint32_t>(k, static_cast<uint32_t>(idx.size())), batch,
                      memory_space::host, first_rows(filter, idx.size(), storage));
 }
 

@@ -263,10 +263,15 @@ void search(const resources& res, const search_params& params, const sharded_ind
 
   const size_t n = idx.shard_count();
   const bool gpu = core::resolve_backend(res) == backend::cuda;
+  // Each shard launches its kernels per call: resident batch-1 kernels (search_params::
+  // persistent), one per shard, would hold their SMs side by side on a device.
+  search_params shard_params = params;
+  shard_params.persistent = false;
   if (space == memory_space::device) {
     CAGRA_EXPECTS(gpu,
                   "queries in device memory need the CUDA backend (backend::cuda or automatic)");
-    search_device_queries(res, devices, params, idx, queries, k, neighbors, distances, filter);
+    search_device_queries(res, devices, shard_params, idx, queries, k, neighbors, distances,
+                          filter);
     return;
   }
   const int threads =
@@ -287,8 +292,9 @@ void search(const resources& res, const search_params& params, const sharded_ind
     std::vector<uint32_t> storage;
     const row_filter f =
         filter.empty() ? filter : core::slice_rows(filter, offset, shard.size(), storage);
-    search(core::single_device(res, devices[s % devices.size()], threads), params, shard, queries,
-           ks[s], {ids[s].data(), nq, int64_t{ks[s]}}, {dist[s].data(), nq, int64_t{ks[s]}}, f);
+    search(core::single_device(res, devices[s % devices.size()], threads), shard_params, shard,
+           queries, ks[s], {ids[s].data(), nq, int64_t{ks[s]}},
+           {dist[s].data(), nq, int64_t{ks[s]}}, f);
     for (uint32_t& id : ids[s])
       if (id != kInvalidId) id = uint32_t(int64_t{id} + offset);
   });
