@@ -106,17 +106,19 @@ struct multi_cta_args {
 };
 // clang-format on
 
-/** A persistent batch-1 search kernel (multi_cta.cuh says how it works): where its jobs come
- *  from and its own state. */
+/** A persistent batch-1 search kernel (persistent.cuh says how it works): where its jobs come
+ *  from and its own state, which the kernel leaves as it found it (persistent.cu zeroes it when
+ *  it is allocated, after an error and before the call tags come round again). */
 struct persistent_launch {
   const uint64_t* h_words = nullptr;      // mapped [n_words]: the query, then its seed state (two
                                           // words, low half first), as words data | seq << 32
   const uint32_t* h_stop = nullptr;       // mapped flag: the kernel leaves when it is non-zero
-  uint32_t* d_hash = nullptr;             // [2 << hash_bits], all kEmptySlot at launch
-  unsigned long long* d_leave = nullptr;  // [1], 0 at launch
-  uint64_t* d_words = nullptr;            // [n_words], 0 at launch
+  uint32_t* d_hash = nullptr;             // [2 << hash_bits], all kEmptySlot at launch and exit
+  unsigned long long* d_leave = nullptr;  // [2]: the leave word (first_seq of the launch that
+                                          // left), then the idle exit count (0 at launch)
+  uint64_t* d_words = nullptr;            // [n_words]: the relayed job, seqs of earlier launches
   uint32_t n_words = 0;                   // 4-byte words of the query + 2
-  uint32_t first_seq = 1;                 // the first job's seq (never 0)
+  uint32_t first_seq = 1;                 // the first job's seq, the launch's generation (not 0)
   uint64_t lifetime_ns = 0;               // the kernel leaves after this long without a job
 };
 
