@@ -54,6 +54,15 @@ def load(paths):
     return points
 
 
+# Parameters that the writers record only when set (`cagra bench` writes "persistent" only for
+# points that ran through the resident kernel): a missing one has this value.
+UNSET = {"persistent": False}
+
+
+def param(point, key):
+    return point["params"].get(key, UNSET.get(key))
+
+
 def label_series(points):
     """Gives every point a '_series' label: system, plus device and non-swept parameters when
     the selection holds several values of them (a lone value would only clutter the legend).
@@ -66,11 +75,11 @@ def label_series(points):
         devices = {p.get("device") for p in pts}
         keys = sorted({key for p in pts for key in p["params"]} - SWEPT)
         for key in keys:
-            values = {json.dumps(p["params"].get(key), sort_keys=True) for p in pts}
+            values = {json.dumps(param(p, key), sort_keys=True) for p in pts}
             if len(values) > 1:
                 varying.append(key)
         for p in pts:
-            parts = [f"{key}={p['params'].get(key)}" for key in varying]
+            parts = [f"{key}={param(p, key)}" for key in varying]
             if len(devices) > 1:
                 parts.append(str(p.get("device")))
             p["_series"] = system + (f" ({', '.join(parts)})" if parts else "")
