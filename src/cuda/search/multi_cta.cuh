@@ -248,11 +248,9 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const m
   multi_cta_body<T, kTeam>(a, a.d_queries + (a.query_offset + blockIdx.y) * q_bytes);
 }
 
-/** One query whose bytes came with the launch (no PCIe read of mapped memory at batch 1). Its
- *  CTAs are the only ones (grid.y = 1: at most one or two a multiprocessor), so registers need
- *  not make room for four (the batch kernel's bound). */
+/** One query whose bytes came with the launch (no PCIe read of mapped memory at batch 1). */
 template <typename T, uint32_t kTeam>
-__global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
+__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     multi_cta_search_inline(const multi_cta_args a, const __grid_constant__ inline_query query) {
   multi_cta_body<T, kTeam>(a, query.bytes);
 }

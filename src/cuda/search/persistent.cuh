@@ -110,11 +110,8 @@ __device__ __forceinline__ void persistent_exit(const persistent_args& p, uint32
   if (jobs > 0) empty_slots(dirty, 0, n4);
 }
 
-/** One query at a time on n_ctas CTAs (one a multiprocessor up to the SM count): bounded for two
- *  CTAs a multiprocessor, not the batch kernel's four, so that its loop keeps its values in
- *  registers (u8, team 4: 97 registers, no spills; at four CTAs, 64 and 72 bytes spilled). */
 template <typename T, uint32_t kTeam>
-__global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
+__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
   extern __shared__ __align__(16) uint8_t smem[];
   uint32_t* raw = reinterpret_cast<uint32_t*>(smem + a.smem_raw);
