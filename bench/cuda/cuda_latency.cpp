@@ -13,12 +13,15 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <random>
 #include <string>
 
 #include <cagra/io.hpp>
 
 #include "bigann_fixture.hpp"
 #include "core/convert.hpp"
+#include "cuda/search/host_lists.hpp"
 #include "cuda/search/multi_cta.hpp"
 #include "cuda/testing.hpp"
 #include "latency_data.hpp"
@@ -302,6 +305,43 @@ TEST_F(CudaLatency, TracedMultiCta) {
     }
   }
   cudaFree(d_trace);
+}
+
+// The host's part of a latency-path call after the CTAs' lists have landed: checking every
+// tagged word (wait_for_tagged) and merging the lists (merge_host_lists), for 64 CTAs x 10
+// entries (the automatic batch-1 shape at k = 10) and 16 x 10, on lists already in the cache.
+// Both sit on the critical path of every batch-1 call; this is their floor on this host's CPU.
+TEST(CudaLatencyHost, HostMerge) {
+  for (uint32_t n_lists : {16u, 64u}) {
+    const uint32_t list_k = 10, k = 10, tag = 7;
+    std::mt19937 rng(1);
+    std::vector<uint64_t> words(size_t{n_lists} * list_k * 2);
+    for (uint32_t l = 0, id = 0; l < n_lists; ++l) {
+      std::vector<float> d(list_k);
+      for (float& x : d) x = std::uniform_real_distribution<float>(1e3f, 1e5f)(rng);
+      std::sort(d.begin(), d.end());
+      for (uint32_t j = 0; j < list_k; ++j, ++id) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, &d[j], sizeof bits);
+        words[2 * (size_t{l} * list_k + j)] = id | uint64_t{tag} << 32;
+        words[2 * (size_t{l} * list_k + j) + 1] = bits | uint64_t{tag} << 32;
+      }
+    }
+    std::vector<uint32_t> ids(k);
+    std::vector<float> dist(k);
+    const int reps = 100000;
+    const double scan = mean_us(reps, [&] {
+      ASSERT_TRUE(cuda::wait_for_tagged(words.data(), words.size(), tag, nullptr));
+    });
+    const double merge = mean_us(reps, [&] {
+      ASSERT_TRUE(cuda::merge_host_lists(words.data(), n_lists, list_k, k, tag, nullptr, ids.data(),
+                                         dist.data()));
+    });
+    std::printf(
+        "[ latency  ] host merge of %u lists x %u: %.3f us (of which the tag scan %.3f us)\n",
+        n_lists, list_k, merge, scan);
+    EXPECT_TRUE(std::is_sorted(dist.begin(), dist.end()));
+  }
 }
 
 }  // namespace

@@ -38,6 +38,9 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -
 C="$BUILD_DIR/cagra"
 T="$BUILD_DIR/cagra_cuda_bench"
 
+say "the host's merge of the CTAs' lists (CPU only)"
+"$T" --gtest_filter='CudaLatencyHost.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
+
 if [[ ${SINGLE_ONLY:-0} != 1 && ${SKIP_BIGANN:-0} != 1 ]]; then
   say "CudaLatency on bigann10k"
   "$T" --gtest_filter='CudaLatency.*' 2>&1 | grep -E "latency|OK|FAILED" | tee -a "$L"
