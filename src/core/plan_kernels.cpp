@@ -15,6 +15,11 @@ using bits::next_pow2;
 
 namespace {
 
+/** 16-byte chunks of a stored row (the kernels' row_stride / 16). */
+uint32_t row_chunks(const index_shape& shape) {
+  return static_cast<uint32_t>((size_t{shape.dim} * dtype_size(shape.type) + 15) / 16);
+}
+
 /** Team size (paper §IV-B1): about four 16-byte loads per lane (row chunks / 4, rounded to a
  *  power of two), clamped to [4, 32]. Measured on bigann10k, H200 (docs/cuda.md): one load per
  *  lane (team = chunks) spends more instructions on shuffles than on the row; for 128-d f32,
@@ -22,9 +27,7 @@ namespace {
  *  slightly faster than 8. */
 uint32_t auto_team_size(const search_params& p, const index_shape& shape) {
   if (p.team_size) return p.team_size;
-  const uint32_t chunks =
-      static_cast<uint32_t>((size_t{shape.dim} * dtype_size(shape.type) + 15) / 16);
-  return std::clamp<uint32_t>(next_pow2(chunks) / 4, 4, 32);
+  return std::clamp<uint32_t>(next_pow2(row_chunks(shape)) / 4, 4, 32);
 }
 
 /** 96-thread CTAs instead of 128 for a batch of at least this many waves of 128-thread CTAs
@@ -201,10 +204,8 @@ void plan_multi_cta(search_plan& s, const search_params& p, const index_shape& s
  *  of in rounds (SIFT-wall-1M, H200: the automatic shape's 96 nodes took 3.1 us in three rounds,
  *  1.1 us in one); at most kMultiCtaMaxBlock threads, never fewer than the general rule's. */
 uint32_t latency_block(const search_plan& s, const index_shape& shape) {
-  const uint32_t chunks =
-      static_cast<uint32_t>((size_t{shape.dim} * dtype_size(shape.type) + 15) / 16);
   const uint32_t init_team =
-      gpu::multi_cta_half_init_team(s.team_size, chunks) ? s.team_size / 2 : s.team_size;
+      gpu::multi_cta_half_init_team(s.team_size, row_chunks(shape)) ? s.team_size / 2 : s.team_size;
   const uint64_t want = uint64_t{s.initial_nodes} * init_team;
   const uint32_t block =
       static_cast<uint32_t>(std::min<uint64_t>((want + 31) / 32 * 32, gpu::kMultiCtaMaxBlock));
@@ -248,8 +249,7 @@ void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& 
   } else
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space);
-  if (s.algo == search_algo::multi_cta &&
-      (s.io == search_io::host_merge || s.io == search_io::persistent))
+  if (s.algo == search_algo::multi_cta && gpu::host_merges(s.io))
     s.block_size = latency_block(s, shape);
 }
 

@@ -95,8 +95,8 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
                              a.smem_merge + size_t{a.merge_p2} * 8);
   // The latency path (the host merges): half teams for the initial nodes where the rows allow
   // (core/plan.hpp; plan_kernels.cpp sizes the CTA for them).
-  const bool latency = plan.io == search_io::host_merge || plan.io == search_io::persistent;
-  a.init_half_team = latency && core::gpu::multi_cta_half_init_team(plan.team_size, a.n_chunks);
+  a.init_half_team = core::gpu::host_merges(plan.io) &&
+                     core::gpu::multi_cta_half_init_team(plan.team_size, a.n_chunks);
 
   const size_t per_query = (size_t{4} << a.hash_bits) + size_t{a.n_ctas} * kMultiCtaList * 8;
   lp.chunk = static_cast<uint32_t>(std::clamp<size_t>(kMultiCtaWorkspace / per_query, 1, 65535));
