@@ -25,8 +25,14 @@ namespace cagra::cuda::dev {
 __device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t,
                                                  uint32_t n_init, uint32_t n_ctas,
                                                  uint64_t n_rows) {
-  const uint64_t g = uint64_t{c} * n_init + t, total = uint64_t{n_ctas} * n_init;
-  const uint64_t lo = g * n_rows / total, hi = (g + 1) * n_rows / total;
+  // floor(g * n_rows / total) in double precision: exact, as the products stay below 2^53 and
+  // a quotient's distance from an integer (>= 1 / total) exceeds its rounding error while
+  // total < 2^21 (n_ctas x n_init is at most a few 10^4), and a 64-bit integer division is a
+  // long software routine on the GPU, on the path of every CTA's first loads.
+  const uint64_t g = uint64_t{c} * n_init + t;
+  const double total = double(n_ctas) * double(n_init), rows = double(n_rows);
+  const uint64_t lo = static_cast<uint64_t>(double(g) * rows / total),
+                 hi = static_cast<uint64_t>(double(g + 1) * rows / total);
   const uint64_t x = bits::mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
   return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
 }
