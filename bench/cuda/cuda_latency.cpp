@@ -6,6 +6,7 @@
 // queries), each the mean of many calls after a warm-up.
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -200,6 +201,93 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
   m.span /= n;
   return m;
 }
+
+/** The persistent kernel's call taken apart: per query the host's time around cuda::search
+ *  (steady clock, and CLOCK_REALTIME to set against the GPU's globaltimer, which the driver
+ *  keeps on the host's wall clock) and the CTAs' stamps: CTA 0's poll that found the job (one
+ *  PCIe round trip), the other CTAs' start after CTA 0 (the relay through L2), the body from
+ *  CTA 0's start to the last list written. The trace buffer is zeroed and read on a second
+ *  stream while the kernel waits between queries. */
+void trace_persistent(const std::string& label, const cagra::index& idx,
+                      const std::vector<host_matrix>& q1, const search_plan& plan,
+                      uint64_t* d_trace, size_t trace_words, uint32_t* ids, float* dist) {
+  constexpr uint32_t S = cuda::kMultiCtaTraceSlots;
+  const uint32_t ctas = plan.ctas_per_query, n_q = uint32_t(q1.size());
+  cudaStream_t side;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  uint64_t* h = nullptr;
+  ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&h), trace_words * 8), cudaSuccess);
+  cuda::testing::set_multi_cta_trace(d_trace);  // a new plan key: the kernel starts again, traced
+  const auto wall_ns = [] {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+  };
+  std::vector<std::vector<uint64_t>> calls;
+  double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0, detect = 0, back = 0;
+  double cta_span = 0, cta_span_max = 0, head = 0, tail = 0, clear = 0, issue = 0, barrier = 0;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < n_q + 20; ++i) {
+    ASSERT_EQ(cudaMemsetAsync(d_trace, 0, trace_words * 8, side), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
+    const auto s0 = clk::now();
+    const uint64_t w0 = wall_ns();
+    cuda::search(idx, q1[i % n_q], plan, ids, dist, 0);
+    const uint64_t w1 = wall_ns();
+    const double us = std::chrono::duration<double, std::micro>(clk::now() - s0).count();
+    ASSERT_EQ(cudaMemcpyAsync(h, d_trace, trace_words * 8, cudaMemcpyDeviceToHost, side),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
+    if (i < 20) continue;  // the launch and warm-up
+    const uint64_t* c0 = h;
+    uint64_t published = 0;
+    double rs = 0, rm = 0, sm = 0;
+    for (uint32_t c = 0; c < ctas; ++c) {
+      const uint64_t* r = h + size_t{c} * S;
+      const double span = (r[cuda::kTracePublished] - r[cuda::kTraceStart]) * 1e-3;
+      cta_span += span;
+      sm = std::max(sm, span);
+      head += (r[cuda::kTraceQueryReady] - r[cuda::kTraceStart]) * 1e-3;
+      clear += (r[cuda::kTraceCleared] - r[cuda::kTraceStart]) * 1e-3;
+      issue += (r[cuda::kTraceInitIssued] - r[cuda::kTraceCleared]) * 1e-3;
+      barrier += (r[cuda::kTraceQueryCopied] - r[cuda::kTraceInitIssued]) * 1e-3;
+      uint32_t last = cuda::kTraceIteration0;
+      while (last + 1 < cuda::kTracePublished && r[last + 1] != 0) ++last;
+      tail += (r[cuda::kTracePublished] - r[last]) * 1e-3;
+      published = std::max(published, r[cuda::kTracePublished]);
+      const double d = r[cuda::kTraceStart] > c0[cuda::kTraceStart]
+                           ? (r[cuda::kTraceStart] - c0[cuda::kTraceStart]) * 1e-3
+                           : 0.0;
+      rs += d;
+      rm = std::max(rm, d);
+    }
+    total += us;
+    rtt += (c0[cuda::kTraceStart] - c0[cuda::kTracePollIssued]) * 1e-3;
+    relay += ctas > 1 ? rs / (ctas - 1) : 0;
+    relay_max += rm;
+    cta_span_max += sm;
+    body += (published - c0[cuda::kTraceStart]) * 1e-3;
+    detect += (double(c0[cuda::kTraceStart]) - double(w0)) * 1e-3;
+    back += (double(w1) - double(published)) * 1e-3;
+    calls.emplace_back(h, h + trace_words);
+    ++n;
+  }
+  cuda::testing::set_multi_cta_trace(nullptr);
+  const trace_summary t = summarize(calls, ctas);
+  std::printf(
+      "[ latency  ] %-22s %-17s call %5.1f us = body %5.1f + outside %4.1f | CTA 0's finding "
+      "poll %.2f, other CTAs start +%.2f (last +%.2f); a CTA's start to its list %.2f (slowest "
+      "%.2f) = to the query ready %.2f (clear %.2f, initial nodes issued %.2f, barrier %.2f), "
+      "init %.2f, pick %.2f, claim %.2f, iteration0 %.2f, next "
+      "%.2f each, last iteration to the list %.2f | the host's wall clock - globaltimer: post "
+      "to CTA 0's start %.2f, last list to the call's end %.2f\n",
+      label.c_str(), "persistent traced", total / n, body / n, (total - body) / n, rtt / n,
+      relay / n, relay_max / n, cta_span / (n * ctas), cta_span_max / n, head / (n * ctas),
+      clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, t.pick, t.claim,
+      t.iteration0, t.iteration, tail / (n * ctas), detect / n, back / n);
+  cudaFreeHost(h);
+  cudaStreamDestroy(side);
+}
 #endif
 
 // The batch-1 multi-CTA call taken apart on the GPU's clock (multi_cta.hpp's trace stamps: each
@@ -283,6 +371,9 @@ TEST_F(CudaLatency, TracedMultiCta) {
     const double call = mean_us(
         2000, [&] { cuda::search(*idx, q1[qi++ % n_q], plan, ids.data(), dist.data(), 0); });
     std::printf("[ latency  ] %-22s %-17s call %5.1f us\n", label.c_str(), "persistent", call);
+#if CAGRA_MCTA_TRACE
+    trace_persistent(label, *idx, q1, plan, d_trace, trace_words, ids.data(), dist.data());
+#endif
   };
   // The automatic shape (search_width left at 1): what a default call runs.
   for (uint32_t itopk : {32u, 64u}) {

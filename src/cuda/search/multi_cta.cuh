@@ -101,6 +101,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const uint4 empty = make_uint4(kEmptySlot, kEmptySlot, kEmptySlot, kEmptySlot);
     for (uint64_t w = cta * per + tid; w < end; w += nt) a.d_clear[w] = empty;
   }
+  stamp(kTraceCleared);
 
   // Step 0: the query (its bytes seed the random nodes, as on the CPU), the CTA's own random
   // initial nodes (those no other CTA took first) and their distances.
@@ -129,6 +130,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const bool half = a.init_half_team != 0;
   const init_pending first =
       half ? init_begin<kInitHalf>(a, keys, state) : init_begin<kTeam>(a, keys, state);
+  stamp(kTraceInitIssued);
   if (a.has_query_state && query) copy_bytes(raw, query, q_bytes);
   __syncthreads();
   stamp(kTraceQueryCopied);

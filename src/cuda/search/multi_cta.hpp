@@ -38,7 +38,10 @@ enum multi_cta_trace_slot : uint32_t {
   kTraceCounted,         // the merging CTA: found itself last
   kTraceMerged,          // the merging CTA: results written
   kTraceEnd,             // the merging CTA: done
-  kMultiCtaTraceSlots = 24
+  kTracePollIssued,      // the persistent kernel: the start of the poll that found the job
+  kTraceCleared,         // the CTA's slice of the other hash half emptied (stores issued)
+  kTraceInitIssued,      // the first initial nodes' claims and loads issued
+  kMultiCtaTraceSlots = 26
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
 

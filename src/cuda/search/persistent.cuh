@@ -122,8 +122,14 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
   uint64_t idle_since = global_ns();
   uint32_t jobs = 0;  // run by this launch
   for (uint32_t seq = p.first_seq;; seq = seq + 1 == 0 ? 1 : seq + 1) {
+#if CAGRA_MCTA_TRACE
+    uint64_t poll_issued = 0;
+#endif
     for (;;) {  // wait for job seq
       bool leave = false;
+#if CAGRA_MCTA_TRACE
+      poll_issued = global_ns();  // stamped below if this poll finds the job
+#endif
       if (blockIdx.x == 0) {
         // The stop flag's read flies with the words' reads.
         const uint32_t stop = tid == 0 ? *reinterpret_cast<const volatile uint32_t*>(p.h_stop) : 0u;
@@ -157,6 +163,10 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
         return;
       }
     }
+#if CAGRA_MCTA_TRACE
+    if (a.d_trace && tid == 0)
+      a.d_trace[blockIdx.x * kMultiCtaTraceSlots + kTracePollIssued] = poll_issued;
+#endif
     multi_cta_args job = a;
     job.d_hash = p.d_hash + (jobs & 1) * half;
     job.d_clear = reinterpret_cast<uint4*>(p.d_hash + ((jobs + 1) & 1) * half);
