@@ -1,0 +1,236 @@
+// A CPU model of the multi-CTA batch-1 search (src/cuda/search/multi_cta.cuh), for the recall of
+// search shapes the kernel does not run yet: how many CTAs, iterations, initial nodes per CTA
+// and parents per iteration a query needs for a recall, before a kernel is written for it. It
+// follows the kernel step by step: the same initial nodes (the query's seed state, disjoint
+// strata per CTA), the nearest node of each group of 32 initial nodes into the CTA's 32-entry
+// list, then per iteration each CTA expands its nearest unexpanded entries (`--width`, the kernel
+// 1), claims their neighbors in the query's visited set (a node belongs to the CTA that claims it
+// first) and merges the new ones into its list (dropped unless nearer than its 32nd entry); the
+// answer is the k nearest of all lists. The CTAs run in lockstep, in order within an iteration
+// (on the GPU they race for claims): a model, checked against the kernel's measured recall at the
+// shapes it runs (docs/cuda.md, "The persistent call taken apart").
+//
+//   multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] [--init LIST]
+//                 [--width LIST] [--queries N] [-k K] [--json FILE] [--dataset NAME]
+//
+// LIST: comma-separated values (every combination runs). --init: initial nodes per CTA
+// (default 96, the automatic shape's three rounds of d at degree 32). Byte (u8/i8) and f32
+// indexes, L2 only.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cagra/cagra.hpp>
+#include <cagra/io.hpp>
+
+#include "core/bits.hpp"
+
+namespace {
+
+std::vector<uint32_t> parse_list(const std::string& s) {
+  std::vector<uint32_t> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) v.push_back(uint32_t(std::stoul(t)));
+  return v;
+}
+
+/** The kernel's initial_node (multi_cta_steps.cuh), in exact integer arithmetic. */
+uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t, uint32_t n_init, uint32_t n_ctas,
+                      uint64_t n_rows) {
+  const uint64_t g = uint64_t{c} * n_init + t, total = uint64_t{n_ctas} * n_init;
+  const uint64_t lo = g * n_rows / total, hi = (g + 1) * n_rows / total;
+  const uint64_t x = cagra::bits::mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
+  return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
+}
+
+struct entry {
+  float d;
+  uint32_t id;
+  bool expanded;
+  bool operator<(const entry& o) const { return d < o.d || (d == o.d && id < o.id); }
+};
+
+struct shape {
+  uint32_t ctas, iterations, init, width;
+};
+
+struct model {
+  const cagra::index& idx;
+  uint32_t k;
+  std::vector<uint32_t> stamp;  // visited in query `epoch`
+  uint32_t epoch = 0;
+  uint64_t distances = 0;
+
+  float distance(const uint8_t* q, uint32_t id) {
+    ++distances;
+    const cagra::host_matrix& v = idx.vectors();
+    const uint32_t dim = idx.dim();
+    if (v.type() == cagra::dtype::f32) {
+      const float* a = reinterpret_cast<const float*>(q);
+      const float* b = reinterpret_cast<const float*>(v.row_bytes(id));
+      float s = 0;
+      for (uint32_t i = 0; i < dim; ++i) s += (a[i] - b[i]) * (a[i] - b[i]);
+      return s;
+    }
+    const bool s8 = v.type() == cagra::dtype::i8;
+    const uint8_t* b = v.row_bytes(id);
+    int32_t s = 0;
+    for (uint32_t i = 0; i < dim; ++i) {
+      const int32_t x = s8 ? int8_t(q[i]) : q[i], y = s8 ? int8_t(b[i]) : b[i];
+      s += (x - y) * (x - y);
+    }
+    return float(s);
+  }
+
+  bool claim(uint32_t id) {
+    if (stamp[id] == epoch) return false;
+    stamp[id] = epoch;
+    return true;
+  }
+
+  /** Merges the candidates into the list (the kernel's rule: a candidate enters only while the
+   *  list has room or it is nearer than the 32nd entry), keeping 32 entries. */
+  static void merge(std::vector<entry>& list, std::vector<entry>& cand) {
+    for (const entry& e : cand) {
+      if (list.size() == 32 && !(e < list.back())) continue;
+      list.insert(std::upper_bound(list.begin(), list.end(), e), e);
+      if (list.size() > 32) list.pop_back();
+    }
+    cand.clear();
+  }
+
+  /** One query: the k nearest ids of all CTAs' lists. */
+  std::vector<uint32_t> search(const uint8_t* q, size_t q_bytes, const shape& s) {
+    ++epoch;
+    const uint64_t state = cagra::bits::query_seed_state(0, q, uint32_t(q_bytes));
+    const uint64_t n = uint64_t(idx.size());
+    std::vector<std::vector<entry>> lists(s.ctas);
+    for (uint32_t c = 0; c < s.ctas; ++c) {
+      std::vector<entry> best(32, entry{0, UINT32_MAX, false});
+      for (uint32_t t = 0; t < s.init; ++t) {
+        const uint32_t id = initial_node(state, c, t, s.init, s.ctas, n);
+        if (!claim(id)) continue;
+        const entry e{distance(q, id), id, false};
+        entry& b = best[t % 32];
+        if (b.id == UINT32_MAX || e < b) b = e;
+      }
+      for (const entry& b : best)
+        if (b.id != UINT32_MAX) lists[c].push_back(b);
+      std::sort(lists[c].begin(), lists[c].end());
+    }
+    const auto graph = idx.graph();
+    std::vector<entry> cand;
+    for (uint32_t it = 0; it < s.iterations; ++it) {
+      for (uint32_t c = 0; c < s.ctas; ++c) {
+        uint32_t parents = 0;
+        for (entry& e : lists[c]) {
+          if (parents == s.width) break;
+          if (e.expanded) continue;
+          e.expanded = true;
+          ++parents;
+          const uint32_t* row = graph.data + uint64_t{e.id} * graph.cols;
+          for (int64_t j = 0; j < graph.cols; ++j)
+            if (claim(row[j])) cand.push_back(entry{distance(q, row[j]), row[j], false});
+        }
+        merge(lists[c], cand);
+      }
+    }
+    std::vector<entry> all;
+    for (const auto& l : lists) all.insert(all.end(), l.begin(), l.end());
+    const size_t kk = std::min<size_t>(k, all.size());
+    std::partial_sort(all.begin(), all.begin() + kk, all.end());
+    std::vector<uint32_t> out(k, UINT32_MAX);
+    for (size_t i = 0; i < kk; ++i) out[i] = all[i].id;
+    return out;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 4 || std::strcmp(argv[1], "--help") == 0) {
+    std::fprintf(stderr,
+                 "usage: multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] "
+                 "[--init LIST] [--width LIST] [--queries N] [-k K] [--json FILE] "
+                 "[--dataset NAME]\n");
+    return argc < 4 ? 2 : 0;
+  }
+  std::vector<uint32_t> ctas{64}, iterations{3}, inits{96}, widths{1};
+  int64_t n_queries = 1000;
+  uint32_t k = 10;
+  std::string json, name = argv[2];
+  for (int i = 4; i + 1 < argc; i += 2) {
+    const std::string o = argv[i], v = argv[i + 1];
+    if (o == "--ctas")
+      ctas = parse_list(v);
+    else if (o == "--iterations")
+      iterations = parse_list(v);
+    else if (o == "--init")
+      inits = parse_list(v);
+    else if (o == "--width")
+      widths = parse_list(v);
+    else if (o == "--queries")
+      n_queries = std::stoll(v);
+    else if (o == "-k")
+      k = uint32_t(std::stoul(v));
+    else if (o == "--json")
+      json = v;
+    else if (o == "--dataset")
+      name = v;
+    else
+      throw std::runtime_error("unknown option " + o);
+  }
+  const cagra::index idx = cagra::load(argv[1]);
+  CAGRA_EXPECTS(idx.metric() == cagra::metric::l2, "the model computes L2 distances only");
+  const cagra::host_matrix queries = cagra::io::read_matrix(argv[2]);
+  const cagra::io::neighbors_file gt = cagra::io::read_neighbors(argv[3]);
+  CAGRA_EXPECTS(queries.type() == idx.storage_dtype() && queries.cols() == idx.dim(),
+                "the queries must have the index's element type and dimension");
+  CAGRA_EXPECTS(gt.ids.cols() >= k && gt.ids.rows() >= queries.rows(),
+                "the ground truth needs k ids for every query");
+  n_queries = std::min<int64_t>(n_queries, queries.rows());
+  const int64_t step = std::max<int64_t>(1, queries.rows() / n_queries);
+  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0)};
+  std::FILE* out = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
+  std::printf("%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u (a CPU model)\n",
+              name.c_str(), (long long)idx.size(), idx.dim(), idx.graph_degree(),
+              (long long)n_queries, (long long)step, k);
+  std::printf("%6s %5s %5s %6s %10s %12s\n", "ctas", "iter", "init", "width", "recall", "dist/query");
+  for (uint32_t c : ctas)
+    for (uint32_t it : iterations)
+      for (uint32_t in : inits)
+        for (uint32_t w : widths) {
+          const shape s{c, it, in, w};
+          m.distances = 0;
+          uint64_t hits = 0;
+          for (int64_t qi = 0; qi < n_queries; ++qi) {
+            const int64_t row = qi * step;
+            const uint8_t* q = queries.row_bytes(row);
+            const std::vector<uint32_t> ids = m.search(q, queries.view().row_bytes(), s);
+            const uint32_t* truth = gt.ids.as<uint32_t>().data + row * gt.ids.cols();
+            for (uint32_t a = 0; a < k; ++a)
+              hits += std::find(truth, truth + k, ids[a]) != truth + k ? 1 : 0;
+          }
+          const double recall = double(hits) / double(n_queries * k);
+          const double dq = double(m.distances) / double(n_queries);
+          std::printf("%6u %5u %5u %6u %10.4f %12.0f\n", c, it, in, w, recall, dq);
+          if (out)
+            std::fprintf(out,
+                         "{\"tool\":\"multi_cta_sim\",\"dataset\":\"%s\",\"n\":%lld,\"nq\":%lld,"
+                         "\"k\":%u,\"ctas\":%u,\"iterations\":%u,\"init\":%u,\"width\":%u,"
+                         "\"recall\":%.4f,\"distances_per_query\":%.0f}\n",
+                         name.c_str(), (long long)idx.size(), (long long)n_queries, k, c, it, in,
+                         w, recall, dq);
+        }
+  if (out) std::fclose(out);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "multi_cta_sim: %s\n", e.what());
+  return 1;
+}
