@@ -201,7 +201,8 @@ int main(int argc, char** argv) try {
   std::printf("%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u (a CPU model)\n",
               name.c_str(), (long long)idx.size(), idx.dim(), idx.graph_degree(),
               (long long)n_queries, (long long)step, k);
-  std::printf("%6s %5s %5s %6s %10s %12s\n", "ctas", "iter", "init", "width", "recall", "dist/query");
+  std::printf("%6s %5s %5s %6s %10s %12s\n", "ctas", "iter", "init", "width", "recall",
+              "dist/query");
   for (uint32_t c : ctas)
     for (uint32_t it : iterations)
       for (uint32_t in : inits)
@@ -225,8 +226,8 @@ int main(int argc, char** argv) try {
                          "{\"tool\":\"multi_cta_sim\",\"dataset\":\"%s\",\"n\":%lld,\"nq\":%lld,"
                          "\"k\":%u,\"ctas\":%u,\"iterations\":%u,\"init\":%u,\"width\":%u,"
                          "\"recall\":%.4f,\"distances_per_query\":%.0f}\n",
-                         name.c_str(), (long long)idx.size(), (long long)n_queries, k, c, it, in,
-                         w, recall, dq);
+                         name.c_str(), (long long)idx.size(), (long long)n_queries, k, c, it, in, w,
+                         recall, dq);
         }
   if (out) std::fclose(out);
   return 0;
