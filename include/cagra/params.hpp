@@ -159,7 +159,8 @@ struct search_params {
    *  passes without a query (a sparser stream of queries launches it per query), and
    *  cudaDeviceSynchronize or cudaFree elsewhere in the process waits for it meanwhile. false: a
    *  launch per call (for a process that shares the GPU with other work and synchronizes the
-   *  device often). Other searches ignore it. */
+   *  device often). Other searches ignore it, as does a query whose CTAs outnumber the GPU's
+   *  SMs (they must all be resident at once). */
   bool persistent = true;
   /** Filtered searches only: how the allowed rows are found (see filter_algo). With `graph`,
    *  itopk_size is the list length at 100% selectivity; the plan grows it as selectivity falls

@@ -213,13 +213,17 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
 }
 
 /** How the batch travels (the CUDA backend's latency paths, docs/cuda.md). */
-search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
-                    memory_space space) {
+search_io choose_io(const search_plan& s, const search_params& p, int64_t batch, memory_space space,
+                    int sm_count) {
   if (space == memory_space::device) return search_io::device;
   const bool multi = s.algo == search_algo::multi_cta;
   // The resident kernel serves unfiltered queries (it holds no filter between calls): a
-  // filtered batch-1 search launches the multi-CTA kernel.
-  if (multi && p.persistent && batch == 1 && s.filter == filter_kind::none)
+  // filtered batch-1 search launches the multi-CTA kernel. Its CTAs must all be resident at
+  // once (CTA 0 hands each job to the others, and a CTA still waiting for an SM would never
+  // answer): one CTA per SM always fits, so it runs only where the query's CTAs are at most the
+  // SMs (itopk 4096 takes 128 CTAs; a GPU of fewer SMs launches per query instead).
+  const bool fits = sm_count <= 0 || s.ctas_per_query <= static_cast<uint32_t>(sm_count);
+  if (multi && p.persistent && batch == 1 && s.filter == filter_kind::none && fits)
     return search_io::persistent;
   if (batch > gpu::kMappedMaxQueries) return search_io::copy;
   return multi && batch <= gpu::kHostMergeMaxQueries ? search_io::host_merge : search_io::mapped;
@@ -248,7 +252,7 @@ void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& 
     plan_single_cta(s, p, shape, batch, sm_count);
   } else
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
-  s.io = choose_io(s, p, batch, space);
+  s.io = choose_io(s, p, batch, space, sm_count);
   if (s.algo == search_algo::multi_cta && gpu::host_merges(s.io))
     s.block_size = latency_block(s, shape);
 }

@@ -346,6 +346,16 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
   search_params off;
   off.persistent = false;
   EXPECT_EQ(plan(off, 1).io, search_io::host_merge) << "a launch per call";
+  // Only where every CTA of the query can be resident at once (one per SM always fits): itopk
+  // 4096 takes 128 CTAs, resident on 132 SMs, launched per query on 64.
+  search_params wide;
+  wide.itopk_size = 4096;
+  EXPECT_EQ(plan(wide, 1).ctas_per_query, 128u);
+  EXPECT_EQ(plan(wide, 1).io, search_io::persistent);
+  const search_plan small_gpu =
+      core::make_search_plan(backend::cuda, wide, sift, 10, 1, memory_space::host, 64);
+  EXPECT_EQ(small_gpu.ctas_per_query, 128u);
+  EXPECT_EQ(small_gpu.io, search_io::host_merge) << "128 CTAs on 64 SMs: launched per query";
   EXPECT_EQ(plan(search_params{}, 2).io, search_io::host_merge);
   EXPECT_EQ(plan(search_params{}, 1, memory_space::device).io, search_io::device);
   search_params single;
