@@ -1,14 +1,14 @@
 // A CPU model of the multi-CTA batch-1 search (src/cuda/search/multi_cta.cuh), for the recall of
 // search shapes the kernel does not run yet: how many CTAs, iterations, initial nodes per CTA
 // and parents per iteration a query needs for a recall, before a kernel is written for it. It
-// follows the kernel step by step: the same initial nodes (the query's seed state, disjoint
-// strata per CTA), the nearest node of each group of 32 initial nodes into the CTA's 32-entry
-// list, then per iteration each CTA expands its nearest unexpanded entries (`--width`, the kernel
-// 1), claims their neighbors in the query's visited set (a node belongs to the CTA that claims it
-// first) and merges the new ones into its list (dropped unless nearer than its 32nd entry); the
-// answer is the k nearest of all lists. The CTAs run in lockstep, in order within an iteration
-// (on the GPU they race for claims): a model, checked against the kernel's measured recall at the
-// shapes it runs (docs/cuda.md, "The persistent call taken apart").
+// follows the kernel step by step: the same initial nodes (bits::initial_node: the query's seed
+// state, disjoint strata per CTA), the nearest node of each group of 32 initial nodes into the
+// CTA's 32-entry list, then per iteration each CTA expands its nearest unexpanded entries
+// (`--width`, the kernel 1), claims their neighbors in the query's visited set (a node belongs
+// to the CTA that claims it first) and merges the new ones into its list (dropped unless nearer
+// than its 32nd entry); the answer is the k nearest of all lists. The CTAs run in lockstep, in
+// order within an iteration (on the GPU they race for claims): a model, checked against the
+// kernel's measured recall at the shapes it runs (docs/cuda.md, "Shapes with two iterations").
 //
 //   multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] [--init LIST]
 //                 [--width LIST] [--queries N] [-k K] [--json FILE] [--dataset NAME]
@@ -38,15 +38,6 @@ std::vector<uint32_t> parse_list(const std::string& s) {
   std::stringstream ss(s);
   for (std::string t; std::getline(ss, t, ',');) v.push_back(uint32_t(std::stoul(t)));
   return v;
-}
-
-/** The kernel's initial_node (multi_cta_steps.cuh), in exact integer arithmetic. */
-uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t, uint32_t n_init, uint32_t n_ctas,
-                      uint64_t n_rows) {
-  const uint64_t g = uint64_t{c} * n_init + t, total = uint64_t{n_ctas} * n_init;
-  const uint64_t lo = g * n_rows / total, hi = (g + 1) * n_rows / total;
-  const uint64_t x = cagra::bits::mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
-  return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
 }
 
 struct entry {
@@ -114,7 +105,7 @@ struct model {
     for (uint32_t c = 0; c < s.ctas; ++c) {
       std::vector<entry> best(32, entry{0, UINT32_MAX, false});
       for (uint32_t t = 0; t < s.init; ++t) {
-        const uint32_t id = initial_node(state, c, t, s.init, s.ctas, n);
+        const uint32_t id = cagra::bits::initial_node(state, c, t, s.init, s.ctas, n);
         if (!claim(id)) continue;
         const entry e{distance(q, id), id, false};
         entry& b = best[t % 32];

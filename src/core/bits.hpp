@@ -36,6 +36,26 @@ CAGRA_HOST_DEVICE uint32_t hash_home(uint32_t id, uint32_t bits) {
   return (id * 0x9E3779B1u) >> (32 - bits);
 }
 
+/** Random initial node t of CTA c: a counter-based draw from the query's seed state, inside
+ *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows). The strata make
+ *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's
+ *  claim in the device hash all but always succeeds: it is checked after the node's distance
+ *  instead of before it (the multi-CTA kernel's init_finish). Host and device: the CPU model of
+ *  that kernel (bench/multi_cta_sim.cpp) draws the same nodes. */
+CAGRA_HOST_DEVICE uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t, uint32_t n_init,
+                                        uint32_t n_ctas, uint64_t n_rows) {
+  // floor(g * n_rows / total) in double precision: exact, as the products stay below 2^53 and
+  // a quotient's distance from an integer (>= 1 / total) exceeds its rounding error while
+  // total < 2^21 (n_ctas x n_init is at most a few 10^4), and a 64-bit integer division is a
+  // long software routine on the GPU, on the path of every CTA's first loads.
+  const uint64_t g = uint64_t{c} * n_init + t;
+  const double total = double(n_ctas) * double(n_init), rows = double(n_rows);
+  const uint64_t lo = static_cast<uint64_t>(double(g) * rows / total),
+                 hi = static_cast<uint64_t>(double(g + 1) * rows / total);
+  const uint64_t x = mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
+  return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
+}
+
 /** Smallest power of two >= x (1 for x <= 1). */
 CAGRA_HOST_DEVICE uint32_t next_pow2(uint32_t x) {
 #if defined(__CUDA_ARCH__)

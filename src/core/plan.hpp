@@ -41,9 +41,9 @@ constexpr int64_t kHostMergeMaxQueries = 16;
 inline bool host_merges(search_io io) {
   return io == search_io::host_merge || io == search_io::persistent;
 }
-/** On the latency path (host_merges) an initial node's distance takes half a team when its row is
- * at most 2 x team 16-byte chunks (the half team's head loads: one memory round trip), so that
- * twice as many nodes load at once (team_distance.cuh, kHeadChunks). */
+/** On the latency path (host_merges) an initial node's distance takes half a team when its row
+ *  is at most 2 x team 16-byte chunks (the half team's head loads: one memory round trip), so
+ *  that twice as many nodes load at once (team_distance.cuh, kHeadChunks). */
 inline bool multi_cta_half_init_team(uint32_t team, uint32_t row_chunks) {
   return team >= 4 && row_chunks <= 2 * team;
 }

@@ -46,6 +46,14 @@ size_t tagged_end(const volatile uint64_t* tagged, size_t done, size_t n, uint32
   return done;
 }
 
+/** True once `stream` has finished (false while it runs); throws the error of a failed one. */
+bool stream_finished(cudaStream_t stream) {
+  const cudaError_t e = cudaStreamQuery(stream);
+  if (e == cudaErrorNotReady) return false;
+  CAGRA_CUDA_TRY(e);
+  return true;
+}
+
 }  // namespace
 
 /** Waits until every word of tagged[0, n) carries `tag` (the kernel writes each result as one
@@ -58,14 +66,10 @@ bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cu
   for (uint32_t poll = 1;; ++poll) {
     done = tagged_end(tagged, done, n, tag);
     if (done == n) break;
-    if (poll % 4096 == 0) {
-      const cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) {
-        done = tagged_end(tagged, done, n, tag);
-        if (done < n) return false;
-        break;
-      }
-      if (e != cudaErrorNotReady) CAGRA_CUDA_TRY(e);
+    if (poll % 4096 == 0 && stream_finished(stream)) {
+      done = tagged_end(tagged, done, n, tag);
+      if (done < n) return false;
+      break;
     }
   }
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -132,18 +136,12 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
       merge_list(list, list_k, k, best.data(), count);
       pending[i] = pending[--n_pending];
     }
-    if (n_pending > 0 && pass % 4096 == 0) {
-      const cudaError_t e = cudaStreamQuery(stream);
-      if (e == cudaSuccess) {  // finished: whatever is not tagged now never will be
-        for (uint32_t i = 0; i < n_pending; ++i) {
-          const uint32_t l = pending[i];
-          if (tagged_end(words + l * list_words, seen[l], list_words, tag) < list_words)
-            return false;
-        }
-        continue;  // all there after all: the next pass merges them
+    // Finished: whatever is not tagged now never will be (if all is, the next pass merges it).
+    if (n_pending > 0 && pass % 4096 == 0 && stream_finished(stream))
+      for (uint32_t i = 0; i < n_pending; ++i) {
+        const uint32_t l = pending[i];
+        if (tagged_end(words + l * list_words, seen[l], list_words, tag) < list_words) return false;
       }
-      if (e != cudaErrorNotReady) CAGRA_CUDA_TRY(e);
-    }
   }
   for (uint32_t i = 0; i < k; ++i) {
     ids[i] = i < count ? best[i].id : kInvalidId;

@@ -17,25 +17,7 @@
 
 namespace cagra::cuda::dev {
 
-/** Random initial node t of CTA c: a counter-based draw from the query's seed state, inside
- *  stratum c * n_init + t of the n_ctas * n_init equal slices of [0, n_rows). The strata make
- *  the draws of all CTAs distinct (while n_rows >= the number of draws), so an initial node's
- *  claim in the device hash all but always succeeds: it is checked after the node's distance
- *  instead of before it (init_candidates). */
-__device__ __forceinline__ uint32_t initial_node(uint64_t state, uint32_t c, uint32_t t,
-                                                 uint32_t n_init, uint32_t n_ctas,
-                                                 uint64_t n_rows) {
-  // floor(g * n_rows / total) in double precision: exact, as the products stay below 2^53 and
-  // a quotient's distance from an integer (>= 1 / total) exceeds its rounding error while
-  // total < 2^21 (n_ctas x n_init is at most a few 10^4), and a 64-bit integer division is a
-  // long software routine on the GPU, on the path of every CTA's first loads.
-  const uint64_t g = uint64_t{c} * n_init + t;
-  const double total = double(n_ctas) * double(n_init), rows = double(n_rows);
-  const uint64_t lo = static_cast<uint64_t>(double(g) * rows / total),
-                 hi = static_cast<uint64_t>(double(g + 1) * rows / total);
-  const uint64_t x = bits::mix64(state ^ ((g + 1) * 0xD1B54A32D192ED03ull));
-  return static_cast<uint32_t>(lo + (((x >> 32) * (hi - lo)) >> 32));
-}
+using bits::initial_node;
 
 /** The whole CTA: the query (rq, dim elements) into its distance layout q (as the single-CTA
  *  kernel: float rows as float, swizzled; byte rows as bytes plus |q|^2 into *qq, which is 0). */

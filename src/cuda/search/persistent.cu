@@ -111,14 +111,12 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   const multi_cta_args& p = lp.args;
   persistent_state& ps = st.persistent;
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
-  const std::vector<uint64_t> key {
-    p.n_ctas, p.n_init, p.max_iterations, p.min_iterations, p.hash_bits, p.k, p.seed,
-        uint64_t(p.metric), lp.team, lp.block, lp.smem, n_words, uint64_t(st.type)
+  std::vector<uint64_t> key{p.n_ctas, p.n_init, p.max_iterations,   p.min_iterations, p.hash_bits,
+                            p.k,      p.seed,   uint64_t(p.metric), lp.team,          lp.block,
+                            lp.smem,  n_words,  uint64_t(st.type)};
 #if CAGRA_MCTA_TRACE
-                                                                     ,
-        reinterpret_cast<uint64_t>(testing::multi_cta_trace())
+  key.push_back(reinterpret_cast<uint64_t>(testing::multi_cta_trace()));  // a traced kernel
 #endif
-  };
   if (ps.running && key != ps.key) stop_persistent(st);
   // A kernel (nearly) idle for its lifetime has left, or is about to: a stop then a launch,
   // rather than a job that it may miss (found out only once the stream is seen finished). Its
