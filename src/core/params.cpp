@@ -69,7 +69,9 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   v.check(int64_t{k} <= rows, "k = %u exceeds the index size %lld", k, (long long)rows);
   v.check(itopk_size >= 1 && itopk_size <= 65536, "itopk_size must be in [1, 65536] (got %u)",
           itopk_size);
-  v.check(search_width >= 1 && search_width <= 64, "search_width must be in [1, 64] (got %u)",
+  // Up to 128: on the multi-CTA kernel search_width is the CTAs per query (at most
+  // kMultiCtaMaxItopk / kMultiCtaList); the single-CTA plan allows 64 parents (plan_kernels.cpp).
+  v.check(search_width >= 1 && search_width <= 128, "search_width must be in [1, 128] (got %u)",
           search_width);
   v.check(max_iterations == 0 || max_iterations >= min_iterations,
           "max_iterations (%u) must be >= min_iterations (%u)", max_iterations, min_iterations);

@@ -19,6 +19,9 @@ constexpr uint32_t kSingleCtaMaxItopk = 512;
 constexpr uint32_t kWarpMergeMax = 512;
 /** Threads per CTA at most (the __launch_bounds__ of the single-CTA kernel). */
 constexpr uint32_t kSingleCtaMaxBlock = 256;
+/** Most parents per iteration of the single-CTA kernel (search_width; up to 128 is the
+ *  multi-CTA kernel's CTAs per query). */
+constexpr uint32_t kSingleCtaMaxWidth = 64;
 /** Largest shared-memory visited hash of the single-CTA kernel (paper: 2^8..2^13 slots). */
 constexpr uint32_t kSingleCtaMaxHashBits = 13;
 /** Entries of each multi-CTA CTA's own top list (one per lane of warp 0). */

@@ -50,6 +50,10 @@ void plan_single_cta(search_plan& s, const search_params& p, const index_shape& 
                 "itopk_size %u needs the multi-CTA search kernel (single-CTA handles itopk <= %u): "
                 "use algo = automatic or multi_cta",
                 s.itopk, gpu::kSingleCtaMaxItopk);
+  CAGRA_EXPECTS(s.search_width <= gpu::kSingleCtaMaxWidth,
+                "search_width %u is for the multi-CTA search kernel (its CTAs per query); the "
+                "single-CTA kernel expands at most %u parents an iteration: use algo = multi_cta",
+                s.search_width, gpu::kSingleCtaMaxWidth);
   const uint32_t n_cand = s.search_width * shape.degree;
   s.team_size = auto_team_size(p, shape);
   s.ctas_per_query = 1;
@@ -234,9 +238,11 @@ search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
 void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& shape,
                      int64_t batch, memory_space space, int sm_count, filter_kind filter) {
   // The kernel choice (paper §IV-C3): multi-CTA when the batch is smaller than the number of
-  // SMs (one CTA per query would leave SMs idle) or itopk is above the single-CTA limit.
+  // SMs (one CTA per query would leave SMs idle) or itopk or search_width is above the
+  // single-CTA limit.
   s.algo = p.algo != search_algo::automatic ? p.algo
-           : batch < int64_t{sm_count} || s.itopk > gpu::kSingleCtaMaxItopk
+           : batch < int64_t{sm_count} || s.itopk > gpu::kSingleCtaMaxItopk ||
+                   s.search_width > gpu::kSingleCtaMaxWidth
                ? search_algo::multi_cta
                : search_algo::single_cta;
   // The automatic shapes apply when the user set neither the kernel nor search_width. The

@@ -92,6 +92,15 @@ TEST_F(ParamsErrors, AllViolationsInOneMessage) {
     EXPECT_NE(msg.find(part), std::string::npos) << part << " missing from: " << msg;
 }
 
+TEST_F(ParamsErrors, SearchWidthRange) {
+  search_params p;
+  p.search_width = 129;
+  EXPECT_NE(error_of([&] { search_k(10, p); }).find("search_width must be in [1, 128]"),
+            std::string::npos);
+  p.search_width = 128;  // the multi-CTA kernel's most CTAs a query; the CPU takes it as parents
+  search_k(10, p);
+}
+
 TEST_F(ParamsErrors, NanInQueries) {
   q_.as<float>().data[3] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_NE(error_of([&] { search_k(10); }).find("NaN"), std::string::npos);
@@ -263,6 +272,16 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
   search_params w3;
   w3.search_width = 3;
   EXPECT_EQ(plan(w3, 10000, sift).search_width, 3u);
+  // Above 64 search_width is for the multi-CTA kernel (its CTAs a query): the automatic kernel
+  // choice takes it at any batch, a forced single-CTA kernel says why it refuses.
+  search_params w128;
+  w128.search_width = 128;
+  EXPECT_EQ(plan(w128, 10000, sift).algo, search_algo::multi_cta);
+  EXPECT_EQ(plan(w128, 10000, sift).ctas_per_query, 128u);
+  EXPECT_EQ(plan(w128, 1, sift).ctas_per_query, 128u);
+  w128.algo = search_algo::single_cta;
+  w128.search_width = 65;
+  EXPECT_NE(error_of([&] { plan(w128, 10000, sift); }).find("multi-CTA"), std::string::npos);
   // Degree 64: the same counts, 3d = 192 initial nodes per CTA at 64 CTAs.
   core::index_shape d64 = sift;
   d64.degree = 64;
