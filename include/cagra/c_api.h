@@ -228,6 +228,10 @@ typedef struct cagra_search_params {
   /** CAGRA_TRAVERSAL_INT8: candidates re-ranked per query, in [k, itopk_size]; 0 (the default) =
    *  min(itopk_size, max(32, 4 k)). Ignored by the exact traversal. */
   uint32_t rerank;
+  /** With `persistent`: how long the resident kernel waits for the next query before it leaves,
+   *  microseconds, in [200, 10000000]; default 1000 (docs/params.md). Appended: the struct grows
+   *  by 8 bytes, 4 of them padding (recompile callers). */
+  uint32_t persistent_lifetime_us;
 } cagra_search_params_t;
 
 /** Parameters of cagra_index_extend (docs/living_index.md). 0 = automatic. */

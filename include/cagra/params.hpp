@@ -162,6 +162,15 @@ struct search_params {
    *  device often). Other searches ignore it, as does a query whose CTAs outnumber the GPU's
    *  SMs (they must all be resident at once). */
   bool persistent = true;
+  /** How long the resident kernel (`persistent`) waits for the next query before it leaves, in
+   *  microseconds: 1,000 (1 ms) by default, 200 .. 10,000,000 (10 s). A stream of queries further
+   *  apart than this launches the kernel again for each query, and on an idle GPU that call
+   *  costs far more than a launch on a busy one (SIFT-wall-1M, H200: 54 us a query at 2 ms
+   *  apart, 104 us at 10 ms, against 18 us back to back; docs/benchmarks.md, "Sparse query
+   *  streams"). A longer lifetime keeps it resident (and the GPU awake) for a sparse stream, at
+   *  the price of holding its SMs, and of cudaDeviceSynchronize or cudaFree elsewhere in the
+   *  process waiting for it, that much longer after the last query. */
+  uint32_t persistent_lifetime_us = 1000;
   /** Filtered searches only: how the allowed rows are found (see filter_algo). With `graph`,
    *  itopk_size is the list length at 100% selectivity; the plan grows it as selectivity falls
    *  (cagra::plan_search shows the value used). */

@@ -110,6 +110,9 @@ struct search_plan {
   uint32_t block_size = 0;      ///< threads per CTA
   uint32_t ctas_per_query = 0;  ///< 1 for single-CTA; multi-CTA: from the batch unless
                                 ///< search_width or algo is set (docs/cuda.md)
+  /** io == persistent: how long the resident kernel waits for the next query (microseconds,
+   *  search_params::persistent_lifetime_us); 0 otherwise. */
+  uint32_t persistent_lifetime_us = 0;
   // Filtered search (filter != none).
   filter_kind filter = filter_kind::none;
   filter_algo filter_path = filter_algo::automatic;  ///< graph or exact when filtered

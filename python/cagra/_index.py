@@ -112,6 +112,7 @@ class Index(LivingIndex, HnswlibExport):
         num_random_samplings: int = _SP.num_random_samplings,
         seed: int = _SP.seed,
         persistent: bool = _SP.persistent,
+        persistent_lifetime_us: int = _SP.persistent_lifetime_us,
         traversal: str = _DEFAULT_TRAVERSAL,
         rerank: int = _SP.rerank,
         backend: str = "auto",
@@ -150,6 +151,12 @@ class Index(LivingIndex, HnswlibExport):
                 (``torch.cuda.synchronize``) waits for it meanwhile. ``False``: a launch per
                 call, for a process that shares the GPU with other work and synchronizes
                 often. Ignored elsewhere.
+            persistent_lifetime_us: how long the resident kernel waits for the next query
+                before it leaves, microseconds (200 .. 10,000,000; default 1,000). A stream
+                of queries further apart than this relaunches it for each query, which on an
+                idle GPU costs several times a resident call (docs/params.md); a longer
+                lifetime keeps it resident, holding its SMs and delaying a device
+                synchronize elsewhere that much longer.
             traversal: which copy of the rows the graph walk reads: ``"exact"`` (default;
                 the stored rows) or ``"int8"``: an int8 copy of a float32/float16 index's rows
                 (a quarter of float32's bytes per visited row), made on the first such search
@@ -227,6 +234,7 @@ class Index(LivingIndex, HnswlibExport):
             filter_algo,
             traversal,
             rerank,
+            persistent_lifetime_us,
         )
         q = _vectors(queries, "queries")
         shape = getattr(q, "shape", ())
@@ -261,6 +269,7 @@ class Index(LivingIndex, HnswlibExport):
         num_random_samplings: int = _SP.num_random_samplings,
         seed: int = _SP.seed,
         persistent: bool = _SP.persistent,
+        persistent_lifetime_us: int = _SP.persistent_lifetime_us,
         traversal: str = _DEFAULT_TRAVERSAL,
         rerank: int = _SP.rerank,
         backend: str = "auto",
@@ -297,6 +306,7 @@ class Index(LivingIndex, HnswlibExport):
             filter_algo,
             traversal,
             rerank,
+            persistent_lifetime_us,
         )
         batch = _uint("batch", batch, 63)
         if batch < 1:

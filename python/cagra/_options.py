@@ -171,6 +171,7 @@ def _search_params(
     filter_algo: str,
     traversal: str,
     rerank: int,
+    persistent_lifetime_us: int = 1000,
 ) -> Any:
     p = _ext.SearchParams()
     p.itopk_size = _uint("itopk_size", itopk_size)
@@ -186,6 +187,7 @@ def _search_params(
     if not isinstance(persistent, bool):
         raise TypeError(f"persistent must be a bool, got {type(persistent).__name__}")
     p.persistent = persistent
+    p.persistent_lifetime_us = _uint("persistent_lifetime_us", persistent_lifetime_us)
     try:
         p.filter = _FILTER_ALGOS[filter_algo]
     except (KeyError, TypeError):

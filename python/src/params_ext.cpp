@@ -79,6 +79,7 @@ void bind_params(nb::module_& m) {
       .def_rw("hash_bits", &sp::hash_bits)
       .def_rw("hash_reset_interval", &sp::hash_reset_interval)
       .def_rw("persistent", &sp::persistent)
+      .def_rw("persistent_lifetime_us", &sp::persistent_lifetime_us)
       .def_rw("num_random_samplings", &sp::num_random_samplings)
       .def_rw("seed", &sp::seed)
       .def_rw("filter", &sp::filter)

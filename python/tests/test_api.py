@@ -37,6 +37,7 @@ SEARCH_DEFAULTS = {
     "num_random_samplings": 0,
     "seed": 0,
     "persistent": True,
+    "persistent_lifetime_us": 1000,
     "traversal": "exact",
     "rerank": 0,
     "backend": "auto",

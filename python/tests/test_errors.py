@@ -87,6 +87,10 @@ def test_bad_search_params(index, queries):
         index.search(queries, 5, backend="tpu")
     with pytest.raises(TypeError, match="persistent must be a bool"):
         index.search(queries, 5, persistent=1)
+    with pytest.raises(
+        cagra.CagraError, match=r"persistent_lifetime_us must be in \[200, 10000000\]"
+    ):
+        index.search(queries, 5, persistent_lifetime_us=100)
 
 
 def test_bad_build_params():

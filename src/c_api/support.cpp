@@ -31,8 +31,12 @@ static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources
               "each params struct ends with its cagra_resources_t (new fields after it)");
 static_assert(offsetof(cagra_search_params_t, traversal) + 4 ==
                       offsetof(cagra_search_params_t, rerank) &&
-                  offsetof(cagra_search_params_t, rerank) + 4 == sizeof(cagra_search_params_t),
-              "cagra_search_params_t: traversal and rerank appended after resources");
+                  offsetof(cagra_search_params_t, rerank) + 4 ==
+                      offsetof(cagra_search_params_t, persistent_lifetime_us) &&
+                  offsetof(cagra_search_params_t, persistent_lifetime_us) + 8 ==
+                      sizeof(cagra_search_params_t),
+              "cagra_search_params_t: traversal, rerank and persistent_lifetime_us appended after "
+              "resources (then 4 bytes of padding)");
 
 namespace cagra::c_api {
 namespace {
@@ -179,6 +183,7 @@ search_params to_search_params(const cagra_search_params_t* p, const char* f) {
   sp.filter = static_cast<filter_algo>(p->filter_algo);
   sp.traversal = static_cast<traversal_type>(p->traversal);
   sp.rerank = p->rerank;
+  sp.persistent_lifetime_us = p->persistent_lifetime_us;
   return sp;
 }
 
@@ -282,6 +287,7 @@ cagra_status_t cagra_search_params_default(cagra_search_params_t* params) {
     cagra_resources_default(&params->resources);
     params->traversal = static_cast<cagra_traversal_t>(d.traversal);
     params->rerank = d.rerank;
+    params->persistent_lifetime_us = d.persistent_lifetime_us;
   });
 }
 

@@ -73,6 +73,8 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   // kMultiCtaMaxItopk / kMultiCtaList); the single-CTA plan allows 64 parents (plan_kernels.cpp).
   v.check(search_width >= 1 && search_width <= 128, "search_width must be in [1, 128] (got %u)",
           search_width);
+  v.check(persistent_lifetime_us >= 200 && persistent_lifetime_us <= 10'000'000,
+          "persistent_lifetime_us must be in [200, 10000000] (got %u)", persistent_lifetime_us);
   v.check(max_iterations == 0 || max_iterations >= min_iterations,
           "max_iterations (%u) must be >= min_iterations (%u)", max_iterations, min_iterations);
   v.check(team_size == 0 || team_size == 2 || team_size == 4 || team_size == 8 || team_size == 16 ||

@@ -259,6 +259,7 @@ void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& 
   } else
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space, sm_count);
+  if (s.io == search_io::persistent) s.persistent_lifetime_us = p.persistent_lifetime_us;
   if (s.algo == search_algo::multi_cta && gpu::host_merges(s.io))
     s.block_size = latency_block(s, shape);
 }

@@ -67,6 +67,7 @@ std::string to_string(const search_plan& p) {
   if (p.target == backend::cuda)
     s += kv("team_size", p.team_size) + kv("block_size", p.block_size) +
          kv("ctas_per_query", p.ctas_per_query);
+  if (p.io == search_io::persistent) s += kv("persistent_lifetime_us", p.persistent_lifetime_us);
   if (p.filter != filter_kind::none)
     s += std::string(" filter=") + to_string(p.filter) +
          " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows));

@@ -169,6 +169,11 @@ void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index) {
         CAGRA_ERROR_INVALID_ARGUMENT, "rerank");
     sp.rerank = K; /* the smallest allowed */
     CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
+    sp.persistent_lifetime_us = 100; /* below the 200 us floor */
+    CHECK_FAILS(
+        cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL),
+        CAGRA_ERROR_INVALID_ARGUMENT, "persistent_lifetime_us");
+    sp.persistent_lifetime_us = 1000;
     CHECK_OK(cagra_index_free(index));
   }
   free(base), free(queries), free(ids), free(dist), free(ids64);

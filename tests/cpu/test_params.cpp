@@ -92,6 +92,20 @@ TEST_F(ParamsErrors, AllViolationsInOneMessage) {
     EXPECT_NE(msg.find(part), std::string::npos) << part << " missing from: " << msg;
 }
 
+TEST_F(ParamsErrors, PersistentLifetimeRange) {
+  search_params p;
+  for (uint32_t bad : {0u, 199u, 10'000'001u}) {
+    p.persistent_lifetime_us = bad;
+    EXPECT_NE(error_of([&] {
+                search_k(10, p);
+              }).find("persistent_lifetime_us must be in [200, 10000000]"),
+              std::string::npos)
+        << bad;
+  }
+  p.persistent_lifetime_us = 200;
+  search_k(10, p);
+}
+
 TEST_F(ParamsErrors, SearchWidthRange) {
   search_params p;
   p.search_width = 129;
@@ -357,6 +371,14 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
   EXPECT_EQ(one.algo, search_algo::multi_cta);
   EXPECT_EQ(one.io, search_io::persistent);
   EXPECT_NE(to_string(one).find(" io=persistent "), std::string::npos) << to_string(one);
+  // The resident kernel's lifetime: 1 ms unless set, in the plan (and its line) only there.
+  EXPECT_EQ(one.persistent_lifetime_us, 1000u);
+  EXPECT_NE(to_string(one).find(" persistent_lifetime_us=1000"), std::string::npos);
+  search_params longer;
+  longer.persistent_lifetime_us = 20000;
+  EXPECT_EQ(plan(longer, 1).persistent_lifetime_us, 20000u);
+  EXPECT_EQ(plan(longer, 2).persistent_lifetime_us, 0u) << "batch 2 launches per call";
+  EXPECT_EQ(to_string(plan(longer, 2)).find("persistent_lifetime_us"), std::string::npos);
   search_params shaped;  // an explicit shape and kernel: still resident
   shaped.algo = search_algo::multi_cta;
   shaped.search_width = 16;

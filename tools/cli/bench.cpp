@@ -111,6 +111,8 @@ int run_bench(const args& a) {
   if (persistent_name != "on" && persistent_name != "off")
     throw usage_error("--persistent: expected on or off, got '" + persistent_name + "'");
   const bool persistent = persistent_name == "on";
+  const auto lifetime_us =
+      static_cast<uint32_t>(a.uint("--persistent-lifetime-us", 1000, 200, 10'000'000));
   const auto batch = static_cast<int64_t>(a.uint("--batch", 0, 0, kMaxRows));
   const auto repeat = static_cast<int>(a.uint("--repeat", 1, 1, 1000));
   const double build_s = a.real("--build-s", -1, 0, 1e12);
@@ -284,6 +286,7 @@ int run_bench(const args& a) {
             sp.hash_bits = hash_bits;
             sp.hash_reset_interval = hash_reset;
             sp.persistent = persistent;
+            sp.persistent_lifetime_us = lifetime_us;
             sp.filter = falgo;
             // The plan of one search call of this point (a last, shorter batch may differ).
             // A sharded index: the plan of shard 0 (each shard runs its own).
@@ -419,6 +422,9 @@ const command_spec& bench_command() {
           {"--persistent", nullptr, "on|off",
            "GPU batch 1 (multi-CTA, no filter): on (default) keeps the search kernel resident "
            "between queries, off launches it per query"},
+          {"--persistent-lifetime-us", nullptr, "US",
+           "how long the resident kernel waits for the next query before it leaves, 200 .. "
+           "10000000 us (default 1000)"},
           {"--batch", nullptr, "B",
            "queries per search call: 0 = all (default); 1 = one query "
            "per call on one thread (latency)"},

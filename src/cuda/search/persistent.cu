@@ -1,6 +1,6 @@
 // The host side of the persistent batch-1 search (search_params::persistent; the kernel and its
 // protocol are in persistent.cuh): the kernel is launched on an index's first such query and
-// again when the plan changes or it left on its own (idle for kPersistentLifetimeNs); each query
+// again when the plan changes or it left on its own (idle for its lifetime); each query
 // is posted as tagged words in mapped memory and answered as tagged per-CTA lists that the host
 // merges. stop_persistent ends it before the index is searched another way or destroyed. The
 // kernel leaves its device state as the next launch needs it, so a relaunch is one launch: the
@@ -23,13 +23,10 @@
 namespace cagra::cuda {
 namespace {
 
-/** How long the persistent kernel waits for a job before it leaves (its CTAs hold their SMs,
+/** The host takes the kernel for gone this long before its lifetime ends (persistent_search).
+ *  The lifetime, how long the kernel waits for a job before it leaves (its CTAs hold their SMs,
  *  polling, until then, and cudaDeviceSynchronize or cudaFree elsewhere in the process waits for
- *  it): a stream of queries less than 1 ms apart keeps it resident; a sparser one launches it
- *  again for each query, at about the cost of a launch per query. */
-constexpr uint64_t kPersistentLifetimeNs = 1'000'000;
-
-/** The host takes the kernel for gone this long before its lifetime ends (persistent_search). */
+ *  it), is search_plan::persistent_lifetime_us (1 ms by default, at least 200 us). */
 constexpr uint64_t kIdleMarginNs = 50'000;
 
 /** Call tags (search_workspace::next_tag) repeat after this many. */
@@ -37,8 +34,8 @@ constexpr uint64_t kTagCycle = 0xFFFFFFFFull;
 
 /** Launches the kernel with the buffers of `st` (which the caller has sized), first job `seq`
  *  (the tag just issued, also the launch's generation). */
-void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_words,
-                       uint32_t seq) {
+void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_words, uint32_t seq,
+                       uint64_t lifetime_ns) {
   persistent_state& ps = st.persistent;
   const cudaStream_t stream = st.stream.get();
   *reinterpret_cast<volatile uint32_t*>(ps.stop.data()) = 0;
@@ -67,7 +64,7 @@ void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_w
   pl.d_words = reinterpret_cast<uint64_t*>(ps.counters.data() + 4);
   pl.n_words = n_words;
   pl.first_seq = seq;
-  pl.lifetime_ns = kPersistentLifetimeNs;
+  pl.lifetime_ns = lifetime_ns;
   with_device_type(st.type, [&](auto tag) {
     launch_multi_cta_persistent<decltype(tag)>(a, pl, lp.team, lp.block, lp.smem, stream);
   });
@@ -111,9 +108,10 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   const multi_cta_args& p = lp.args;
   persistent_state& ps = st.persistent;
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
+  const uint64_t lifetime_ns = uint64_t{std::max(plan.persistent_lifetime_us, 200u)} * 1000;
   std::vector<uint64_t> key{p.n_ctas, p.n_init, p.max_iterations,   p.min_iterations, p.hash_bits,
                             p.k,      p.seed,   uint64_t(p.metric), lp.team,          lp.block,
-                            lp.smem,  n_words,  uint64_t(st.type)};
+                            lp.smem,  n_words,  uint64_t(st.type),  lifetime_ns};
 #if CAGRA_MCTA_TRACE
   key.push_back(reinterpret_cast<uint64_t>(testing::multi_cta_trace()));  // a traced kernel
 #endif
@@ -122,7 +120,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   // rather than a job that it may miss (found out only once the stream is seen finished). Its
   // idle clock starts before the host's (before its lists arrive): hence the margin.
   if (ps.running && std::chrono::steady_clock::now() - ps.answered >
-                        std::chrono::nanoseconds(kPersistentLifetimeNs - kIdleMarginNs))
+                        std::chrono::nanoseconds(lifetime_ns - kIdleMarginNs))
     stop_persistent(st);
   if (!ps.running) {  // the buffers may change only while no kernel runs
     const size_t hash_size = ps.hash.size(), counters_size = ps.counters.size();
@@ -140,7 +138,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     const uint32_t seq = st.io.next_tag();
     post_job(ps, query, q_bytes, state, seq);
     if (!ps.running) {
-      launch_persistent(st, lp, n_words, seq);
+      launch_persistent(st, lp, n_words, seq, lifetime_ns);
       ps.key = key;
     }
     if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(),
