@@ -6,12 +6,12 @@
 //
 // Per trial: 3,000 warm-up queries at itopk 32, then 4 segments of 5,000 one-query calls, the
 // microseconds a query of each segment. The last 4 loads stay alive.
+#include <cagra/cagra.hpp>
+#include <cagra/io.hpp>
 #include <chrono>
 #include <cstdio>
 #include <string>
 #include <vector>
-#include <cagra/cagra.hpp>
-#include <cagra/io.hpp>
 using namespace cagra;
 using clk = std::chrono::steady_clock;
 int main(int argc, char** argv) {
@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
     for (int seg = 0; seg < 4; ++seg) {
       const auto t0 = clk::now();
       for (int64_t i = 0; i < 5000; ++i) one(i);
-      std::printf(" %.2f", std::chrono::duration<double, std::micro>(clk::now() - t0).count() / 5000);
+      std::printf(" %.2f",
+                  std::chrono::duration<double, std::micro>(clk::now() - t0).count() / 5000);
     }
     std::printf(" us/query\n");
     std::fflush(stdout);
