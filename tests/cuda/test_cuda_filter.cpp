@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "bigann_fixture.hpp"
+#include "core/convert.hpp"
 #include "search_results.hpp"
 
 namespace cagra::test {
@@ -150,6 +151,52 @@ TEST_F(CudaFilter, ExactPathEqualsTheCpu) {
       EXPECT_GE(recall_vs(g, c), 0.95);
     }
   }
+}
+
+// Up to 16 queries of k <= 32 take one kernel over the allowed rows (exact_rows.cu) instead of
+// the brute force: the same answers as the CPU's exact search, bit for bit on byte rows, at
+// batch 1, 7 and 16 and k 1, 10 and 32, down to fewer allowed rows than k; on f32 rows the same
+// ids (within rounding of near-ties) and distances within rounding.
+TEST_F(CudaFilter, ExactPathFewQueriesEqualsTheCpu) {
+  const int64_t n = u8_->size();
+  search_params p;
+  p.filter = filter_algo::exact;
+  for (double share : {0.5, 0.01, 0.0005}) {
+    const row_bitset b = random_subset(n, share, 37);
+    for (uint32_t k : {1u, 10u, 32u}) {
+      const result c = run_on(backend::cpu, *u8_, set_->queries, b.view(), p, k);
+      for (int64_t batch : {int64_t{1}, int64_t{7}, int64_t{16}}) {
+        for (int64_t first = 0; first < 32; first += batch) {
+          const int64_t rows = std::min<int64_t>(batch, 32 - first);
+          const result g =
+              run_on(backend::cuda, *u8_, slice(set_->queries, first, rows), b.view(), p, k);
+          expect_allowed(g, b.view(), "exact few queries");
+          for (int64_t q = 0; q < rows; ++q)
+            for (uint32_t j = 0; j < k; ++j) {
+              const size_t gi = size_t(q) * k + j, ci = size_t(first + q) * k + j;
+              ASSERT_EQ(g.ids[gi], c.ids[ci]) << "share " << share << " k " << k << " batch "
+                                              << batch << " query " << first + q;
+              ASSERT_EQ(g.dist[gi], c.dist[ci]) << "share " << share << " k " << k;
+            }
+        }
+      }
+    }
+  }
+  // f32 rows: the same 10K rows as floats.
+  const auto to_f32 = [](const host_matrix& m) {
+    return core::to_storage(m.view(), metric::l2, storage_type::f32, 0);
+  };
+  const host_matrix base = to_f32(set_->base), queries = to_f32(set_->queries);
+  index_params ip;
+  ip.graph_degree = 32;
+  const cagra::index f32 = build({}, ip, base);
+  const row_bitset b = random_subset(n, 0.01, 41);
+  const result c = run_on(backend::cpu, f32, head(queries, 16), b.view(), p);
+  const result g = run_on(backend::cuda, f32, head(queries, 16), b.view(), p);
+  expect_allowed(g, b.view(), "exact few f32 queries");
+  EXPECT_GE(recall_vs(g, c), 0.99);
+  for (size_t i = 0; i < g.dist.size(); ++i)
+    EXPECT_NEAR(g.dist[i], c.dist[i], 1e-4f * std::fabs(c.dist[i]) + 1e-3f) << i;
 }
 
 TEST_F(CudaFilter, AutomaticKeepsRecallAtEverySelectivity) {

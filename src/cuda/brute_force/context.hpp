@@ -47,6 +47,8 @@ struct context {
   device_buffer<uint8_t> staging;
   device_buffer<uint32_t> mask, d_ids, row_ids;
   device_buffer<unsigned long long> state;
+  /** Mapped pinned memory of the exact path's few-query kernel (exact_rows.cu). */
+  pinned_buffer<uint8_t> host_io;
 
   static constexpr size_t kKeepBytes = size_t{512} << 20;
   size_t bytes() const {

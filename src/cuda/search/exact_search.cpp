@@ -2,7 +2,8 @@
 // == exact, chosen by core/plan.cpp when the filter allows few rows). A shared bitset runs the
 // cuBLAS brute force on its allowed rows alone (at 1% of 1M rows, 10K rows), gathered on the
 // device from the index's cached copy (a host gather + upload cost 1 ms a call for 128-d u8
-// rows and 5 ms for 384-d f32 at batch 1); per-query bitsets run it over every row with each
+// rows and 5 ms for 384-d f32 at batch 1); up to 16 queries of k <= 32 run one kernel over the
+// allowed rows instead (exact_rows.cu); per-query bitsets run it over every row with each
 // query's bitset as a mask (brute_force_masked). Ids are mapped back to index rows; slots beyond
 // the allowed rows hold kInvalidId and +inf.
 #include <algorithm>
@@ -11,6 +12,7 @@
 
 #include "core/filter.hpp"
 #include "cuda/backend.hpp"
+#include "cuda/search/exact_rows.hpp"
 
 namespace cagra::cuda {
 
@@ -31,6 +33,12 @@ void exact_search(const index& idx, dataset_view queries, const search_plan& pla
     return;
   }
   const std::vector<uint32_t> rows = core::allowed_ids(filter);
+  // A few queries: one kernel over the allowed rows (exact_rows.cu) instead of the brute force's
+  // gather, norms, product and selection, whose fixed costs dominate a small call.
+  if (!rows.empty() && exact_rows_takes(idx, nq, k)) {
+    exact_rows(idx, rows, queries, k, ids, distances, device);
+    return;
+  }
   const uint32_t found = static_cast<uint32_t>(std::min<size_t>(k, rows.size()));
   knn_graph r;
   if (found > 0) r = brute_force_rows(idx, rows, queries, found, device);
