@@ -10,6 +10,7 @@
 
 #include <cagra/plan.hpp>
 
+#include "core/filter.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -302,6 +303,22 @@ TEST(FilterBitset, SetTestCountAndWords) {
       }
     EXPECT_EQ(r.count(), expected) << n;
     EXPECT_EQ(row_bitset(n, true).count(), n) << n;
+  }
+}
+
+// allowed_ids (the exact path's row list) reads two words at a time and masks the last one:
+// sizes around those boundaries, with bits set past the last row (a caller's raw words may have
+// them), against a row-by-row scan.
+TEST(FilterBitset, AllowedIdsMatchARowByRowScan) {
+  for (int64_t n : {1, 31, 32, 33, 63, 64, 65, 95, 96, 97, 1000, 100003}) {
+    std::vector<uint32_t> words(size_t(row_filter::words_for(n)), 0u);
+    for (int64_t i = 0; i < int64_t(words.size()) * 32; ++i)
+      if ((i * 2654435761u) % 5 < 2) words[size_t(i / 32)] |= 1u << (i % 32);
+    const row_filter f = row_filter::shared(words.data(), n);
+    std::vector<uint32_t> expected;
+    for (int64_t i = 0; i < n; ++i)
+      if (f.allows(0, i)) expected.push_back(uint32_t(i));
+    EXPECT_EQ(core::allowed_ids(f), expected) << n;
   }
 }
 
