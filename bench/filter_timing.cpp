@@ -1,10 +1,10 @@
 // Time of the host count of a filter bitset (cagra::row_bitset::count, the count the search plan
 // makes on every filtered call: docs/benchmarks.md "Filtered search at small batches"): a
 // bitset of ROWS rows with every third row allowed, counted CALLS times (one bit changed between
-// calls), three runs. Then the exact filtered path's list of allowed rows (core::allowed_ids,
-// built on every call of that path) of bitsets allowing 1% and 0.1% of the rows (every 100th /
-// 1000th row, offset by a hash), CALLS / 4 times, three runs. A developer's measurement; the
-// bench target `filter_timing` (CAGRA_BUILD_BENCH):
+// calls), three runs. Then the exact filtered path's list of allowed rows (core::allowed_ids
+// through bench_hooks, built on every call of that path) of bitsets allowing 1% and 0.1% of the
+// rows (every 100th / 1000th row, offset by a hash), CALLS / 4 times, three runs. A developer's
+// measurement; the bench target `filter_timing` (CAGRA_BUILD_BENCH):
 //
 //   build/filter_timing [ROWS (1000000)] [CALLS (2000)]
 #include <chrono>
@@ -13,7 +13,7 @@
 
 #include <cagra/filter.hpp>
 
-#include "core/filter.hpp"
+#include "core/bench_hooks.hpp"
 
 int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 1000000;
@@ -42,7 +42,8 @@ int main(int argc, char** argv) {
     for (int run = 0; run < 3; ++run) {
       size_t got = 0;
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls / 4; ++i) got += cagra::core::allowed_ids(sparse.view()).size();
+      for (int i = 0; i < calls / 4; ++i)
+        got += cagra::bench_hooks::allowed_ids(sparse.view()).size();
       const auto t1 = std::chrono::steady_clock::now();
       std::printf("allowed rows of a %lld-row bitset allowing 1/%lld: %.2f us a call (%zu rows)\n",
                   (long long)rows, (long long)every,

@@ -3,6 +3,7 @@
 #include "core/bench_hooks.hpp"
 
 #include "core/convert.hpp"
+#include "core/filter.hpp"
 #include "core/int8_traversal.hpp"
 #include "core/update/graph_edit.hpp"
 
@@ -44,6 +45,8 @@ std::vector<uint32_t> reverse_and_merge(const std::vector<uint32_t>& pruned, int
 host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_threads) {
   return core::to_storage(input, m, s, num_threads);
 }
+
+std::vector<uint32_t> allowed_ids(const row_filter& f) { return core::allowed_ids(f); }
 
 void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint32_t degree,
                uint32_t* out) {

@@ -35,4 +35,8 @@ void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint
  *  bench/convert_timing.cpp. */
 host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_threads);
 
+/** The allowed rows of a shared filter, ascending (core::allowed_ids: the exact filtered path's
+ *  list), for bench/filter_timing.cpp. */
+std::vector<uint32_t> allowed_ids(const row_filter& f);
+
 }  // namespace cagra::bench_hooks
