@@ -11,11 +11,15 @@
 // kernel's measured recall at the shapes it runs (docs/cuda.md, "Shapes with two iterations").
 //
 //   multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] [--init LIST]
-//                 [--width LIST] [--queries N] [-k K] [--json FILE] [--dataset NAME]
+//                 [--width LIST] [--pool LIST] [--queries N] [-k K] [--json FILE]
+//                 [--dataset NAME]
 //
 // LIST: comma-separated values (every combination runs). --init: initial nodes per CTA
-// (default 96, the automatic shape's three rounds of d at degree 32). Byte (u8/i8) and f32
-// indexes, L2 only.
+// (default 96, the automatic shape's three rounds of d at degree 32). --pool P: the initial
+// nodes drawn (by the same strata) from a fixed random set of P rows, the same for every query,
+// instead of from all rows (0, the default: the kernel's rule): a set small enough to stay in
+// the GPU's L2 between queries would make the first round of distances an L2 read instead of a
+// DRAM one. Byte (u8/i8) and f32 indexes, L2 only.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -48,8 +52,22 @@ struct entry {
 };
 
 struct shape {
-  uint32_t ctas, iterations, init, width;
+  uint32_t ctas, iterations, init, width, pool;
 };
+
+/** P distinct rows of [0, n), a fixed pseudo-random choice (partial Fisher-Yates, mix64),
+ *  ascending. */
+std::vector<uint32_t> fixed_pool(uint64_t n, uint32_t p) {
+  std::vector<uint32_t> all(n);
+  for (uint64_t i = 0; i < n; ++i) all[i] = uint32_t(i);
+  for (uint64_t i = 0; i < p; ++i) {
+    const uint64_t j = i + cagra::bits::mix64(i ^ 0x5EED) % (n - i);
+    std::swap(all[i], all[j]);
+  }
+  all.resize(p);
+  std::sort(all.begin(), all.end());
+  return all;
+}
 
 struct model {
   const cagra::index& idx;
@@ -57,6 +75,7 @@ struct model {
   std::vector<uint32_t> stamp;  // visited in query `epoch`
   uint32_t epoch = 0;
   uint64_t distances = 0;
+  std::vector<uint32_t> pool;  // initial nodes from these rows (empty: all rows)
 
   float distance(const uint8_t* q, uint32_t id) {
     ++distances;
@@ -105,7 +124,10 @@ struct model {
     for (uint32_t c = 0; c < s.ctas; ++c) {
       std::vector<entry> best(32, entry{0, UINT32_MAX, false});
       for (uint32_t t = 0; t < s.init; ++t) {
-        const uint32_t id = cagra::bits::initial_node(state, c, t, s.init, s.ctas, n);
+        const uint32_t id =
+            pool.empty()
+                ? cagra::bits::initial_node(state, c, t, s.init, s.ctas, n)
+                : pool[cagra::bits::initial_node(state, c, t, s.init, s.ctas, pool.size())];
         if (!claim(id)) continue;
         const entry e{distance(q, id), id, false};
         entry& b = best[t % 32];
@@ -148,11 +170,11 @@ int main(int argc, char** argv) try {
   if (argc < 4 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] "
-                 "[--init LIST] [--width LIST] [--queries N] [-k K] [--json FILE] "
+                 "[--init LIST] [--width LIST] [--pool LIST] [--queries N] [-k K] [--json FILE] "
                  "[--dataset NAME]\n");
     return argc < 4 ? 2 : 0;
   }
-  std::vector<uint32_t> ctas{64}, iterations{3}, inits{96}, widths{1};
+  std::vector<uint32_t> ctas{64}, iterations{3}, inits{96}, widths{1}, pools{0};
   int64_t n_queries = 1000;
   uint32_t k = 10;
   std::string json, name = argv[2];
@@ -166,6 +188,8 @@ int main(int argc, char** argv) try {
       inits = parse_list(v);
     else if (o == "--width")
       widths = parse_list(v);
+    else if (o == "--pool")
+      pools = parse_list(v);
     else if (o == "--queries")
       n_queries = std::stoll(v);
     else if (o == "-k")
@@ -192,34 +216,38 @@ int main(int argc, char** argv) try {
   std::printf("%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u (a CPU model)\n",
               name.c_str(), (long long)idx.size(), idx.dim(), idx.graph_degree(),
               (long long)n_queries, (long long)step, k);
-  std::printf("%6s %5s %5s %6s %10s %12s\n", "ctas", "iter", "init", "width", "recall",
+  std::printf("%6s %5s %5s %6s %8s %10s %12s\n", "ctas", "iter", "init", "width", "pool", "recall",
               "dist/query");
-  for (uint32_t c : ctas)
-    for (uint32_t it : iterations)
-      for (uint32_t in : inits)
-        for (uint32_t w : widths) {
-          const shape s{c, it, in, w};
-          m.distances = 0;
-          uint64_t hits = 0;
-          for (int64_t qi = 0; qi < n_queries; ++qi) {
-            const int64_t row = qi * step;
-            const uint8_t* q = queries.row_bytes(row);
-            const std::vector<uint32_t> ids = m.search(q, queries.view().row_bytes(), s);
-            const uint32_t* truth = gt.ids.as<uint32_t>().data + row * gt.ids.cols();
-            for (uint32_t a = 0; a < k; ++a)
-              hits += std::find(truth, truth + k, ids[a]) != truth + k ? 1 : 0;
+  for (uint32_t p : pools) {
+    CAGRA_EXPECTS(p == 0 || (p <= idx.size() && p >= 32), "--pool: 0 or 32 .. rows (got %u)", p);
+    m.pool = p ? fixed_pool(uint64_t(idx.size()), p) : std::vector<uint32_t>{};
+    for (uint32_t c : ctas)
+      for (uint32_t it : iterations)
+        for (uint32_t in : inits)
+          for (uint32_t w : widths) {
+            const shape s{c, it, in, w, p};
+            m.distances = 0;
+            uint64_t hits = 0;
+            for (int64_t qi = 0; qi < n_queries; ++qi) {
+              const int64_t row = qi * step;
+              const uint8_t* q = queries.row_bytes(row);
+              const std::vector<uint32_t> ids = m.search(q, queries.view().row_bytes(), s);
+              const uint32_t* truth = gt.ids.as<uint32_t>().data + row * gt.ids.cols();
+              for (uint32_t a = 0; a < k; ++a)
+                hits += std::find(truth, truth + k, ids[a]) != truth + k ? 1 : 0;
+            }
+            const double recall = double(hits) / double(n_queries * k);
+            const double dq = double(m.distances) / double(n_queries);
+            std::printf("%6u %5u %5u %6u %8u %10.4f %12.0f\n", c, it, in, w, p, recall, dq);
+            if (out)
+              std::fprintf(out,
+                           "{\"tool\":\"multi_cta_sim\",\"dataset\":\"%s\",\"n\":%lld,\"nq\":%lld,"
+                           "\"k\":%u,\"ctas\":%u,\"iterations\":%u,\"init\":%u,\"width\":%u,"
+                           "\"pool\":%u,\"recall\":%.4f,\"distances_per_query\":%.0f}\n",
+                           name.c_str(), (long long)idx.size(), (long long)n_queries, k, c, it, in,
+                           w, p, recall, dq);
           }
-          const double recall = double(hits) / double(n_queries * k);
-          const double dq = double(m.distances) / double(n_queries);
-          std::printf("%6u %5u %5u %6u %10.4f %12.0f\n", c, it, in, w, recall, dq);
-          if (out)
-            std::fprintf(out,
-                         "{\"tool\":\"multi_cta_sim\",\"dataset\":\"%s\",\"n\":%lld,\"nq\":%lld,"
-                         "\"k\":%u,\"ctas\":%u,\"iterations\":%u,\"init\":%u,\"width\":%u,"
-                         "\"recall\":%.4f,\"distances_per_query\":%.0f}\n",
-                         name.c_str(), (long long)idx.size(), (long long)n_queries, k, c, it, in, w,
-                         recall, dq);
-        }
+  }
   if (out) std::fclose(out);
   return 0;
 } catch (const std::exception& e) {
