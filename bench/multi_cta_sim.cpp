@@ -211,7 +211,7 @@ int main(int argc, char** argv) try {
                 "the ground truth needs k ids for every query");
   n_queries = std::min<int64_t>(n_queries, queries.rows());
   const int64_t step = std::max<int64_t>(1, queries.rows() / n_queries);
-  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0)};
+  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}};
   std::FILE* out = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   std::printf("%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u (a CPU model)\n",
               name.c_str(), (long long)idx.size(), idx.dim(), idx.graph_degree(),
