@@ -400,6 +400,12 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
   }
   expect_error({"bench", idx, query, truth, "--persistent", "yes"}, 2);
   expect_error({"bench", idx, query, truth, "--persistent"}, 2);  // a value is needed
+  // --persistent-lifetime-us: 200 .. 10000000 (search_params::persistent_lifetime_us).
+  expect_error({"bench", idx, query, truth, "--persistent-lifetime-us", "100"}, 2);
+  expect_error({"bench", idx, query, truth, "--persistent-lifetime-us", "20000000"}, 2);
+  r = run_cli({"bench", idx, query, truth, "--itopk", "32", "--batch", "1", "--backend", "cpu",
+               "--persistent-lifetime-us", "20000"});
+  ASSERT_EQ(r.status, 0) << r.err;
 
   // --explain: one plan line per point, before its row; a sweep whose every itopk is < k is a
   // usage error (nothing left to measure), one with some >= k skips the others.
