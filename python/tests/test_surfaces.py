@@ -2,7 +2,8 @@
 defaults and automatic values. Each surface prints the library's plan line
 (cagra::to_string(cagra::plan_build / plan_search)): the CLI with --explain, Python with
 cagra.explain_build and Index.explain; for the same inputs and default parameters the lines
-must be equal. tests/cpu/test_params.cpp (Plan.*) checks the C++ side of the same values."""
+must be equal. tests/cpu/test_params.cpp and test_plan_gpu.cpp (Plan.*) check the C++ side of
+the same values."""
 
 from __future__ import annotations
 
