@@ -16,10 +16,11 @@
 //
 // LIST: comma-separated values (every combination runs). --init: initial nodes per CTA
 // (default 96, the automatic shape's three rounds of d at degree 32). --pool P: the initial
-// nodes drawn (by the same strata) from a fixed random set of P rows, the same for every query,
-// instead of from all rows (0, the default: the kernel's rule): a set small enough to stay in
-// the GPU's L2 between queries would make the first round of distances an L2 read instead of a
-// DRAM one. Byte (u8/i8) and f32 indexes, L2 only.
+// nodes drawn (by the same strata) from a fixed set of P rows, the same for every query (one
+// pseudo-random row in each of P strata: the kernel's pool, core::initial_pool_rows), instead of
+// from all rows (0, the default): a set small enough to stay in the GPU's L2 between queries makes
+// the first round of distances an L2 read instead of a DRAM one. Byte (u8/i8) and f32 indexes, L2
+// only.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -33,6 +34,7 @@
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
 
+#include "core/bench_hooks.hpp"
 #include "core/bits.hpp"
 
 namespace {
@@ -54,20 +56,6 @@ struct entry {
 struct shape {
   uint32_t ctas, iterations, init, width, pool;
 };
-
-/** P distinct rows of [0, n), a fixed pseudo-random choice (partial Fisher-Yates, mix64),
- *  ascending. */
-std::vector<uint32_t> fixed_pool(uint64_t n, uint32_t p) {
-  std::vector<uint32_t> all(n);
-  for (uint64_t i = 0; i < n; ++i) all[i] = uint32_t(i);
-  for (uint64_t i = 0; i < p; ++i) {
-    const uint64_t j = i + cagra::bits::mix64(i ^ 0x5EED) % (n - i);
-    std::swap(all[i], all[j]);
-  }
-  all.resize(p);
-  std::sort(all.begin(), all.end());
-  return all;
-}
 
 struct model {
   const cagra::index& idx;
@@ -220,7 +208,8 @@ int main(int argc, char** argv) try {
               "dist/query");
   for (uint32_t p : pools) {
     CAGRA_EXPECTS(p == 0 || (p <= idx.size() && p >= 32), "--pool: 0 or 32 .. rows (got %u)", p);
-    m.pool = p ? fixed_pool(uint64_t(idx.size()), p) : std::vector<uint32_t>{};
+    m.pool = p ? cagra::bench_hooks::initial_pool_rows(uint64_t(idx.size()), p)
+               : std::vector<uint32_t>{};
     for (uint32_t c : ctas)
       for (uint32_t it : iterations)
         for (uint32_t in : inits)

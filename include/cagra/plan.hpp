@@ -113,6 +113,10 @@ struct search_plan {
   /** io == persistent: how long the resident kernel waits for the next query (microseconds,
    *  search_params::persistent_lifetime_us); 0 otherwise. */
   uint32_t persistent_lifetime_us = 0;
+  /** io == persistent with the automatic shape: rows of the fixed initial-node pool each CTA
+   *  holds in shared memory and scans for its first candidates, in place of random initial
+   *  nodes (initial_nodes is then 0; docs/cuda.md, "Initial nodes from a pool"); 0 otherwise. */
+  uint32_t pool_rows_per_cta = 0;
   // Filtered search (filter != none).
   filter_kind filter = filter_kind::none;
   filter_algo filter_path = filter_algo::automatic;  ///< graph or exact when filtered

@@ -4,6 +4,7 @@
 
 #include "core/convert.hpp"
 #include "core/filter.hpp"
+#include "core/initial_pool.hpp"
 #include "core/int8_traversal.hpp"
 #include "core/update/graph_edit.hpp"
 
@@ -47,6 +48,10 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_thr
 }
 
 std::vector<uint32_t> allowed_ids(const row_filter& f) { return core::allowed_ids(f); }
+
+std::vector<uint32_t> initial_pool_rows(uint64_t n, uint32_t p) {
+  return core::initial_pool_rows(n, p);
+}
 
 void merge_row(const uint32_t* pruned, const uint32_t* rev, uint32_t n_rev, uint32_t degree,
                uint32_t* out) {

@@ -39,4 +39,8 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_thr
  *  list), for bench/filter_timing.cpp. */
 std::vector<uint32_t> allowed_ids(const row_filter& f);
 
+/** The multi-CTA latency path's initial-node pool of p rows of an n-row index
+ *  (core::initial_pool_rows), for bench/multi_cta_sim.cpp. */
+std::vector<uint32_t> initial_pool_rows(uint64_t n, uint32_t p);
+
 }  // namespace cagra::bench_hooks

@@ -68,6 +68,7 @@ std::string to_string(const search_plan& p) {
     s += kv("team_size", p.team_size) + kv("block_size", p.block_size) +
          kv("ctas_per_query", p.ctas_per_query);
   if (p.io == search_io::persistent) s += kv("persistent_lifetime_us", p.persistent_lifetime_us);
+  if (p.pool_rows_per_cta) s += kv("pool_rows_per_cta", p.pool_rows_per_cta);
   if (p.filter != filter_kind::none)
     s += std::string(" filter=") + to_string(p.filter) +
          " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows));

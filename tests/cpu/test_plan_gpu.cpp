@@ -28,10 +28,14 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
     uint32_t ctas, iterations, initial_nodes;
   };
   // Budget itopk + 16 + log2 N = 100 split over the CTAs, at least 4 at 64 CTAs and 2 more per
-  // halving; 3d initial nodes per CTA from 32 CTAs up (5 samplings at 1M rows, at most 3).
+  // halving; 3d initial nodes per CTA from 32 CTAs up (5 samplings at 1M rows, at most 3). (At
+  // batch 1 a launch per query: the persistent kernel takes the initial-node pool instead,
+  // Plan.PersistentTakesTheInitialPool.)
+  search_params launch;
+  launch.persistent = false;
   for (const want& w : {want{1, 64, 4, 96}, want{2, 64, 4, 96}, want{4, 32, 6, 96},
                         want{10, 16, 8, 32}, want{100, 8, 13, 32}, want{131, 8, 13, 32}}) {
-    const search_plan s = plan(search_params{}, w.batch, sift);
+    const search_plan s = plan(launch, w.batch, sift);
     EXPECT_EQ(s.algo, search_algo::multi_cta) << w.batch;
     EXPECT_EQ(s.ctas_per_query, w.ctas) << "batch " << w.batch;
     EXPECT_EQ(s.max_iterations, w.iterations) << "batch " << w.batch;
@@ -41,7 +45,7 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
         << to_string(s);
   }
   // A short list (itopk <= 32) takes one iteration fewer: itopk moves batch-1 latency too.
-  search_params short_list;
+  search_params short_list = launch;
   short_list.itopk_size = 32;
   EXPECT_EQ(plan(short_list, 1, sift).max_iterations, 3u);
   EXPECT_EQ(plan(short_list, 10, sift).max_iterations, 7u);
@@ -86,11 +90,11 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
   // Degree 64: the same counts, 3d = 192 initial nodes per CTA at 64 CTAs.
   core::index_shape d64 = sift;
   d64.degree = 64;
-  EXPECT_EQ(plan(search_params{}, 1, d64).initial_nodes, 192u);
-  EXPECT_EQ(plan(search_params{}, 1, d64).ctas_per_query, 64u);
+  EXPECT_EQ(plan(launch, 1, d64).initial_nodes, 192u);
+  EXPECT_EQ(plan(launch, 1, d64).ctas_per_query, 64u);
   // Below 100K rows (one sampling) the initial nodes stay d per CTA.
   const core::index_shape small{10000, 128, 32, dtype::u8, metric::l2};
-  EXPECT_EQ(plan(search_params{}, 1, small).initial_nodes, 32u);
+  EXPECT_EQ(plan(launch, 1, small).initial_nodes, 32u);
   // A long list needs more CTAs than the rule gives: the lists win (itopk 1024: 32).
   search_params long_list;
   long_list.itopk_size = 1024;
@@ -197,6 +201,54 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
   EXPECT_EQ(
       core::make_search_plan(backend::cpu, search_params{}, sift, 10, 1, memory_space::host, 0).io,
       search_io::none);
+}
+
+// The persistent kernel's initial nodes from the pool (plan_kernels.cpp, take_initial_pool): on
+// the automatic shape at batch 1 each CTA scans a slice of 1,024 rows (128-d u8; 256 for 128-d
+// f32, 136 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
+// the automatic iteration floor one lower (itopk 32: 2, the default 64: 3); in the plan's line.
+// An explicit iteration count stays; explicit initial nodes, a forced kernel or width, a launch
+// per query or a batch of 2 keep the random nodes.
+TEST(Plan, PersistentTakesTheInitialPool) {
+  const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
+  const auto plan = [&](const search_params& p,
+                        const core::index_shape& shape = {1000000, 128, 32, dtype::u8, metric::l2},
+                        int64_t batch = 1) {
+    return core::make_search_plan(backend::cuda, p, shape, 10, batch, memory_space::host, 132);
+  };
+  const search_plan one = plan(search_params{});
+  EXPECT_EQ(one.io, search_io::persistent);
+  EXPECT_EQ(one.ctas_per_query, 64u);
+  EXPECT_EQ(one.pool_rows_per_cta, 1024u);
+  EXPECT_EQ(one.initial_nodes, 0u);
+  EXPECT_EQ(one.max_iterations, 3u);
+  EXPECT_EQ(one.block_size, 192u) << "the size the random nodes would have had: the scan's";
+  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=1024"), std::string::npos) << to_string(one);
+  search_params short_list;
+  short_list.itopk_size = 32;
+  EXPECT_EQ(plan(short_list).max_iterations, 2u);
+  EXPECT_EQ(plan(search_params{}, {1000000, 128, 32, dtype::f32, metric::l2}).pool_rows_per_cta,
+            256u);
+  EXPECT_EQ(plan(search_params{}, {100000, 128, 32, dtype::u8, metric::l2}).pool_rows_per_cta,
+            384u);
+  search_params iterations;
+  iterations.max_iterations = 5;
+  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 1024u);
+  EXPECT_EQ(plan(iterations).max_iterations, 5u);
+  search_params random;
+  random.num_random_samplings = 3;
+  search_params forced;
+  forced.algo = search_algo::multi_cta;
+  search_params width;
+  width.search_width = 64;
+  search_params launch;
+  launch.persistent = false;
+  for (const search_params& p : {random, forced, width, launch}) {
+    EXPECT_EQ(plan(p).pool_rows_per_cta, 0u);
+    EXPECT_GT(plan(p).initial_nodes, 0u);
+    EXPECT_EQ(to_string(plan(p)).find("pool_rows_per_cta"), std::string::npos);
+  }
+  EXPECT_EQ(plan(search_params{}, sift, 2).pool_rows_per_cta, 0u);
 }
 
 // The single-CTA kernel's automatic visited hash (core/plan.cpp, plan_single_cta): 8 slots per

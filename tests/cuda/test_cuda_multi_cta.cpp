@@ -300,6 +300,52 @@ TEST_F(CudaMultiCta, PersistentKernel) {
   EXPECT_EQ(recall(after.view(), before.view(), 10) > 0.8, true);
 }
 
+// The persistent kernel's initial nodes from the pool (core/initial_pool.hpp): the automatic
+// plan takes it at batch 1 (32 rows a CTA on bigann10k: a pool of a quarter of the rows at
+// most), for every storage type and metric, at the recall of the CPU within 2 points, well
+// formed; an explicit initial-node count or a launch per query keeps the random nodes.
+TEST_F(CudaMultiCta, InitialPoolEveryTypeAndMetric) {
+  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255),
+                    q_f = scaled_f32(set_->queries, 1.0f / 255);
+  const host_matrix base_i8 = halved_i8(set_->base), q_i8 = halved_i8(set_->queries);
+  resources gpu;
+  gpu.target = backend::cuda;
+  struct data {
+    const char* name;
+    const host_matrix* base;
+    const host_matrix* q;
+    storage_type s;
+  };
+  for (const data& d : {data{"u8", &set_->base, &set_->queries, storage_type::same_as_input},
+                        data{"i8", &base_i8, &q_i8, storage_type::same_as_input},
+                        data{"f32", &base_f, &q_f, storage_type::same_as_input},
+                        data{"f16", &base_f, &q_f, storage_type::f16}})
+    for (metric m : {metric::l2, metric::cosine}) {
+      index_params ip = small_params(32, m);
+      ip.storage = d.s;
+      const cagra::index idx = build({}, ip, *d.base);
+      const knn_graph gt = exact(m, *d.base, *d.q);
+      const search_params p = itopk(32);  // persistent at batch 1 by default
+      const search_plan plan = plan_search(gpu, p, idx, 10, 1);
+      ASSERT_EQ(plan.io, search_io::persistent);
+      EXPECT_EQ(plan.pool_rows_per_cta, 32u) << d.name;
+      EXPECT_EQ(plan.initial_nodes, 0u);
+      const result c = cpu_run(idx, *d.q, 10, p);
+      const result g = gpu_search(idx, *d.q, 10, p, 1);
+      const double rc = recall(c.view(), gt.view(), 10), rg = recall(g.view(), gt.view(), 10);
+      std::printf("[ cuda     ] initial pool %s (%s) %-8s recall@10 cpu %.4f gpu %.4f\n", d.name,
+                  to_string(idx.storage_dtype()), to_string(m), rc, rg);
+      EXPECT_GE(rg, rc - 0.02) << d.name << " " << to_string(m);
+      expect_well_formed(g, idx.size(), "initial pool");
+    }
+  search_params random = itopk(32);
+  random.num_random_samplings = 3;
+  EXPECT_EQ(plan_search(gpu, random, *u8_, 10, 1).pool_rows_per_cta, 0u);
+  random = itopk(32);
+  random.persistent = false;
+  EXPECT_EQ(plan_search(gpu, random, *u8_, 10, 1).pool_rows_per_cta, 0u);
+}
+
 // A relaunch of the persistent kernel initializes nothing: the kernel empties its visited hash
 // on the way out (persistent.cuh). One query, searched again and again at the default shape
 // (64 CTAs), must find the same neighbors every time: in one launch (the two hash halves in

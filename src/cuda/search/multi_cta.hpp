@@ -69,6 +69,9 @@ struct multi_cta_args {
   const uint32_t* d_filter;   // null, or the allowed rows' bitsets (filter.cuh): query q's at
                               // d_filter + q * filter_stride
   uint64_t filter_stride;     // words per bitset, or 0: one bitset for the batch
+  const uint8_t* d_pool_vectors;  // null, or the initial-node pool's rows [n_ctas x
+                                  // pool_rows_per_cta, row_stride] (core/initial_pool.hpp) ...
+  const uint32_t* d_pool_ids;     // ... and their ids: CTA c's slice from row c x pool_rows_per_cta
   uint64_t* h_lists;          // null (the last CTA merges into d_ids), or mapped host
                               // [n_queries, n_ctas, list_k] entries of two words, id | tag << 32
                               // and distance bits | tag << 32: each CTA's best list_k, merged by
@@ -100,12 +103,17 @@ struct multi_cta_args {
   uint32_t has_query_state;   // 1: query_state holds the seed state (batch 1 from the host)
   uint32_t init_half_team;    // 1: an initial node's distance takes half a team (its row fits
                               // the half team's head loads), so twice the nodes load at once
+  uint32_t pool_rows_per_cta; // 0: random initial nodes (n_init); else the nearest row of each
+                              // of 32 groups of the CTA's slice of the pool (pool_scan)
+  uint32_t pool_resident;     // 1: the slice is in shared memory already (the persistent kernel)
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)
   uint32_t smem_cand_d;       // float [2][cand_cap] (two buffers: one merged while the next fills)
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
+  uint32_t smem_pool;         // the CTA's slice of the pool: rows [pool_rows_per_cta, row_stride]
+                              // then their ids (last: nothing else aliases it)
 };
 // clang-format on
 

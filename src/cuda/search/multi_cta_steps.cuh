@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
 #include "core/bits.hpp"
 #include "cuda/primitives/team_distance.cuh"
@@ -179,6 +181,92 @@ __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint
     ids[threadIdx.x] = b == kNoInitBest ? kNoId : static_cast<uint32_t>(b);
     dists[threadIdx.x] =
         b == kNoInitBest ? __int_as_float(0x7F800000) : key_float(static_cast<uint32_t>(b >> 32));
+  }
+}
+
+/** The whole CTA, on the latency path with a pool (a.pool_rows_per_cta): issues the copy of its
+ *  slice of the pool (the rows, then their ids) into shared memory at `slice`, 16 bytes a copy,
+ *  every copy in flight at once (cp.async: no registers held); pool_wait completes it. The slice
+ *  does not depend on the query: the persistent kernel copies it once. */
+__device__ __forceinline__ void pool_copy_issue(const multi_cta_args& a, uint8_t* slice) {
+  const uint32_t rows = a.pool_rows_per_cta, n16 = rows * a.n_chunks;
+  const uint4* src = reinterpret_cast<const uint4*>(a.d_pool_vectors) + uint64_t{blockIdx.x} * n16;
+  const uint4* src_ids = reinterpret_cast<const uint4*>(a.d_pool_ids + uint64_t{blockIdx.x} * rows);
+  uint4* dst = reinterpret_cast<uint4*>(slice);
+  for (uint32_t i = threadIdx.x; i < n16; i += blockDim.x)
+    __pipeline_memcpy_async(dst + i, src + i, 16);
+  for (uint32_t i = threadIdx.x; i < rows / 4; i += blockDim.x)  // rows: a multiple of 32
+    __pipeline_memcpy_async(dst + n16 + i, src_ids + i, 16);
+  __pipeline_commit();
+}
+
+/** The calling thread's copies of pool_copy_issue done (a barrier must follow before other
+ *  threads' copies are read). */
+__device__ __forceinline__ void pool_wait() { __pipeline_wait_prior(0); }
+
+/** The calling thread alone: its partial sum (chunk_accumulate*) over a row in shared memory,
+ *  from chunk `rot` on (rot < n_chunks), so that threads on neighboring rows, whose rows are a
+ *  multiple of 128 bytes apart, read different banks. */
+template <typename T, bool kDot>
+__device__ __forceinline__ auto thread_sum_shared(const uint4* row, const void* q,
+                                                  uint32_t n_chunks, uint32_t rot) {
+  std::conditional_t<elem_traits<T>::is_byte, int, float> acc = 0;
+  for (uint32_t i = 0, c = rot; i < n_chunks; ++i, c = c + 1 == n_chunks ? 0 : c + 1) {
+    if constexpr (elem_traits<T>::is_byte)
+      acc = chunk_accumulate_bytes<T, kDot>(row[c], static_cast<const uint4*>(q)[c], acc);
+    else
+      acc = chunk_accumulate<T, kDot>(row[c], static_cast<const float4*>(q), c, acc);
+  }
+  return acc;
+}
+
+/** team_distance's distance for a row in shared memory, computed by the calling thread alone. */
+template <typename T>
+__device__ __forceinline__ float thread_distance_shared(const multi_cta_args& a, const void* q,
+                                                        int qq, const uint4* row, uint32_t rot) {
+  if constexpr (elem_traits<T>::is_byte) {
+    if (a.metric == metric::l2)
+      return __int2float_rn(qq + thread_sum_shared<T, false>(row, q, a.n_chunks, rot));
+    return bits::distance_from_dot(
+        a.metric, __int2float_rn(thread_sum_shared<T, true>(row, q, a.n_chunks, rot)));
+  } else {
+    if (a.metric == metric::l2) return thread_sum_shared<T, false>(row, q, a.n_chunks, rot);
+    return bits::distance_from_dot(a.metric, thread_sum_shared<T, true>(row, q, a.n_chunks, rot));
+  }
+}
+
+/** The whole CTA, with its slice of the pool in shared memory (`slice`) and the query ready: the
+ *  distance of every row of the slice, a thread a row (rows s, s + blockDim, ... for thread s:
+ *  no reductions, and the thread keeps its nearest), and the nearest of each group (the rows of
+ *  the threads of lane g, g < 32) as the CTA's first candidates, like init_finish's: claimed in
+ *  the device hash (a row another CTA reached first is dropped), its graph row prefetched. No
+ *  claims for the rows not taken: another CTA's walk may still reach them. `best`:
+ *  kMultiCtaList words holding kNoInitBest. */
+template <typename T>
+__device__ void pool_scan(const multi_cta_args& a, const void* q, int qq, uint32_t* keys,
+                          const uint8_t* slice, unsigned long long* best, uint32_t* ids,
+                          float* dists) {
+  const uint32_t rows = a.pool_rows_per_cta;
+  unsigned long long mine = kNoInitBest;
+  for (uint32_t s = threadIdx.x; s < rows; s += blockDim.x) {
+    const uint4* row = reinterpret_cast<const uint4*>(slice + size_t{s} * a.row_stride);
+    const float d = thread_distance_shared<T>(a, q, qq, row, s % a.n_chunks);
+    mine = min(mine, (static_cast<unsigned long long>(float_key(d)) << 32) | s);
+  }
+  if (mine != kNoInitBest) atomicMin(best + threadIdx.x % kMultiCtaList, mine);
+  __syncthreads();
+  if (threadIdx.x < kMultiCtaList) {
+    const unsigned long long b = best[threadIdx.x];
+    const uint32_t* slice_ids =
+        reinterpret_cast<const uint32_t*>(slice + size_t{rows} * a.row_stride);
+    uint32_t id = b == kNoInitBest ? kNoId : slice_ids[static_cast<uint32_t>(b)];
+    if (id != kNoId) {
+      prefetch_graph_row(a, id);
+      if (!device_hash_insert(keys, a.hash_bits, id)) id = kNoId;
+    }
+    ids[threadIdx.x] = id;
+    dists[threadIdx.x] =
+        id == kNoId ? __int_as_float(0x7F800000) : key_float(static_cast<uint32_t>(b >> 32));
   }
 }
 

@@ -16,6 +16,7 @@
 #include "cuda/check.hpp"
 #include "cuda/launch.hpp"
 #include "cuda/search/host_lists.hpp"
+#include "cuda/search/initial_pool.hpp"
 #include "cuda/search/launch_args.hpp"
 #include "cuda/search/run_kernels.hpp"
 #include "cuda/testing.hpp"
@@ -103,10 +104,17 @@ void stop_persistent(index_state& st) noexcept {
 
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
                        size_t q_bytes, uint32_t* ids, float* distances, int device) {
-  const multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
+  multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
+  persistent_state& ps = st.persistent;
+  // The initial nodes from the pool (initial_pool.hpp), which the running kernel holds: made or
+  // made again (another size, rows added) only while none runs.
+  const uint32_t pool_rows = plan.pool_rows_per_cta;
+  if (pool_rows) {
+    if (ps.running && !initial_pool_current(st, pool_rows, lp.args.n_ctas)) stop_persistent(st);
+    use_initial_pool(st, lp, pool_rows, st.stream.get());
+  }
   check_shared_memory(lp.smem, device, "multi-CTA", plan);
   const multi_cta_args& p = lp.args;
-  persistent_state& ps = st.persistent;
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
   const uint64_t lifetime_ns = uint64_t{std::max(plan.persistent_lifetime_us, 200u)} * 1000;
   std::vector<uint64_t> key{p.n_ctas, p.n_init, p.max_iterations,   p.min_iterations, p.hash_bits,
@@ -115,6 +123,8 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
 #if CAGRA_MCTA_TRACE
   key.push_back(reinterpret_cast<uint64_t>(testing::multi_cta_trace()));  // a traced kernel
 #endif
+  key.push_back(reinterpret_cast<uint64_t>(p.d_pool_vectors));
+  key.push_back(p.pool_rows_per_cta);
   if (ps.running && key != ps.key) stop_persistent(st);
   // A kernel (nearly) idle for its lifetime has left, or is about to: a stop then a launch,
   // rather than a job that it may miss (found out only once the stream is seen finished). Its

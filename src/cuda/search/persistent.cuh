@@ -119,6 +119,12 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
   __shared__ unsigned long long s_leave;
   const uint32_t tid = threadIdx.x;
   const size_t half = size_t{1} << a.hash_bits;
+  // The CTA's slice of the initial-node pool, once for all the launch's jobs.
+  if (a.pool_rows_per_cta) {
+    pool_copy_issue(a, smem + a.smem_pool);
+    pool_wait();
+    __syncthreads();
+  }
   uint64_t idle_since = global_ns();
   uint32_t jobs = 0;  // run by this launch
   for (uint32_t seq = p.first_seq;; seq = seq + 1 == 0 ? 1 : seq + 1) {
@@ -174,6 +180,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     job.tag = seq;
     job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
     job.has_query_state = 1;
+    job.pool_resident = 1;
     multi_cta_body<T, kTeam>(job, nullptr);
     __syncthreads();
     ++jobs;

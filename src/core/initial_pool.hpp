@@ -1,0 +1,31 @@
+// The initial-node pool of the multi-CTA latency path: a fixed set of rows, the same for every
+// query, of which each of a query's CTAs holds a slice in shared memory (a compact copy of the
+// rows and their ids). A CTA takes as its initial nodes the nearest row of each of 32 groups of
+// its slice: with 64 CTAs x 1024 rows that is a scan of 65,536 rows a query, from shared memory
+// (the persistent kernel loads its slice once), in place of ~100 random rows read from DRAM,
+// and one iteration of the walk fewer for the same recall (bench/multi_cta_sim --pool --init).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace cagra::core {
+
+/** Shared memory a CTA gives its slice of the pool (rows and ids), at most. */
+constexpr uint32_t kPoolSliceBytes = 136 * 1024;
+/** Rows a CTA's slice holds, at most. */
+constexpr uint32_t kPoolMaxRowsPerCta = 1024;
+/** Fewest CTAs a query that takes a pool (narrower shapes keep the random initial nodes: with
+ *  one CTA a query, every path gives the same answer). */
+constexpr uint32_t kPoolMinCtas = 8;
+
+/** Rows of the pool per CTA for an index of n rows of row_stride bytes searched by n_ctas CTAs:
+ *  as many as kPoolSliceBytes holds, at most kPoolMaxRowsPerCta and a pool of a quarter of the
+ *  rows, a multiple of 32; or 0 (no pool: fewer than kPoolMinCtas CTAs, or fewer than 32 rows). */
+uint32_t pool_rows_per_cta(uint64_t n, uint32_t row_stride, uint32_t n_ctas);
+
+/** p distinct rows of [0, n), ascending: one pseudo-random row in each of p equal strata, a
+ *  fixed choice (the same for every index of n rows). p <= n. */
+std::vector<uint32_t> initial_pool_rows(uint64_t n, uint32_t p);
+
+}  // namespace cagra::core

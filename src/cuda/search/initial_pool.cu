@@ -1,0 +1,58 @@
+// The device copy of the initial-node pool (core/initial_pool.hpp): the pool's row ids and a
+// compact copy of their rows, gathered from the index's device rows when a plan first takes the
+// pool (search_plan::pool_rows_per_cta) and again when the row count or the pool's size changed;
+// CTA c's slice is rows [c x rows_per_cta, (c + 1) x rows_per_cta), which the persistent kernel
+// copies into shared memory once.
+#include "cuda/search/initial_pool.hpp"
+
+#include <vector>
+
+#include "core/initial_pool.hpp"
+#include "cuda/check.hpp"
+
+namespace cagra::cuda {
+namespace {
+
+__global__ void gather_pool_kernel(const uint4* rows, uint32_t chunks, const uint32_t* ids,
+                                   uint32_t n, uint4* out) {
+  const uint64_t total = uint64_t{n} * chunks;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
+       i += uint64_t{gridDim.x} * blockDim.x)
+    out[i] = rows[uint64_t{ids[i / chunks]} * chunks + i % chunks];
+}
+
+}  // namespace
+
+bool initial_pool_current(const index_state& st, uint32_t rows_per_cta, uint32_t n_ctas) {
+  return st.pool_rows_of == st.rows && st.pool_size == rows_per_cta * n_ctas;
+}
+
+void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_cta,
+                      cudaStream_t stream) {
+  multi_cta_args& a = lp.args;
+  const uint32_t p = rows_per_cta * a.n_ctas;
+  if (!initial_pool_current(st, rows_per_cta, a.n_ctas)) {
+    const std::vector<uint32_t> ids = core::initial_pool_rows(uint64_t(st.rows), p);
+    st.pool_size = 0;
+    st.pool_ids = device_buffer<uint32_t>(p);
+    st.pool_vectors = device_buffer<uint8_t>(size_t{p} * st.row_stride);
+    CAGRA_CUDA_TRY(cudaMemcpyAsync(st.pool_ids.data(), ids.data(), size_t{p} * 4,
+                                   cudaMemcpyHostToDevice, stream));
+    const uint32_t chunks = st.row_stride / 16;
+    gather_pool_kernel<<<1024, 256, 0, stream>>>(reinterpret_cast<const uint4*>(st.dataset.data()),
+                                                 chunks, st.pool_ids.data(), p,
+                                                 reinterpret_cast<uint4*>(st.pool_vectors.data()));
+    CAGRA_CUDA_CHECK_LAUNCH();
+    CAGRA_CUDA_TRY(cudaStreamSynchronize(stream));  // ids: a host vector about to go
+    st.pool_size = p;
+    st.pool_rows_of = st.rows;
+  }
+  a.d_pool_vectors = st.pool_vectors.data();
+  a.d_pool_ids = st.pool_ids.data();
+  a.pool_rows_per_cta = rows_per_cta;
+  a.n_init = 0;
+  a.smem_pool = static_cast<uint32_t>((lp.smem + 15) / 16 * 16);
+  lp.smem = a.smem_pool + size_t{rows_per_cta} * (st.row_stride + 4);
+}
+
+}  // namespace cagra::cuda
