@@ -221,11 +221,11 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
  *  shape where the user left the initial nodes to the plan: each CTA scans its slice of a fixed
  *  set of rows held in shared memory (64 CTAs x 1,024 rows for 128-d u8) instead of reading ~100
  *  random rows from DRAM, and the walk, starting nearer, takes one iteration fewer where the
- *  automatic floor set the count. SIFT-wall-1M, H200, itopk 32: 2 iterations from the pool
- *  reach 0.985 against 0.977 for 3 from random nodes, in 15.7-18.0 us against 17.6-18.7; the
- *  synthetic clustered set at 3 iterations: 0.942 against 0.775, 17.9-18.1 us against 20.8-21.1
- *  (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would be copied
- *  every call, slower than the random nodes: the persistent kernel copies it once. */
+ *  automatic floor set the count. H200, interleaved with eec033b: SIFT-wall-1M itopk 32, 2
+ *  iterations from the pool 0.985 at 60.5K QPS against 3 from random nodes 0.977 at 56.1K; the
+ *  synthetic clustered set, itopk 64: 0.943 at 49.3K against 0.896 at 39.6K (docs/cuda.md,
+ *  "Initial nodes from a pool"). Launching per query the slice would be copied every call,
+ *  slower than the random nodes: the persistent kernel copies it once. */
 void take_initial_pool(search_plan& s, const search_params& p, const index_shape& shape) {
   s.pool_rows_per_cta =
       pool_rows_per_cta(uint64_t(shape.rows), row_chunks(shape) * 16, s.ctas_per_query);

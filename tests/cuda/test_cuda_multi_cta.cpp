@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -62,24 +63,35 @@ knn_graph exact(metric m, const host_matrix& base, const host_matrix& q) {
   return brute_force_knn(cpu, m, base, q, 10);
 }
 
-class CudaMultiCta : public bigann_gpu_suite {};
-
-TEST_F(CudaMultiCta, RecallMatchesCpuEveryTypeAndMetric) {
-  // f32 / f16 rows hold the u8 values / 255 (so inner products stay small); i8 rows u8 / 2.
-  // u8 and i8 with cosine are stored as f32 (normalized), like the CPU backend does.
-  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255),
-                    q_f = scaled_f32(set_->queries, 1.0f / 255);
-  const host_matrix base_i8 = halved_i8(set_->base), q_i8 = halved_i8(set_->queries);
+/** bigann10k in every storage type: f32 / f16 rows hold the u8 values / 255 (so inner products
+ *  stay small), i8 rows u8 / 2. */
+struct typed_sets {
   struct data {
     const char* name;
     const host_matrix* base;
     const host_matrix* q;
     storage_type s;
   };
-  for (const data& d : {data{"u8", &set_->base, &set_->queries, storage_type::same_as_input},
-                        data{"i8", &base_i8, &q_i8, storage_type::same_as_input},
-                        data{"f32", &base_f, &q_f, storage_type::same_as_input},
-                        data{"f16", &base_f, &q_f, storage_type::f16}})
+  explicit typed_sets(const real_set& set)
+      : base_f(scaled_f32(set.base, 1.0f / 255)), q_f(scaled_f32(set.queries, 1.0f / 255)),
+        base_i8(halved_i8(set.base)),
+        q_i8(halved_i8(set.queries)), all{data{"u8", &set.base, &set.queries,
+                                               storage_type::same_as_input},
+                                          data{"i8", &base_i8, &q_i8, storage_type::same_as_input},
+                                          data{"f32", &base_f, &q_f, storage_type::same_as_input},
+                                          data{"f16", &base_f, &q_f, storage_type::f16}} {}
+  typed_sets(const typed_sets&) = delete;  // `all` points into it
+  typed_sets& operator=(const typed_sets&) = delete;
+  host_matrix base_f, q_f, base_i8, q_i8;
+  std::vector<data> all;
+};
+
+class CudaMultiCta : public bigann_gpu_suite {};
+
+TEST_F(CudaMultiCta, RecallMatchesCpuEveryTypeAndMetric) {
+  // u8 and i8 with cosine are stored as f32 (normalized), like the CPU backend does.
+  const typed_sets sets(*set_);
+  for (const typed_sets::data& d : sets.all)
     for (metric m : {metric::l2, metric::inner_product, metric::cosine}) {
       index_params ip = small_params(32, m);
       ip.storage = d.s;
@@ -305,21 +317,10 @@ TEST_F(CudaMultiCta, PersistentKernel) {
 // most), for every storage type and metric, at the recall of the CPU within 2 points, well
 // formed; an explicit initial-node count or a launch per query keeps the random nodes.
 TEST_F(CudaMultiCta, InitialPoolEveryTypeAndMetric) {
-  const host_matrix base_f = scaled_f32(set_->base, 1.0f / 255),
-                    q_f = scaled_f32(set_->queries, 1.0f / 255);
-  const host_matrix base_i8 = halved_i8(set_->base), q_i8 = halved_i8(set_->queries);
   resources gpu;
   gpu.target = backend::cuda;
-  struct data {
-    const char* name;
-    const host_matrix* base;
-    const host_matrix* q;
-    storage_type s;
-  };
-  for (const data& d : {data{"u8", &set_->base, &set_->queries, storage_type::same_as_input},
-                        data{"i8", &base_i8, &q_i8, storage_type::same_as_input},
-                        data{"f32", &base_f, &q_f, storage_type::same_as_input},
-                        data{"f16", &base_f, &q_f, storage_type::f16}})
+  const typed_sets sets(*set_);
+  for (const typed_sets::data& d : sets.all)
     for (metric m : {metric::l2, metric::cosine}) {
       index_params ip = small_params(32, m);
       ip.storage = d.s;

@@ -29,16 +29,18 @@
 // latency path half a team where the row allows, so that all of them load at once: the CTA is
 // sized for it), which claims the node in the hash while it loads the row; the nearest of each
 // group of initial nodes (node s in group s mod 32) enters the CTA's list, so iteration 0 merges 32
-// candidates however many were drawn. Each iteration, warp 0 first names the parent the merged list
-// will have (pick_parent: two warp reductions), then merges the last candidates into its list 32 at
-// a time (the CPU's drop rule, a register bitonic sort, the reversed-minimum step, a 5-stage
-// bitonic merge: shuffles only, no shared-memory list) while the other warps insert the parent's
-// neighbors into the device hash (one id each, coalesced graph reads) and append the ones they
-// inserted to the other candidate buffer; then teams of kTeam lanes (team_distance.cuh) compute
-// their distances. The merge (~0.6 us) thus overlaps the graph row's and the hash's round trips
-// instead of adding to them. Unlike the single-CTA kernel the answer is not the CPU's bit for bit:
-// which CTA discovers a node first depends on timing, so the traversal (and rarely the answer)
-// varies between runs.
+// candidates however many were drawn. (With an initial-node pool, the persistent kernel at the
+// automatic shape, the CTA instead scans its slice of the pool held in shared memory, a thread a
+// row, and takes the nearest of each group: pool_scan.) Each iteration, warp 0 first names the
+// parent the merged list will have (pick_parent: two warp reductions), then merges the last
+// candidates into its list 32 at a time (the CPU's drop rule, a register bitonic sort, the
+// reversed-minimum step, a 5-stage bitonic merge: shuffles only, no shared-memory list) while
+// the other warps insert the parent's neighbors into the device hash (one id each, coalesced
+// graph reads) and append the ones they inserted to the other candidate buffer; then teams of
+// kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps the
+// graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA kernel
+// the answer is not the CPU's bit for bit: which CTA discovers a node first depends on timing, so
+// the traversal (and rarely the answer) varies between runs.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // The steps of the multi-CTA search (multi_cta.cuh says how they fit together): the query's
 // seed hash (one warp), the CTAs' random initial nodes (disjoint strata, claimed while their rows
-// load), the query's conversion to its distance layout, and the candidates' distances (one team
-// per row, every load of a row in flight at once: the kernel is latency-bound).
+// load) or the scan of their slices of the initial-node pool (core/initial_pool.hpp), the
+// query's conversion to its distance layout, and the candidates' distances (one team per row,
+// every load of a row in flight at once: the kernel is latency-bound).
 #pragma once
 
 #include <cstdint>
