@@ -76,47 +76,38 @@ __device__ __forceinline__ unsigned long long warp_merge(unsigned long long list
   return x;
 }
 
+/** a * b + c: one rounding for floats (fmaf), exact for ints. */
+__device__ __forceinline__ float mul_add(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ int mul_add(int a, int b, int c) { return a * b + c; }
+
 /** One row's distance to the query q (shared memory: floats, or ints for byte rows), computed
- *  by one lane from the row's n_chunks 16-byte chunks. m: 0 l2, 1 inner product, 2 cosine. */
+ *  by one lane from the row's n_chunks 16-byte chunks, summed in the query's type (byte rows in
+ *  integers: exact, as the CPU's). m: 0 l2, 1 inner product, 2 cosine. */
 template <typename T>
 __device__ __forceinline__ float row_distance(const uint4* row, uint32_t n_chunks, const void* q,
                                               int m) {
   constexpr uint32_t V = 16 / sizeof(T);
-  if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>) {
-    const int* qi = static_cast<const int*>(q);
-    int acc = 0;
+  using acc_t =
+      std::conditional_t<std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t>, int, float>;
+  const acc_t* qa = static_cast<const acc_t*>(q);
+  acc_t acc = 0;
 #pragma unroll 4
-    for (uint32_t c = 0; c < n_chunks; ++c) {
-      const uint4 v = row[c];
-      const T* e = reinterpret_cast<const T*>(&v);
+  for (uint32_t c = 0; c < n_chunks; ++c) {
+    const uint4 v = row[c];
+    const T* e = reinterpret_cast<const T*>(&v);
 #pragma unroll
-      for (uint32_t j = 0; j < V; ++j) {
-        const int x = int{e[j]}, y = qi[c * V + j];
-        acc += m == 0 ? (y - x) * (y - x) : y * x;
-      }
+    for (uint32_t j = 0; j < V; ++j) {
+      acc_t x;
+      if constexpr (std::is_same_v<T, __half>)
+        x = __half2float(e[j]);
+      else
+        x = static_cast<acc_t>(e[j]);
+      const acc_t y = qa[c * V + j];
+      acc = m == 0 ? mul_add(y - x, y - x, acc) : mul_add(y, x, acc);
     }
-    const float s = static_cast<float>(acc);
-    return m == 0 ? s : m == 1 ? -s : 1.0f - s;
-  } else {
-    const float* qf = static_cast<const float*>(q);
-    float acc = 0.0f;
-#pragma unroll 4
-    for (uint32_t c = 0; c < n_chunks; ++c) {
-      const uint4 v = row[c];
-      const T* e = reinterpret_cast<const T*>(&v);
-#pragma unroll
-      for (uint32_t j = 0; j < V; ++j) {
-        float x;
-        if constexpr (std::is_same_v<T, __half>)
-          x = __half2float(e[j]);
-        else
-          x = e[j];
-        const float y = qf[c * V + j];
-        acc = m == 0 ? fmaf(y - x, y - x, acc) : fmaf(y, x, acc);
-      }
-    }
-    return m == 0 ? acc : m == 1 ? -acc : 1.0f - acc;
   }
+  const float s = static_cast<float>(acc);
+  return m == 0 ? s : m == 1 ? -s : 1.0f - s;
 }
 
 /** Grid (CTAs a query, queries). queries: [nq][n_chunks * V] floats (mapped); out: [nq][CTAs][k]
