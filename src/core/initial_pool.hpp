@@ -11,8 +11,11 @@
 
 namespace cagra::core {
 
-/** Shared memory a CTA gives its slice of the pool (rows and ids), at most. */
-constexpr uint32_t kPoolSliceBytes = 136 * 1024;
+/** Shared memory a CTA gives its slice of the pool (rows and ids), at most: two CTAs of the
+ *  persistent kernel still fit one SM of 228 KiB (the kernel's other shared memory is ~2 KiB on
+ *  the latency path), so that up to four resident kernels of 64 CTAs (four indexes searched one
+ *  query at a time) fit 132 SMs at once; a resident kernel's CTAs must all be resident. */
+constexpr uint32_t kPoolSliceBytes = 108 * 1024;
 /** Rows a CTA's slice holds, at most. */
 constexpr uint32_t kPoolMaxRowsPerCta = 1024;
 /** Fewest CTAs a query that takes a pool (narrower shapes keep the random initial nodes: with

@@ -204,8 +204,8 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
 }
 
 // The persistent kernel's initial nodes from the pool (plan_kernels.cpp, take_initial_pool): on
-// the automatic shape at batch 1 each CTA scans a slice of 1,024 rows (128-d u8; 256 for 128-d
-// f32, 136 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
+// the automatic shape at batch 1 each CTA scans a slice of 832 rows (128-d u8; 192 for 128-d
+// f32, 108 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
 // the automatic iteration floor one lower (itopk 32: 2, the default 64: 3); in the plan's line.
 // An explicit iteration count stays; explicit initial nodes, a forced kernel or width, a launch
 // per query or a batch of 2 keep the random nodes.
@@ -219,21 +219,21 @@ TEST(Plan, PersistentTakesTheInitialPool) {
   const search_plan one = plan(search_params{});
   EXPECT_EQ(one.io, search_io::persistent);
   EXPECT_EQ(one.ctas_per_query, 64u);
-  EXPECT_EQ(one.pool_rows_per_cta, 1024u);
+  EXPECT_EQ(one.pool_rows_per_cta, 832u);
   EXPECT_EQ(one.initial_nodes, 0u);
   EXPECT_EQ(one.max_iterations, 3u);
   EXPECT_EQ(one.block_size, 192u) << "the size the random nodes would have had: the scan's";
-  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=1024"), std::string::npos) << to_string(one);
+  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=832"), std::string::npos) << to_string(one);
   search_params short_list;
   short_list.itopk_size = 32;
   EXPECT_EQ(plan(short_list).max_iterations, 2u);
   EXPECT_EQ(plan(search_params{}, {1000000, 128, 32, dtype::f32, metric::l2}).pool_rows_per_cta,
-            256u);
+            192u);
   EXPECT_EQ(plan(search_params{}, {100000, 128, 32, dtype::u8, metric::l2}).pool_rows_per_cta,
             384u);
   search_params iterations;
   iterations.max_iterations = 5;
-  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 1024u);
+  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 832u);
   EXPECT_EQ(plan(iterations).max_iterations, 5u);
   search_params random;
   random.num_random_samplings = 3;

@@ -51,7 +51,10 @@ void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_c
   a.d_pool_ids = st.pool_ids.data();
   a.pool_rows_per_cta = rows_per_cta;
   a.n_init = 0;
-  a.smem_pool = static_cast<uint32_t>((lp.smem + 15) / 16 * 16);
+  // After the candidate buffers, over the last CTA's merge region, which the latency path never
+  // uses (the host merges the lists): with a slice of kPoolSliceBytes two CTAs fit an SM
+  // (core/initial_pool.hpp).
+  a.smem_pool = a.smem_cand_i + (2 * a.cand_cap * 4 + 15) / 16 * 16;
   lp.smem = a.smem_pool + size_t{rows_per_cta} * (st.row_stride + 4);
 }
 

@@ -113,7 +113,8 @@ struct multi_cta_args {
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
   uint32_t smem_pool;         // the CTA's slice of the pool: rows [pool_rows_per_cta, row_stride]
-                              // then their ids (last: nothing else aliases it)
+                              // then their ids, after the candidates (over smem_merge's region:
+                              // the latency path, where the host merges, never uses that one)
 };
 // clang-format on
 
