@@ -18,6 +18,10 @@ namespace cagra::core {
 constexpr uint32_t kPoolSliceBytes = 108 * 1024;
 /** Rows a CTA's slice holds, at most. */
 constexpr uint32_t kPoolMaxRowsPerCta = 1024;
+/** Rows of a pool from which the walk takes one iteration fewer (the CPU model, 64 CTAs, 2
+ *  iterations: 32K rows 0.971 on SIFT-wall-1M and 0.925 on the synthetic clustered set, 12K rows
+ *  0.749 there against 0.79 for 3 iterations from random nodes; plan_kernels.cpp). */
+constexpr uint64_t kPoolFewerIterationsRows = 32768;
 /** Fewest CTAs a query that takes a pool (narrower shapes keep the random initial nodes: with
  *  one CTA a query, every path gives the same answer). */
 constexpr uint32_t kPoolMinCtas = 8;

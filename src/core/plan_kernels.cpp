@@ -219,20 +219,25 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
 
 /** The persistent kernel's initial nodes from the pool (core/initial_pool.hpp), on the automatic
  *  shape where the user left the initial nodes to the plan: each CTA scans its slice of a fixed
- *  set of rows held in shared memory (64 CTAs x 1,024 rows for 128-d u8) instead of reading ~100
- *  random rows from DRAM, and the walk, starting nearer, takes one iteration fewer where the
- *  automatic floor set the count. H200, interleaved with eec033b: SIFT-wall-1M itopk 32, 2
- *  iterations from the pool 0.985 at 60.5K QPS against 3 from random nodes 0.977 at 56.1K; the
- *  synthetic clustered set, itopk 64: 0.943 at 49.3K against 0.896 at 39.6K (docs/cuda.md,
- *  "Initial nodes from a pool"). Launching per query the slice would be copied every call,
- *  slower than the random nodes: the persistent kernel copies it once. */
+ *  set of rows held in shared memory (64 CTAs x 832 rows for 128-d u8) instead of reading ~100
+ *  random rows from DRAM. From a pool of kPoolFewerIterationsRows or more the walk, starting
+ *  nearer, takes one iteration fewer where the automatic floor set the count. H200, SIFT-wall-1M,
+ *  832 rows a CTA, against the random nodes' shape in the same process: itopk 32, 2 iterations
+ *  0.981 at 63.8-64.9K QPS against 3 iterations 0.977 at 60.8-62.5K; itopk 64, 3 against 4,
+ *  0.996 both, 57.0-58.9K against 54.5-55.1K. The synthetic clustered set (128-d f32: 192 rows a
+ *  CTA, a pool of 12K rows) lost recall at 2 iterations (0.727 against 0.775) and gained at 3
+ *  (0.911 against 0.895 with 4, 17.2 against 22.5 us): below that pool size the floor stays
+ *  (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would be copied
+ *  every call, slower than the random nodes: the persistent kernel copies it once. */
 void take_initial_pool(search_plan& s, const search_params& p, const index_shape& shape) {
   s.pool_rows_per_cta =
       pool_rows_per_cta(uint64_t(shape.rows), row_chunks(shape) * 16, s.ctas_per_query);
   if (!s.pool_rows_per_cta) return;
   s.initial_nodes = 0;  // (the CTA keeps the size latency_block gave it for them: the scan's)
-  if (!p.max_iterations && s.max_iterations == auto_min_iterations(s.ctas_per_query, s.itopk) &&
-      s.max_iterations > 1)
+  const bool large_pool =
+      uint64_t{s.pool_rows_per_cta} * s.ctas_per_query >= kPoolFewerIterationsRows;
+  if (large_pool && !p.max_iterations &&
+      s.max_iterations == auto_min_iterations(s.ctas_per_query, s.itopk) && s.max_iterations > 1)
     s.max_iterations -= 1;
   s.min_iterations = std::min(s.min_iterations, s.max_iterations);
 }

@@ -206,7 +206,8 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
 // The persistent kernel's initial nodes from the pool (plan_kernels.cpp, take_initial_pool): on
 // the automatic shape at batch 1 each CTA scans a slice of 832 rows (128-d u8; 192 for 128-d
 // f32, 108 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
-// the automatic iteration floor one lower (itopk 32: 2, the default 64: 3); in the plan's line.
+// from a pool of 32K rows the automatic iteration floor one lower (itopk 32: 2, the default 64:
+// 3); in the plan's line.
 // An explicit iteration count stays; explicit initial nodes, a forced kernel or width, a launch
 // per query or a batch of 2 keep the random nodes.
 TEST(Plan, PersistentTakesTheInitialPool) {
@@ -227,8 +228,11 @@ TEST(Plan, PersistentTakesTheInitialPool) {
   search_params short_list;
   short_list.itopk_size = 32;
   EXPECT_EQ(plan(short_list).max_iterations, 2u);
-  EXPECT_EQ(plan(search_params{}, {1000000, 128, 32, dtype::f32, metric::l2}).pool_rows_per_cta,
-            192u);
+  // 128-d f32: 192 rows a CTA, a pool of 12K rows, too few for one iteration fewer.
+  const core::index_shape f32{1000000, 128, 32, dtype::f32, metric::l2};
+  EXPECT_EQ(plan(search_params{}, f32).pool_rows_per_cta, 192u);
+  EXPECT_EQ(plan(search_params{}, f32).max_iterations, 4u);
+  EXPECT_EQ(plan(short_list, f32).max_iterations, 3u);
   EXPECT_EQ(plan(search_params{}, {100000, 128, 32, dtype::u8, metric::l2}).pool_rows_per_cta,
             384u);
   search_params iterations;
