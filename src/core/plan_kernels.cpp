@@ -232,6 +232,9 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
 void take_initial_pool(search_plan& s, const search_params& p, const index_shape& shape) {
   s.pool_rows_per_cta =
       pool_rows_per_cta(uint64_t(shape.rows), row_chunks(shape) * 16, s.ctas_per_query);
+  // A slice smaller than the random nodes it replaces (wide rows: 64 rows of 384-d f32 against
+  // 96 nodes) would start the walk from fewer rows, the same for every query: not taken.
+  if (s.pool_rows_per_cta < s.initial_nodes) s.pool_rows_per_cta = 0;
   if (!s.pool_rows_per_cta) return;
   s.initial_nodes = 0;  // (the CTA keeps the size latency_block gave it for them: the scan's)
   const bool large_pool =

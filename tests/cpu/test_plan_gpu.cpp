@@ -207,7 +207,7 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
 // the automatic shape at batch 1 each CTA scans a slice of 832 rows (128-d u8; 192 for 128-d
 // f32, 108 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
 // from a pool of 32K rows the automatic iteration floor one lower (itopk 32: 2, the default 64:
-// 3); in the plan's line.
+// 3); in the plan's line. A slice smaller than the random nodes it would replace is not taken.
 // An explicit iteration count stays; explicit initial nodes, a forced kernel or width, a launch
 // per query or a batch of 2 keep the random nodes.
 TEST(Plan, PersistentTakesTheInitialPool) {
@@ -233,6 +233,14 @@ TEST(Plan, PersistentTakesTheInitialPool) {
   EXPECT_EQ(plan(search_params{}, f32).pool_rows_per_cta, 192u);
   EXPECT_EQ(plan(search_params{}, f32).max_iterations, 4u);
   EXPECT_EQ(plan(short_list, f32).max_iterations, 3u);
+  // bigann10k's shape (CudaMultiCta.InitialPoolEveryTypeAndMetric): 32 rows a CTA, as many as
+  // the d random nodes of a set below 100K rows, for u8 and f32 alike.
+  EXPECT_EQ(plan(search_params{}, {10000, 128, 32, dtype::u8, metric::l2}).pool_rows_per_cta, 32u);
+  EXPECT_EQ(plan(search_params{}, {10000, 128, 32, dtype::f32, metric::l2}).pool_rows_per_cta, 32u);
+  // 384-d f32: 64 rows fit a slice, fewer than the 96 random nodes: no pool.
+  const core::index_shape minilm{1000000, 384, 32, dtype::f32, metric::cosine};
+  EXPECT_EQ(plan(search_params{}, minilm).pool_rows_per_cta, 0u);
+  EXPECT_EQ(plan(search_params{}, minilm).initial_nodes, 96u);
   EXPECT_EQ(plan(search_params{}, {100000, 128, 32, dtype::u8, metric::l2}).pool_rows_per_cta,
             384u);
   search_params iterations;
