@@ -1,9 +1,11 @@
 // The initial-node pool of the multi-CTA latency path: a fixed set of rows, the same for every
 // query, of which each of a query's CTAs holds a slice in shared memory (a compact copy of the
 // rows and their ids). A CTA takes as its initial nodes the nearest row of each of 32 groups of
-// its slice: with 64 CTAs x 1024 rows that is a scan of 65,536 rows a query, from shared memory
-// (the persistent kernel loads its slice once), in place of ~100 random rows read from DRAM,
-// and one iteration of the walk fewer for the same recall (bench/multi_cta_sim --pool --init).
+// its slice: with 64 CTAs x 832 rows (128-d u8) a scan of 53,248 rows a query, from shared
+// memory (the persistent kernel loads its slice once), in place of ~100 random rows a CTA read
+// from DRAM, and one iteration of the walk fewer for the same recall (bench/multi_cta_sim
+// --pool --init; docs/cuda.md, "Initial nodes from a pool"). The plan decides
+// (search_plan::pool_rows_per_cta, plan_kernels.cpp).
 #pragma once
 
 #include <cstdint>
