@@ -16,11 +16,11 @@
 //
 // LIST: comma-separated values (every combination runs). --init: initial nodes per CTA
 // (default 96, the automatic shape's three rounds of d at degree 32). --pool P: the initial
-// nodes drawn (by the same strata) from a fixed set of P rows, the same for every query (one
-// pseudo-random row in each of P strata: the kernel's pool, core::initial_pool_rows), instead of
-// from all rows (0, the default): a set small enough to stay in the GPU's L2 between queries makes
-// the first round of distances an L2 read instead of a DRAM one. Byte (u8/i8) and f32 indexes, L2
-// only.
+// nodes from a fixed set of P rows, the same for every query (one pseudo-random row in each of P
+// strata: the persistent kernel's pool, core::initial_pool_rows), as the kernel's pool scan
+// takes them: CTA c scans the `--init` rows of its slice c (rows c x init .. of the pool, modulo
+// P), keeps the nearest of each group of 32 and claims those alone; 0 (the default): random
+// initial nodes from all rows. Byte (u8/i8) and f32 indexes, L2 only.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -111,15 +111,23 @@ struct model {
     std::vector<std::vector<entry>> lists(s.ctas);
     for (uint32_t c = 0; c < s.ctas; ++c) {
       std::vector<entry> best(32, entry{0, UINT32_MAX, false});
-      for (uint32_t t = 0; t < s.init; ++t) {
-        const uint32_t id =
-            pool.empty()
-                ? cagra::bits::initial_node(state, c, t, s.init, s.ctas, n)
-                : pool[cagra::bits::initial_node(state, c, t, s.init, s.ctas, pool.size())];
-        if (!claim(id)) continue;
-        const entry e{distance(q, id), id, false};
-        entry& b = best[t % 32];
-        if (b.id == UINT32_MAX || e < b) b = e;
+      if (pool.empty()) {
+        for (uint32_t t = 0; t < s.init; ++t) {
+          const uint32_t id = cagra::bits::initial_node(state, c, t, s.init, s.ctas, n);
+          if (!claim(id)) continue;
+          const entry e{distance(q, id), id, false};
+          entry& b = best[t % 32];
+          if (b.id == UINT32_MAX || e < b) b = e;
+        }
+      } else {  // the kernel's pool scan: slice c, the nearest of each group, then its claim
+        for (uint32_t t = 0; t < s.init; ++t) {
+          const uint32_t id = pool[(uint64_t{c} * s.init + t) % pool.size()];
+          const entry e{distance(q, id), id, false};
+          entry& b = best[t % 32];
+          if (b.id == UINT32_MAX || e < b) b = e;
+        }
+        for (entry& b : best)
+          if (b.id != UINT32_MAX && !claim(b.id)) b.id = UINT32_MAX;
       }
       for (const entry& b : best)
         if (b.id != UINT32_MAX) lists[c].push_back(b);
