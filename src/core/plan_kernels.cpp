@@ -240,9 +240,10 @@ void take_initial_pool(search_plan& s, const search_params& p, const index_shape
   const bool large_pool =
       uint64_t{s.pool_rows_per_cta} * s.ctas_per_query >= kPoolFewerIterationsRows;
   if (large_pool && !p.max_iterations &&
-      s.max_iterations == auto_min_iterations(s.ctas_per_query, s.itopk) && s.max_iterations > 1)
+      s.max_iterations == auto_min_iterations(s.ctas_per_query, s.itopk) && s.max_iterations > 1) {
     s.max_iterations -= 1;
-  s.min_iterations = std::min(s.min_iterations, s.max_iterations);
+    s.min_iterations = std::min(s.min_iterations, s.max_iterations);
+  }
 }
 
 /** How the batch travels (the CUDA backend's latency paths, docs/cuda.md). */

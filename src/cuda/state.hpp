@@ -38,12 +38,11 @@ struct index_state final : detail::backend_state {
   // allocates rarely.
   pinned_buffer<uint32_t> update_staging;
   device_buffer<uint32_t> update_words;
-  // The multi-CTA latency path's initial-node pool (core/initial_pool.hpp): its rows' ids and a
-  // compact copy of their vectors, made on first use for an index of `pool_rows_of` rows
-  // (initial_pool.hpp); pool_size 0: none made.
+  // The persistent kernel's initial-node pool (core/initial_pool.hpp): its rows' ids and a compact
+  // copy of their vectors, made for an index of `pool_rows_of` rows (-1: none made;
+  // initial_pool.hpp).
   device_buffer<uint32_t> pool_ids;
-  device_buffer<uint8_t> pool_vectors;  // [pool_size, row_stride]
-  uint32_t pool_size = 0;
+  device_buffer<uint8_t> pool_vectors;  // [pool_ids.size(), row_stride]
   int64_t pool_rows_of = -1;
 
   std::mutex workspace_mutex;  // one search at a time uses the workspaces below

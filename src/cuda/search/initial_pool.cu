@@ -24,7 +24,7 @@ __global__ void gather_pool_kernel(const uint4* rows, uint32_t chunks, const uin
 }  // namespace
 
 bool initial_pool_current(const index_state& st, uint32_t rows_per_cta, uint32_t n_ctas) {
-  return st.pool_rows_of == st.rows && st.pool_size == rows_per_cta * n_ctas;
+  return st.pool_rows_of == st.rows && st.pool_ids.size() == size_t{rows_per_cta} * n_ctas;
 }
 
 void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_cta,
@@ -33,7 +33,7 @@ void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_c
   const uint32_t p = rows_per_cta * a.n_ctas;
   if (!initial_pool_current(st, rows_per_cta, a.n_ctas)) {
     const std::vector<uint32_t> ids = core::initial_pool_rows(uint64_t(st.rows), p);
-    st.pool_size = 0;
+    st.pool_rows_of = -1;  // until both buffers hold the new pool
     st.pool_ids = device_buffer<uint32_t>(p);
     st.pool_vectors = device_buffer<uint8_t>(size_t{p} * st.row_stride);
     CAGRA_CUDA_TRY(cudaMemcpyAsync(st.pool_ids.data(), ids.data(), size_t{p} * 4,
@@ -44,13 +44,11 @@ void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_c
                                                  reinterpret_cast<uint4*>(st.pool_vectors.data()));
     CAGRA_CUDA_CHECK_LAUNCH();
     CAGRA_CUDA_TRY(cudaStreamSynchronize(stream));  // ids: a host vector about to go
-    st.pool_size = p;
     st.pool_rows_of = st.rows;
   }
   a.d_pool_vectors = st.pool_vectors.data();
   a.d_pool_ids = st.pool_ids.data();
   a.pool_rows_per_cta = rows_per_cta;
-  a.n_init = 0;
   // After the candidate buffers, over the last CTA's merge region, which the latency path never
   // uses (the host merges the lists): with a slice of kPoolSliceBytes two CTAs fit an SM
   // (core/initial_pool.hpp).

@@ -13,8 +13,8 @@ bool initial_pool_current(const index_state& st, uint32_t rows_per_cta, uint32_t
 
 /** Makes st's pool that of rows_per_cta x lp's CTAs (on `stream`, a no-op when it is) and gives
  *  the launch its slices: the pointers, the shared memory for a slice (after the candidates, in
- *  place of the merge region: the launch must be one whose host merges the lists),
- *  n_init 0 (the pool replaces the random initial nodes). The caller holds st.workspace_mutex,
+ *  place of the merge region: the launch must be one whose host merges the lists; its plan has
+ *  no random initial nodes). The caller holds st.workspace_mutex,
  *  and no kernel that reads the pool runs while it is remade (the persistent kernel). */
 void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_cta,
                       cudaStream_t stream);

@@ -107,10 +107,8 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
 
   // Step 0: the query (its bytes seed the random nodes, as on the CPU), the CTA's own random
   // initial nodes (those no other CTA took first) and their distances.
-  // With a pool (a.pool_rows_per_cta) the CTA's slice of it comes first: it needs no query.
+  // With a pool (a.pool_rows_per_cta: the persistent kernel) its slice is in shared memory.
   const bool pooled = a.pool_rows_per_cta != 0;
-  uint8_t* slice = smem + a.smem_pool;
-  if (pooled && !a.pool_resident) pool_copy_issue(a, slice);
   if (tid == 0) {
     s_qq = 0;
     // init_finish / pool_scan fill [0, that) (kNoId: none claimed)
@@ -142,11 +140,10 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   __syncthreads();
   stamp(kTraceQueryCopied);
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
-  if (pooled && !a.pool_resident) pool_wait();
   __syncthreads();
   stamp(kTraceQueryReady);
   if (pooled)
-    pool_scan<T>(a, q, s_qq, keys, slice, s_init_best, cand_i, cand_d);
+    pool_scan<T>(a, q, s_qq, keys, smem + a.smem_pool, s_init_best, cand_i, cand_d);
   else if (half)
     init_finish<T, kInitHalf>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
   else

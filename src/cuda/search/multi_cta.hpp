@@ -104,8 +104,8 @@ struct multi_cta_args {
   uint32_t init_half_team;    // 1: an initial node's distance takes half a team (its row fits
                               // the half team's head loads), so twice the nodes load at once
   uint32_t pool_rows_per_cta; // 0: random initial nodes (n_init); else the nearest row of each
-                              // of 32 groups of the CTA's slice of the pool (pool_scan)
-  uint32_t pool_resident;     // 1: the slice is in shared memory already (the persistent kernel)
+                              // of 32 groups of the CTA's slice of the pool (pool_scan), which
+                              // the persistent kernel (the only one given a pool) holds in smem
   // Dynamic shared memory layout: byte offsets from its start.
   uint32_t smem_query;        // the query in its distance layout (as in the single-CTA kernel)
   uint32_t smem_raw;          // the query's raw bytes (hashed for the seed, then converted)

@@ -185,10 +185,10 @@ __device__ void init_finish(const multi_cta_args& a, const void* q, int qq, uint
   }
 }
 
-/** The whole CTA, on the latency path with a pool (a.pool_rows_per_cta): issues the copy of its
- *  slice of the pool (the rows, then their ids) into shared memory at `slice`, 16 bytes a copy,
- *  every copy in flight at once (cp.async: no registers held); pool_wait completes it. The slice
- *  does not depend on the query: the persistent kernel copies it once. */
+/** The whole CTA, with a pool (a.pool_rows_per_cta): issues the copy of its slice of the pool
+ *  (the rows, then their ids) into shared memory at `slice`, 16 bytes a copy, every copy in
+ *  flight at once (cp.async: no registers held; __pipeline_wait_prior(0) and a barrier complete
+ *  it). The slice does not depend on the query: the persistent kernel copies it once. */
 __device__ __forceinline__ void pool_copy_issue(const multi_cta_args& a, uint8_t* slice) {
   const uint32_t rows = a.pool_rows_per_cta, n16 = rows * a.n_chunks;
   const uint4* src = reinterpret_cast<const uint4*>(a.d_pool_vectors) + uint64_t{blockIdx.x} * n16;
@@ -200,10 +200,6 @@ __device__ __forceinline__ void pool_copy_issue(const multi_cta_args& a, uint8_t
     __pipeline_memcpy_async(dst + n16 + i, src_ids + i, 16);
   __pipeline_commit();
 }
-
-/** The calling thread's copies of pool_copy_issue done (a barrier must follow before other
- *  threads' copies are read). */
-__device__ __forceinline__ void pool_wait() { __pipeline_wait_prior(0); }
 
 /** The calling thread alone: its partial sum (chunk_accumulate*) over a row in shared memory,
  *  from chunk `rot` on (rot < n_chunks), so that threads on neighboring rows, whose rows are a

@@ -123,8 +123,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
 #if CAGRA_MCTA_TRACE
   key.push_back(reinterpret_cast<uint64_t>(testing::multi_cta_trace()));  // a traced kernel
 #endif
-  key.push_back(reinterpret_cast<uint64_t>(p.d_pool_vectors));
-  key.push_back(p.pool_rows_per_cta);
+  key.push_back(p.pool_rows_per_cta);  // (a pool made again stopped the kernel above)
   if (ps.running && key != ps.key) stop_persistent(st);
   // A kernel (nearly) idle for its lifetime has left, or is about to: a stop then a launch,
   // rather than a job that it may miss (found out only once the stream is seen finished). Its

@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
   // The CTA's slice of the initial-node pool, once for all the launch's jobs.
   if (a.pool_rows_per_cta) {
     pool_copy_issue(a, smem + a.smem_pool);
-    pool_wait();
+    __pipeline_wait_prior(0);
     __syncthreads();
   }
   uint64_t idle_since = global_ns();
@@ -180,7 +180,6 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     job.tag = seq;
     job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
     job.has_query_state = 1;
-    job.pool_resident = 1;
     multi_cta_body<T, kTeam>(job, nullptr);
     __syncthreads();
     ++jobs;
