@@ -226,15 +226,23 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   std::vector<std::vector<uint64_t>> calls;
   double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0, detect = 0, back = 0;
   double cta_span = 0, cta_span_max = 0, head = 0, tail = 0, clear = 0, issue = 0, barrier = 0;
+  double before_post = 0, round_trip = 0, after_merge = 0;  // the host's side (steady clock)
+  double scan = 0;  // with a pool: the query ready to the slice scanned
+  const auto steady_ns = [] {
+    return double(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch())
+            .count());
+  };
   uint32_t n = 0;
   for (uint32_t i = 0; i < n_q + 20; ++i) {
     ASSERT_EQ(cudaMemsetAsync(d_trace, 0, trace_words * 8, side), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
-    const auto s0 = clk::now();
+    const double h0 = steady_ns();
     const uint64_t w0 = wall_ns();
     cuda::search(idx, q1[i % n_q], plan, ids, dist, 0);
     const uint64_t w1 = wall_ns();
-    const double us = std::chrono::duration<double, std::micro>(clk::now() - s0).count();
+    const double h1 = steady_ns(), us = (h1 - h0) * 1e-3;
+    const cuda::testing::persistent_host_stamps hs = cuda::testing::persistent_stamps();
     ASSERT_EQ(cudaMemcpyAsync(h, d_trace, trace_words * 8, cudaMemcpyDeviceToHost, side),
               cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
@@ -251,6 +259,8 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       clear += (r[cuda::kTraceCleared] - r[cuda::kTraceStart]) * 1e-3;
       issue += (r[cuda::kTraceInitIssued] - r[cuda::kTraceCleared]) * 1e-3;
       barrier += (r[cuda::kTraceQueryCopied] - r[cuda::kTraceInitIssued]) * 1e-3;
+      if (r[cuda::kTracePoolScanned])
+        scan += (r[cuda::kTracePoolScanned] - r[cuda::kTraceQueryReady]) * 1e-3;
       uint32_t last = cuda::kTraceIteration0;
       while (last + 1 < cuda::kTracePublished && r[last + 1] != 0) ++last;
       tail += (r[cuda::kTracePublished] - r[last]) * 1e-3;
@@ -262,6 +272,9 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       rm = std::max(rm, d);
     }
     total += us;
+    before_post += (double(hs.posted) - h0) * 1e-3;
+    round_trip += (double(hs.merged) - double(hs.posted)) * 1e-3;
+    after_merge += (h1 - double(hs.merged)) * 1e-3;
     rtt += (c0[cuda::kTraceStart] - c0[cuda::kTracePollIssued]) * 1e-3;
     relay += ctas > 1 ? rs / (ctas - 1) : 0;
     relay_max += rm;
@@ -274,17 +287,30 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   }
   cuda::testing::set_multi_cta_trace(nullptr);
   const trace_summary t = summarize(calls, ctas);
+  std::vector<uint32_t> on_sm;  // CTAs of the last call on each SM
+  for (uint32_t c = 0; c < ctas; ++c) {
+    const uint64_t sm = calls.back()[size_t{c} * S + cuda::kTraceSm];
+    if (sm >= on_sm.size()) on_sm.resize(sm + 1, 0);
+    ++on_sm[sm];
+  }
+  std::printf("[ latency  ] %-22s the persistent CTAs on %zu SMs (at most %u on one)\n",
+              label.c_str(),
+              size_t(std::count_if(on_sm.begin(), on_sm.end(), [](uint32_t x) { return x > 0; })),
+              *std::max_element(on_sm.begin(), on_sm.end()));
   std::printf(
       "[ latency  ] %-22s %-17s call %5.1f us = body %5.1f + outside %4.1f | CTA 0's finding "
       "poll %.2f, other CTAs start +%.2f (last +%.2f); a CTA's start to its list %.2f (slowest "
       "%.2f) = to the query ready %.2f (clear %.2f, initial nodes issued %.2f, barrier %.2f), "
-      "init %.2f, pick %.2f, claim %.2f, iteration0 %.2f, next "
+      "init %.2f (pool scan %.2f), pick %.2f, claim %.2f, iteration0 %.2f, next "
       "%.2f each, last iteration to the list %.2f | the host's wall clock - globaltimer: post "
-      "to CTA 0's start %.2f, last list to the call's end %.2f\n",
+      "to CTA 0's start %.2f, last list to the call's end %.2f | the host: before the post "
+      "%.2f, post to lists merged %.2f (%.2f outside the body), after %.2f; %u CTAs an SM\n",
       label.c_str(), "persistent traced", total / n, body / n, (total - body) / n, rtt / n,
       relay / n, relay_max / n, cta_span / (n * ctas), cta_span_max / n, head / (n * ctas),
-      clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, t.pick, t.claim,
-      t.iteration0, t.iteration, tail / (n * ctas), detect / n, back / n);
+      clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, scan / (n * ctas),
+      t.pick, t.claim, t.iteration0, t.iteration, tail / (n * ctas), detect / n, back / n,
+      before_post / n, round_trip / n, (round_trip - body) / n, after_merge / n,
+      cuda::testing::persistent_ctas_per_sm(idx));
   cudaFreeHost(h);
   cudaStreamDestroy(side);
 }
@@ -332,7 +358,9 @@ TEST_F(CudaLatency, TracedMultiCta) {
   // One case: the call in each result mode (traced), then the persistent kernel (host time).
   const auto run_case = [&](const std::string& label, const search_params& p) {
     for (const mode& md : modes) {
-      search_plan plan = gpu_plan(*idx, p, k, 1);
+      search_params pl = p;  // a launch per query: no initial-node pool (the persistent kernel's)
+      pl.persistent = false;
+      search_plan plan = gpu_plan(*idx, pl, k, 1);
       plan.io = md.io;
       [[maybe_unused]] const uint32_t ctas = plan.ctas_per_query;
       uint32_t qi = 0;

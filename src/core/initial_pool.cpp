@@ -9,7 +9,8 @@ namespace cagra::core {
 
 uint32_t pool_rows_per_cta(uint64_t n, uint32_t row_stride, uint32_t n_ctas) {
   if (row_stride == 0 || n_ctas < kPoolMinCtas) return 0;
-  const uint64_t fit = std::min(kPoolMaxRowsPerCta, kPoolSliceBytes / (row_stride + 4));
+  const uint64_t fit =
+      std::min(kPoolMaxRowsPerCta, kPoolSliceBytes / (row_stride + kPoolRowExtraBytes));
   const uint64_t rows = std::min<uint64_t>(fit, n / (uint64_t{4} * n_ctas)) / 32 * 32;
   return rows >= 32 ? static_cast<uint32_t>(rows) : 0;
 }

@@ -1,7 +1,7 @@
 // The initial-node pool of the multi-CTA latency path: a fixed set of rows, the same for every
 // query, of which each of a query's CTAs holds a slice in shared memory (a compact copy of the
 // rows and their ids). A CTA takes as its initial nodes the nearest row of each of 32 groups of
-// its slice: with 64 CTAs x 832 rows (128-d u8) a scan of 53,248 rows a query, from shared
+// its slice: with 64 CTAs x 800 rows (128-d u8) a scan of 51,200 rows a query, from shared
 // memory (the persistent kernel loads its slice once), in place of ~100 random rows a CTA read
 // from DRAM, and one iteration of the walk fewer for the same recall (bench/multi_cta_sim
 // --pool --init; docs/cuda.md, "Initial nodes from a pool"). The plan decides
@@ -18,6 +18,10 @@ namespace cagra::core {
  *  the latency path), so that up to four resident kernels of 64 CTAs (four indexes searched one
  *  query at a time) fit 132 SMs at once; a resident kernel's CTAs must all be resident. */
 constexpr uint32_t kPoolSliceBytes = 108 * 1024;
+/** Shared memory a slice takes a row beside the row itself: its id, and its squared norm (byte
+ *  rows under L2, computed once a launch: the scan then takes x.x from it and computes q.x only,
+ *  half the products). */
+constexpr uint32_t kPoolRowExtraBytes = 8;
 /** Rows a CTA's slice holds, at most. */
 constexpr uint32_t kPoolMaxRowsPerCta = 1024;
 /** Rows of a pool from which the walk takes one iteration fewer (the CPU model, 64 CTAs, 2

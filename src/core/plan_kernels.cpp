@@ -219,12 +219,12 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
 
 /** The persistent kernel's initial nodes from the pool (core/initial_pool.hpp), on the automatic
  *  shape where the user left the initial nodes to the plan: each CTA scans its slice of a fixed
- *  set of rows held in shared memory (64 CTAs x 832 rows for 128-d u8) instead of reading ~100
+ *  set of rows held in shared memory (64 CTAs x 800 rows for 128-d u8) instead of reading ~100
  *  random rows from DRAM. From a pool of kPoolFewerIterationsRows or more the walk, starting
  *  nearer, takes one iteration fewer where the automatic floor set the count. H200, SIFT-wall-1M,
- *  832 rows a CTA, against the random nodes' shape in the same process: itopk 32, 2 iterations
- *  0.981 at 63.8-64.9K QPS against 3 iterations 0.977 at 60.8-62.5K; itopk 64, 3 against 4,
- *  0.996 both, 57.0-58.9K against 54.5-55.1K. The synthetic clustered set (128-d f32: 192 rows a
+ *  832 rows a CTA (12b0b25), against the random nodes' shape in the same process: itopk 32, 2
+ * iterations 0.981 at 63.8-64.9K QPS against 3 iterations 0.977 at 60.8-62.5K; itopk 64, 3 against
+ * 4, 0.996 both, 57.0-58.9K against 54.5-55.1K. The synthetic clustered set (128-d f32: 192 rows a
  *  CTA, a pool of 12K rows) lost recall at 2 iterations (0.727 against 0.775) and gained at 3
  *  (0.911 against 0.895 with 4, 17.2 against 22.5 us): below that pool size the floor stays
  *  (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would be copied
@@ -236,7 +236,10 @@ void take_initial_pool(search_plan& s, const search_params& p, const index_shape
   // 96 nodes) would start the walk from fewer rows, the same for every query: not taken.
   if (s.pool_rows_per_cta < s.initial_nodes) s.pool_rows_per_cta = 0;
   if (!s.pool_rows_per_cta) return;
-  s.initial_nodes = 0;  // (the CTA keeps the size latency_block gave it for them: the scan's)
+  s.initial_nodes = 0;
+  // The largest CTA: the scan's rows spread over more threads (a thread a row; 192 threads, the
+  // random nodes' size, left it 5 rows to scan one after the other).
+  s.block_size = gpu::kMultiCtaMaxBlock;
   const bool large_pool =
       uint64_t{s.pool_rows_per_cta} * s.ctas_per_query >= kPoolFewerIterationsRows;
   if (large_pool && !p.max_iterations &&

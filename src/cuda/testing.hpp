@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <cagra/cagra.hpp>
+
 #include "cuda/search/multi_cta.hpp"   // CAGRA_MCTA_TRACE
 #include "cuda/search/single_cta.hpp"  // kSingleCtaTraceSlots
 
@@ -19,6 +21,10 @@ void* device_alloc(size_t bytes, int device = 0);
 void device_free(void* p) noexcept;
 void copy_memory(void* dst, const void* src, size_t bytes);
 
+/** How many CTAs of `idx`'s last persistent kernel launched on `device` fit an SM (0: none
+ *  launched yet). */
+uint32_t persistent_ctas_per_sm(const cagra::index& idx, int device = 0);
+
 #if CAGRA_MCTA_TRACE
 /** A build with -DCAGRA_MCTA_TRACE=1: device memory of n_ctas x kMultiCtaTraceSlots words that
  *  the next multi-CTA launches stamp for their first query (null: off). Not thread-safe. */
@@ -28,6 +34,12 @@ uint64_t* multi_cta_trace();
  *  that the next single-CTA launches fill for every query of the call (null: off). */
 void set_single_cta_trace(uint64_t* d_trace);
 uint64_t* single_cta_trace();
+/** The host's side of the last persistent call (steady_clock, ns): its job posted, and its
+ *  lists all merged. */
+struct persistent_host_stamps {
+  uint64_t posted = 0, merged = 0;
+};
+persistent_host_stamps& persistent_stamps();
 #endif
 
 }  // namespace cagra::cuda::testing

@@ -24,11 +24,11 @@ TEST(InitialPool, DistinctAscendingOnePerStratumAndFixed) {
 }
 
 TEST(InitialPool, SliceFitsSharedMemoryAndAQuarterOfTheRows) {
-  EXPECT_EQ(core::pool_rows_per_cta(1000000, 128, 64), 832u);  // (128 + 4) x 832 <= 108 KiB
+  EXPECT_EQ(core::pool_rows_per_cta(1000000, 128, 64), 800u);  // (128 + 8) x 800 <= 108 KiB
   EXPECT_EQ(core::pool_rows_per_cta(1000000, 512, 64), 192u);
   EXPECT_EQ(core::pool_rows_per_cta(1000000, 8192, 64), 0u);            // fewer than 32 rows fit
-  EXPECT_EQ(core::pool_rows_per_cta(4 * 832 * 64 - 1, 128, 64), 800u);  // a quarter of the rows
-  EXPECT_EQ(core::pool_rows_per_cta(4 * 832 * 64, 128, 64), 832u);
+  EXPECT_EQ(core::pool_rows_per_cta(4 * 800 * 64 - 1, 128, 64), 768u);  // a quarter of the rows
+  EXPECT_EQ(core::pool_rows_per_cta(4 * 800 * 64, 128, 64), 800u);
   EXPECT_EQ(core::pool_rows_per_cta(1000000, 16, 64), 1024u);  // at most kPoolMaxRowsPerCta
   EXPECT_EQ(core::pool_rows_per_cta(10000, 128, 64), 32u);
   EXPECT_EQ(core::pool_rows_per_cta(4 * 32 * 64 - 1, 128, 64), 0u);

@@ -204,7 +204,7 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
 }
 
 // The persistent kernel's initial nodes from the pool (plan_kernels.cpp, take_initial_pool): on
-// the automatic shape at batch 1 each CTA scans a slice of 832 rows (128-d u8; 192 for 128-d
+// the automatic shape at batch 1 each CTA scans a slice of 800 rows (128-d u8; 192 for 128-d
 // f32, 108 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
 // from a pool of 32K rows the automatic iteration floor one lower (itopk 32: 2, the default 64:
 // 3); in the plan's line. A slice smaller than the random nodes it would replace is not taken.
@@ -220,11 +220,11 @@ TEST(Plan, PersistentTakesTheInitialPool) {
   const search_plan one = plan(search_params{});
   EXPECT_EQ(one.io, search_io::persistent);
   EXPECT_EQ(one.ctas_per_query, 64u);
-  EXPECT_EQ(one.pool_rows_per_cta, 832u);
+  EXPECT_EQ(one.pool_rows_per_cta, 800u);
   EXPECT_EQ(one.initial_nodes, 0u);
   EXPECT_EQ(one.max_iterations, 3u);
-  EXPECT_EQ(one.block_size, 192u) << "the size the random nodes would have had: the scan's";
-  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=832"), std::string::npos) << to_string(one);
+  EXPECT_EQ(one.block_size, 256u) << "the largest: the scan's rows spread over more threads";
+  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=800"), std::string::npos) << to_string(one);
   search_params short_list;
   short_list.itopk_size = 32;
   EXPECT_EQ(plan(short_list).max_iterations, 2u);
@@ -245,7 +245,7 @@ TEST(Plan, PersistentTakesTheInitialPool) {
             384u);
   search_params iterations;
   iterations.max_iterations = 5;
-  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 832u);
+  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 800u);
   EXPECT_EQ(plan(iterations).max_iterations, 5u);
   search_params random;
   random.num_random_samplings = 3;
@@ -301,8 +301,14 @@ TEST(Plan, MultiCtaLatencyBlock) {
   const auto plan = [&](int64_t batch, memory_space space, const core::index_shape& shape) {
     return core::make_search_plan(backend::cuda, search_params{}, shape, 10, batch, space, 132);
   };
-  // 128-d u8, team 4: 96 initial nodes x 2 lanes = 192.
-  EXPECT_EQ(plan(1, memory_space::host, sift).block_size, 192u);
+  // 128-d u8, team 4: 96 initial nodes x 2 lanes = 192 (launching per query); the persistent
+  // kernel's pool scan takes 256.
+  search_params launched;
+  launched.persistent = false;
+  EXPECT_EQ(core::make_search_plan(backend::cuda, launched, sift, 10, 1, memory_space::host, 132)
+                .block_size,
+            192u);
+  EXPECT_EQ(plan(1, memory_space::host, sift).block_size, 256u);
   EXPECT_EQ(plan(16, memory_space::host, sift).block_size, 128u);  // 16 CTAs, 32 initial nodes
   EXPECT_EQ(plan(17, memory_space::host, sift).block_size, 128u);
   EXPECT_EQ(plan(1, memory_space::device, sift).block_size, 128u);

@@ -53,7 +53,7 @@ void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_c
   // uses (the host merges the lists): with a slice of kPoolSliceBytes two CTAs fit an SM
   // (core/initial_pool.hpp).
   a.smem_pool = a.smem_cand_i + (2 * a.cand_cap * 4 + 15) / 16 * 16;
-  lp.smem = a.smem_pool + size_t{rows_per_cta} * (st.row_stride + 4);
+  lp.smem = a.smem_pool + size_t{rows_per_cta} * (st.row_stride + core::kPoolRowExtraBytes);
 }
 
 }  // namespace cagra::cuda

@@ -15,4 +15,5 @@
                                     cudaStream_t, const inline_query*);                          \
   template void launch_multi_cta_persistent<T>(const multi_cta_args&, const persistent_launch&,  \
                                                uint32_t, uint32_t, size_t, cudaStream_t);        \
+  template uint32_t multi_cta_persistent_ctas_per_sm<T>(uint32_t, uint32_t, size_t);             \
   }

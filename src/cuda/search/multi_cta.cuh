@@ -91,6 +91,13 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const auto stamp = [](uint32_t) {};
 #endif
   stamp(kTraceStart);
+#if CAGRA_MCTA_TRACE
+  if (trace && tid == 0) {
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    trace[kTraceSm] = sm;
+  }
+#endif
   uint32_t* keys = a.d_hash + (uint64_t{blockIdx.y} << a.hash_bits);
 
   // The other hash half, emptied for the next launch: this CTA's slice of it (stores only; the
@@ -142,9 +149,11 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
   __syncthreads();
   stamp(kTraceQueryReady);
-  if (pooled)
-    pool_scan<T>(a, q, s_qq, keys, smem + a.smem_pool, s_init_best, cand_i, cand_d);
-  else if (half)
+  if (pooled) {
+    pool_scan<T>(a, q, s_qq, smem + a.smem_pool, s_init_best);
+    stamp(kTracePoolScanned);
+    pool_claim(a, keys, smem + a.smem_pool, s_init_best, cand_i, cand_d);
+  } else if (half)
     init_finish<T, kInitHalf>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
   else
     init_finish<T, kTeam>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);

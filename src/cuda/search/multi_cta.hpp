@@ -41,7 +41,9 @@ enum multi_cta_trace_slot : uint32_t {
   kTracePollIssued,      // the persistent kernel: the start of the poll that found the job
   kTraceCleared,         // the CTA's slice of the other hash half emptied (stores issued)
   kTraceInitIssued,      // the first initial nodes' claims and loads issued
-  kMultiCtaTraceSlots = 26
+  kTracePoolScanned,     // with a pool: every row of the slice scanned, the groups' nearest known
+  kTraceSm,              // not a time: the SM the CTA runs on
+  kMultiCtaTraceSlots = 28
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
 
@@ -113,7 +115,8 @@ struct multi_cta_args {
   uint32_t smem_cand_i;       // uint32 [2][cand_cap]
   uint32_t smem_merge;        // float [merge_p2] then uint32 [merge_p2] (after the search: aliases)
   uint32_t smem_pool;         // the CTA's slice of the pool: rows [pool_rows_per_cta, row_stride]
-                              // then their ids, after the candidates (over smem_merge's region:
+                              // then their ids and squared norms (pool_norms), after the
+                              // candidates (over smem_merge's region:
                               // the latency path, where the host merges, never uses that one)
 };
 // clang-format on
@@ -125,7 +128,7 @@ struct persistent_launch {
   const uint64_t* h_words = nullptr;      // mapped [n_words]: the query, then its seed state (two
                                           // words, low half first), as words data | seq << 32
   const uint32_t* h_stop = nullptr;       // mapped flag: the kernel leaves when it is non-zero
-  uint32_t* d_hash = nullptr;             // [2 << hash_bits], all kEmptySlot at launch and exit
+  uint32_t* d_hash = nullptr;             // [3 << hash_bits], all kEmptySlot at launch and exit
   unsigned long long* d_leave = nullptr;  // [2]: the leave word (first_seq of the launch that
                                           // left), then the idle exit count (0 at launch)
   uint64_t* d_words = nullptr;            // [n_words]: the relayed job, seqs of earlier launches
@@ -140,6 +143,13 @@ template <typename T>
 void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl,
                                  uint32_t team, uint32_t block, size_t smem_bytes,
                                  cudaStream_t stream);
+
+/** How many CTAs of the persistent kernel (storage type T, `team` lanes per distance, `block`
+ *  threads, `smem_bytes` of dynamic shared memory) one SM holds, with the kernel's shared-memory
+ *  carveout set to its maximum (here, once for the launches that follow): a pool slice of up to
+ *  108 KiB leaves room for two (core/initial_pool.hpp). */
+template <typename T>
+uint32_t multi_cta_persistent_ctas_per_sm(uint32_t team, uint32_t block, size_t smem_bytes);
 
 /** Launches the search kernel for storage type T (float, __half, uint8_t, int8_t) with `team`
  *  lanes per distance: grid (args.n_ctas, n_queries), `block` threads; the last CTA of each

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "core/bits.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/launch.hpp"
 #include "cuda/search/host_lists.hpp"
@@ -67,10 +68,28 @@ void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_w
   pl.first_seq = seq;
   pl.lifetime_ns = lifetime_ns;
   with_device_type(st.type, [&](auto tag) {
-    launch_multi_cta_persistent<decltype(tag)>(a, pl, lp.team, lp.block, lp.smem, stream);
+    using T = decltype(tag);
+    // Every CTA must be resident at once (a job waits for all of them): on an idle device, or
+    // the plan asked for more CTAs than the device holds at this size.
+    ps.ctas_per_sm = multi_cta_persistent_ctas_per_sm<T>(lp.team, lp.block, lp.smem);
+    const int sms = sm_count(st.device);
+    CAGRA_EXPECTS(uint64_t{ps.ctas_per_sm} * uint64_t(sms) >= a.n_ctas,
+                  "the persistent search kernel needs its %u CTAs resident at once, but CUDA "
+                  "device %d holds %u a multiprocessor (%zu bytes of shared memory each) on %d: "
+                  "search with fewer CTAs (search_width) or persistent = false",
+                  a.n_ctas, st.device, ps.ctas_per_sm, lp.smem, sms);
+    launch_multi_cta_persistent<T>(a, pl, lp.team, lp.block, lp.smem, stream);
   });
   ps.running = true;
 }
+
+#if CAGRA_MCTA_TRACE
+uint64_t steady_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+#endif
 
 /** Posts job `seq`: the query and its seed state as words data | seq << 32, in order (x86 stores
  *  become visible in program order; the volatile stores keep the compiler's order). */
@@ -88,6 +107,17 @@ void post_job(persistent_state& ps, const uint8_t* query, size_t q_bytes, uint64
 }
 
 }  // namespace
+
+#if CAGRA_MCTA_TRACE
+testing::persistent_host_stamps& testing::persistent_stamps() {
+  static persistent_host_stamps stamps;
+  return stamps;
+}
+#endif
+
+uint32_t testing::persistent_ctas_per_sm(const cagra::index& idx, int device) {
+  return device_index(idx, device)->persistent.ctas_per_sm;
+}
 
 void stop_persistent(index_state& st) noexcept {
   persistent_state& ps = st.persistent;
@@ -135,7 +165,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     const size_t hash_size = ps.hash.size(), counters_size = ps.counters.size();
     if (ps.words.size() < n_words) ps.words.reserve(n_words);
     ps.stop.reserve(1);
-    ps.hash.reserve(size_t{2} << p.hash_bits);
+    ps.hash.reserve(size_t{3} << p.hash_bits);  // three regions (persistent.cuh)
     // The leave word and the exit count (8 bytes each), the job's words (8 each).
     ps.counters.reserve(4 + 2 * size_t{n_words});
     if (ps.hash.size() != hash_size || ps.counters.size() != counters_size)
@@ -146,13 +176,20 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   for (int attempt = 0;; ++attempt) {
     const uint32_t seq = st.io.next_tag();
     post_job(ps, query, q_bytes, state, seq);
+#if CAGRA_MCTA_TRACE
+    testing::persistent_stamps().posted = steady_ns();
+#endif
     if (!ps.running) {
       launch_persistent(st, lp, n_words, seq, lifetime_ns);
       ps.key = key;
     }
     if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(),
-                         ids, distances))
+                         ids, distances)) {
+#if CAGRA_MCTA_TRACE
+      testing::persistent_stamps().merged = steady_ns();
+#endif
       break;
+    }
     // It left (idle) just as the job came, its state as a launch needs it (the stream finished
     // without an error): launch again, with a new seq (a generation of its own).
     ps.running = false;

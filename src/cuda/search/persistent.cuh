@@ -22,9 +22,13 @@ namespace dev {
  *  polls the host (every CTA polling made PCIe the bottleneck: 70 us a query at 16 CTAs, 400 us
  *  at 64), all the job's words at once, one word a thread, so a poll that sees the job has it
  *  whole (one PCIe round trip); it copies the words, still LL, to device memory, where the other
- *  CTAs poll them the same way in L2. The launch's job j (j = 0, 1, ...) searches with hash half
- *  j & 1 and empties the other one while it runs (multi_cta_body's d_clear); it writes its lists
- *  tagged with seq (the host merges them). The host posts a job only after it has all the last
+ *  CTAs poll them the same way in L2. The launch's job j (j = 0, 1, ...) searches with hash
+ *  region j % 3 and writes its lists tagged with seq (the host merges them); then each CTA
+ *  empties its share of job j - 1's region (which job j + 2 uses) and fences, before it looks
+ *  for job j + 1: the emptying is off the query's path (at the start of a job it cost each CTA
+ *  ~0.5 us; with two regions a fast CTA of job j + 1 could insert into the region a slow CTA
+ *  still empties), and the host posts job j + 2 only after every CTA's list of job j + 1, which
+ *  each CTA writes after its fence. The host posts a job only after it has all the last
  *  one's lists, so no CTA ever runs ahead into a job whose state the previous one still uses.
  *
  *  Exit: the host raises *h_stop (only between jobs, once it has every list of the last one;
@@ -35,18 +39,18 @@ namespace dev {
  *  no kernel: the host sees the stream finish without results and launches again, with a new
  *  seq.
  *
- *  What a launch needs, the kernel leaves behind, so that a relaunch costs no memset: both hash
- *  halves empty (on the way out the last job's half is emptied: on a stop by every CTA, its
- *  share, as no CTA searches any more; on an idle exit by the last CTA to leave, since the host
- *  may still be waiting for a late CTA's list of the last job), the exit count 0 (reset by that
- *  last CTA), and in d_words and *d_leave only seqs of this launch's jobs. Seqs are the host's
+ *  What a launch needs, the kernel leaves behind, so that a relaunch costs no memset: all three
+ *  hash regions empty (on the way out the last job's region is emptied: on a stop by every CTA,
+ *  its share, as no CTA searches any more; on an idle exit by the last CTA to leave, since the
+ *  host may still be waiting for a late CTA's list of the last job), the exit count 0 (reset by
+ * that last CTA), and in d_words and *d_leave only seqs of this launch's jobs. Seqs are the host's
  *  call tags (search_workspace::next_tag: increasing, never 0), so the jobs and the generation
  *  of a later launch never match them; the host zeroes these words when it allocates them,
  *  after an error, and before the tags could come round again (persistent.cu). */
 struct persistent_args {
   const uint64_t* h_words;      // [n_words] the job as LL words: the query, then the state (lo, hi)
   const uint32_t* h_stop;       // raised by the host: leave
-  uint32_t* d_hash;             // 2 halves of 2^hash_bits slots, all empty at launch and at exit
+  uint32_t* d_hash;             // 3 regions of 2^hash_bits slots, all empty at launch and at exit
   unsigned long long* d_leave;  // the leave word: CTA 0 writes first_seq (| kLeaveStop) there
   unsigned long long* d_exits;  // CTAs gone after an idle exit: 0 at launch, the last resets it
   uint64_t* d_words;            // [n_words] the job's words, copied by CTA 0 (LL words too)
@@ -82,17 +86,27 @@ __device__ __forceinline__ void empty_slots(uint4* v, uint64_t first, uint64_t l
   for (uint64_t w = first + threadIdx.x; w < last; w += blockDim.x) v[w] = empty;
 }
 
+/** Hash region r (of 3) of the persistent kernel, 2^hash_bits slots as groups of 4. */
+__device__ __forceinline__ uint4* hash_region(const persistent_args& p, uint32_t hash_bits,
+                                              uint32_t r) {
+  return reinterpret_cast<uint4*>(p.d_hash + uint64_t{r} * (uint64_t{1} << hash_bits));
+}
+
+/** The whole CTA: its share of the n4 groups at `v` made empty. */
+__device__ __forceinline__ void empty_share(uint4* v, uint64_t n4) {
+  const uint64_t per = (n4 + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
+  empty_slots(v, min(n4, first), min(n4, first + per));
+}
+
 /** The whole CTA, leaving (`leave`: the leave word) after `jobs` jobs of this launch: the last
- *  job's hash half emptied (the other one is empty: that job emptied it), as the protocol above
- *  says. */
+ *  job's hash region emptied (the others are empty: the jobs after theirs emptied them), as the
+ *  protocol above says. */
 __device__ __forceinline__ void persistent_exit(const persistent_args& p, uint32_t hash_bits,
                                                 uint32_t jobs, unsigned long long leave) {
-  const uint64_t half = uint64_t{1} << hash_bits, n4 = half / 4;
-  uint4* dirty = reinterpret_cast<uint4*>(p.d_hash + ((jobs - 1) & 1) * half);
+  const uint64_t n4 = (uint64_t{1} << hash_bits) / 4;
+  uint4* dirty = hash_region(p, hash_bits, (jobs + 2) % 3);  // job jobs - 1's
   if (leave & kLeaveStop) {  // no CTA searches: each empties its share
-    if (jobs == 0) return;
-    const uint64_t per = (n4 + gridDim.x - 1) / gridDim.x, first = blockIdx.x * per;
-    empty_slots(dirty, min(n4, first), min(n4, first + per));
+    if (jobs > 0) empty_share(dirty, n4);
     return;
   }
   // Idle: a CTA may still search (the host waits for its list), so the last CTA to leave, which
@@ -110,19 +124,24 @@ __device__ __forceinline__ void persistent_exit(const persistent_args& p, uint32
   if (jobs > 0) empty_slots(dirty, 0, n4);
 }
 
+// At most two CTAs an SM (a pool slice takes up to 108 KiB of shared memory): registers for two,
+// so that the pool scan (thread_sum_shared's loads in flight) and the loop do not spill (with the
+// launch kernels' bound of four, 64 registers, they spilled ~500 bytes a thread).
 template <typename T, uint32_t kTeam>
-__global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
+__global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
     multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
   extern __shared__ __align__(16) uint8_t smem[];
   uint32_t* raw = reinterpret_cast<uint32_t*>(smem + a.smem_raw);
   __shared__ uint32_t s_state[2];
   __shared__ unsigned long long s_leave;
   const uint32_t tid = threadIdx.x;
-  const size_t half = size_t{1} << a.hash_bits;
+  const uint64_t region = uint64_t{1} << a.hash_bits;
   // The CTA's slice of the initial-node pool, once for all the launch's jobs.
   if (a.pool_rows_per_cta) {
     pool_copy_issue(a, smem + a.smem_pool);
     __pipeline_wait_prior(0);
+    __syncthreads();
+    pool_norms<T>(a, smem + a.smem_pool);
     __syncthreads();
   }
   uint64_t idle_since = global_ns();
@@ -154,9 +173,12 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
           atomicExch(p.d_leave, s_leave);
         }
       } else {
+        // The leave word's read flies with the words' reads (read first: a job relayed before
+        // it is looked for again below).
+        const unsigned long long v =
+            tid == 0 ? *reinterpret_cast<volatile unsigned long long*>(p.d_leave) : 0ull;
         if (poll_job(p.d_words, p.n_words, seq, raw, s_state)) break;
         if (tid == 0) {
-          const unsigned long long v = *reinterpret_cast<volatile unsigned long long*>(p.d_leave);
           leave = uint32_t(v) == p.first_seq;
           if (leave) s_leave = v;
         }
@@ -174,13 +196,20 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
       a.d_trace[blockIdx.x * kMultiCtaTraceSlots + kTracePollIssued] = poll_issued;
 #endif
     multi_cta_args job = a;
-    job.d_hash = p.d_hash + (jobs & 1) * half;
-    job.d_clear = reinterpret_cast<uint4*>(p.d_hash + ((jobs + 1) & 1) * half);
-    job.clear_vec4 = half / 4;
+    job.d_hash = p.d_hash + (jobs % 3) * region;
+    job.d_clear = nullptr;  // emptied below, after the list
+    job.clear_vec4 = 0;
     job.tag = seq;
     job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
     job.has_query_state = 1;
     multi_cta_body<T, kTeam>(job, nullptr);
+    // The list is out: the previous job's region, for job jobs + 2, emptied and fenced (system
+    // scope: the host's next posts depend on this CTA's lists, written after it) while the host
+    // merges.
+    if (jobs > 0) {
+      empty_share(hash_region(p, a.hash_bits, (jobs + 2) % 3), region / 4);
+      __threadfence_system();
+    }
     __syncthreads();
     ++jobs;
     idle_since = global_ns();
@@ -188,6 +217,20 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
 }
 
 }  // namespace dev
+
+template <typename T>
+uint32_t multi_cta_persistent_ctas_per_sm(uint32_t team, uint32_t block, size_t smem) {
+  int n = 0;
+  with_team(team, [&](auto t) {
+    const auto kernel = dev::multi_cta_persistent<T, decltype(t)::value>;
+    CAGRA_CUDA_TRY(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    CAGRA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                        int(cudaSharedmemCarveoutMaxShared)));
+    CAGRA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, int(block), smem));
+  });
+  return uint32_t(n);
+}
 
 template <typename T>
 void launch_multi_cta_persistent(const multi_cta_args& args, const persistent_launch& pl,

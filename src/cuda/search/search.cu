@@ -57,6 +57,9 @@ void check_search(const index& idx, const search_plan& plan, const uint32_t* ids
                 "internal error: the CUDA search got a plan for another backend");
   CAGRA_EXPECTS(plan.k >= 1 && plan.k <= plan.itopk, "k = %u must be in [1, itopk = %u]", plan.k,
                 plan.itopk);
+  CAGRA_EXPECTS(plan.pool_rows_per_cta == 0 || plan.io == search_io::persistent,
+                "internal error: an initial-node pool outside the persistent kernel (io %s)",
+                to_string(plan.io));
   CAGRA_EXPECTS(dtype_size(idx.storage_dtype()) != 1 || idx.dim() <= core::gpu::kMaxByteDim,
                 "the CUDA search of byte vectors handles dim <= %u (exact int32 sums), got %u",
                 core::gpu::kMaxByteDim, idx.dim());

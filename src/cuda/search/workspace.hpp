@@ -84,9 +84,10 @@ struct persistent_state {
   bool clean = false;
   uint64_t zeroed_at = 0;            // search_workspace::tags_issued when they were last zeroed
   std::vector<uint64_t> key;         // the launch configuration it runs with
+  uint32_t ctas_per_sm = 0;          // of the last launch (multi_cta_persistent_ctas_per_sm)
   pinned_buffer<uint64_t> words;     // [query words + 2]
   pinned_buffer<uint32_t> stop;      // [1]
-  device_buffer<uint32_t> hash;      // [2 << hash_bits]
+  device_buffer<uint32_t> hash;      // [3 << hash_bits]
   device_buffer<uint32_t> counters;  // the leave word, the exit count (8 bytes each), the job's
                                      // words (8 each)
   // When its last job was answered: a kernel idle for longer than its lifetime is stopped and
