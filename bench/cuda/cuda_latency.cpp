@@ -227,7 +227,7 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0, detect = 0, back = 0;
   double cta_span = 0, cta_span_max = 0, head = 0, tail = 0, clear = 0, issue = 0, barrier = 0;
   double before_post = 0, round_trip = 0, after_merge = 0;  // the host's side (steady clock)
-  double scan = 0;  // with a pool: the query ready to the slice scanned
+  double scan = 0, scan_clocks = 0;  // with a pool: the query ready to the slice scanned
   const auto steady_ns = [] {
     return double(
         std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch())
@@ -259,8 +259,10 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       clear += (r[cuda::kTraceCleared] - r[cuda::kTraceStart]) * 1e-3;
       issue += (r[cuda::kTraceInitIssued] - r[cuda::kTraceCleared]) * 1e-3;
       barrier += (r[cuda::kTraceQueryCopied] - r[cuda::kTraceInitIssued]) * 1e-3;
-      if (r[cuda::kTracePoolScanned])
+      if (r[cuda::kTracePoolScanned]) {
         scan += (r[cuda::kTracePoolScanned] - r[cuda::kTraceQueryReady]) * 1e-3;
+        scan_clocks += double(r[cuda::kTraceScanClocks]);
+      }
       uint32_t last = cuda::kTraceIteration0;
       while (last + 1 < cuda::kTracePublished && r[last + 1] != 0) ++last;
       tail += (r[cuda::kTracePublished] - r[last]) * 1e-3;
@@ -301,16 +303,16 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       "[ latency  ] %-22s %-17s call %5.1f us = body %5.1f + outside %4.1f | CTA 0's finding "
       "poll %.2f, other CTAs start +%.2f (last +%.2f); a CTA's start to its list %.2f (slowest "
       "%.2f) = to the query ready %.2f (clear %.2f, initial nodes issued %.2f, barrier %.2f), "
-      "init %.2f (pool scan %.2f), pick %.2f, claim %.2f, iteration0 %.2f, next "
+      "init %.2f (pool scan %.2f, %.0f SM clocks), pick %.2f, claim %.2f, iteration0 %.2f, next "
       "%.2f each, last iteration to the list %.2f | the host's wall clock - globaltimer: post "
       "to CTA 0's start %.2f, last list to the call's end %.2f | the host: before the post "
       "%.2f, post to lists merged %.2f (%.2f outside the body), after %.2f; %u CTAs an SM\n",
       label.c_str(), "persistent traced", total / n, body / n, (total - body) / n, rtt / n,
       relay / n, relay_max / n, cta_span / (n * ctas), cta_span_max / n, head / (n * ctas),
       clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, scan / (n * ctas),
-      t.pick, t.claim, t.iteration0, t.iteration, tail / (n * ctas), detect / n, back / n,
-      before_post / n, round_trip / n, (round_trip - body) / n, after_merge / n,
-      cuda::testing::persistent_ctas_per_sm(idx));
+      scan_clocks / (n * ctas), t.pick, t.claim, t.iteration0, t.iteration, tail / (n * ctas),
+      detect / n, back / n, before_post / n, round_trip / n, (round_trip - body) / n,
+      after_merge / n, cuda::testing::persistent_ctas_per_sm(idx));
   cudaFreeHost(h);
   cudaStreamDestroy(side);
 }

@@ -150,8 +150,14 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   __syncthreads();
   stamp(kTraceQueryReady);
   if (pooled) {
+#if CAGRA_MCTA_TRACE
+    const long long scan_from = clock64();
+#endif
     pool_scan<T>(a, q, s_qq, smem + a.smem_pool, s_init_best);
     stamp(kTracePoolScanned);
+#if CAGRA_MCTA_TRACE
+    if (trace && tid == 0) trace[kTraceScanClocks] = uint64_t(clock64() - scan_from);
+#endif
     pool_claim(a, keys, smem + a.smem_pool, s_init_best, cand_i, cand_d);
   } else if (half)
     init_finish<T, kInitHalf>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);

@@ -43,7 +43,8 @@ enum multi_cta_trace_slot : uint32_t {
   kTraceInitIssued,      // the first initial nodes' claims and loads issued
   kTracePoolScanned,     // with a pool: every row of the slice scanned, the groups' nearest known
   kTraceSm,              // not a time: the SM the CTA runs on
-  kMultiCtaTraceSlots = 28
+  kTraceScanClocks,      // not a time: the pool scan's SM clock cycles (clock64)
+  kMultiCtaTraceSlots = 29
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
 
