@@ -201,11 +201,10 @@ __device__ __forceinline__ void pool_copy_issue(const multi_cta_args& a, uint8_t
   __pipeline_commit();
 }
 
-/** The squared norms of the rows of a CTA's slice of the pool (after the rows and their ids;
- *  pool_norms fills them). */
-__device__ __forceinline__ int* pool_slice_norms(const multi_cta_args& a, uint8_t* slice) {
-  const uint32_t rows = a.pool_rows_per_cta;
-  return reinterpret_cast<int*>(slice + size_t{rows} * a.row_stride + size_t{rows} * 4);
+/** Where the squared norms of the rows of a CTA's slice of the pool start in the slice (after
+ *  the rows and their ids; pool_norms fills them). */
+__device__ __forceinline__ size_t pool_norms_offset(const multi_cta_args& a) {
+  return size_t{a.pool_rows_per_cta} * (a.row_stride + 4);
 }
 
 /** True where the scan takes the rows' squared norms from pool_norms: byte rows under L2. */
@@ -220,7 +219,7 @@ template <typename T>
 __device__ void pool_norms(const multi_cta_args& a, uint8_t* slice) {
   if constexpr (elem_traits<T>::is_byte) {
     if (!pool_uses_norms<T>(a)) return;
-    int* norms = pool_slice_norms(a, slice);
+    int* norms = reinterpret_cast<int*>(slice + pool_norms_offset(a));
     for (uint32_t s = threadIdx.x; s < a.pool_rows_per_cta; s += blockDim.x) {
       const uint4* row = reinterpret_cast<const uint4*>(slice + size_t{s} * a.row_stride);
       int acc = 0;
@@ -273,13 +272,16 @@ __device__ __forceinline__ auto thread_sum_shared(const uint4* row, const void* 
   return acc;
 }
 
-/** team_distance's distance for a row in shared memory, computed by the calling thread alone. */
+/** team_distance's distance for a row in shared memory, computed by the calling thread alone;
+ *  byte rows under L2 take the row's squared norm (`norm`, pool_norms) and compute q.x only:
+ *  |q|^2 + |x|^2 - 2 q.x, the same integer as the team's sum. */
 template <typename T>
 __device__ __forceinline__ float thread_distance_shared(const multi_cta_args& a, const void* q,
-                                                        int qq, const uint4* row, uint32_t rot) {
+                                                        int qq, const uint4* row, uint32_t rot,
+                                                        int norm) {
   if constexpr (elem_traits<T>::is_byte) {
     if (a.metric == metric::l2)
-      return __int2float_rn(qq + thread_sum_shared<T, false>(row, q, a.n_chunks, rot));
+      return __int2float_rn(qq + norm - 2 * thread_sum_shared<T, true>(row, q, a.n_chunks, rot));
     return bits::distance_from_dot(
         a.metric, __int2float_rn(thread_sum_shared<T, true>(row, q, a.n_chunks, rot)));
   } else {
@@ -298,19 +300,11 @@ __device__ void pool_scan(const multi_cta_args& a, const void* q, int qq, const 
                           unsigned long long* best) {
   const uint32_t rows = a.pool_rows_per_cta;
   unsigned long long mine = kNoInitBest;
-  const int* norms = pool_slice_norms(a, const_cast<uint8_t*>(slice));
+  const int* norms = reinterpret_cast<const int*>(slice + pool_norms_offset(a));
   for (uint32_t s = threadIdx.x; s < rows; s += blockDim.x) {
     const uint4* row = reinterpret_cast<const uint4*>(slice + size_t{s} * a.row_stride);
-    float d;
-    if constexpr (elem_traits<T>::is_byte) {
-      if (pool_uses_norms<T>(a))  // |q|^2 + |x|^2 - 2 q.x: the same integer as the team's sum
-        d = __int2float_rn(qq + norms[s] -
-                           2 * thread_sum_shared<T, true>(row, q, a.n_chunks, s % a.n_chunks));
-      else
-        d = thread_distance_shared<T>(a, q, qq, row, s % a.n_chunks);
-    } else {
-      d = thread_distance_shared<T>(a, q, qq, row, s % a.n_chunks);
-    }
+    const float d = thread_distance_shared<T>(a, q, qq, row, s % a.n_chunks,
+                                              pool_uses_norms<T>(a) ? norms[s] : 0);
     mine = min(mine, (static_cast<unsigned long long>(float_key(d)) << 32) | s);
   }
   if (mine != kNoInitBest) atomicMin(best + threadIdx.x % kMultiCtaList, mine);
