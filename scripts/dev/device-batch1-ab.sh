@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Batch 1 at the defaults on the GPU machine, this tree (B) against another (A), with hnswlib's
+# single thread in the same run: the commands behind bench/results/batch1-scan-*,
+# batch1-defaults-* and batch1-scan-sums-* (2ba6fac). In order: B's CUDA multi-CTA tests and
+# memcheck of the persistent and pool cases; A's CLI from its tarball; one index (built by B);
+# ROUNDS interleaved rounds of `cagra bench --batch 1 --persistent on --itopk 32,64` (A then B);
+# the traced persistent call of B (CudaLatency.TracedMultiCta, a -DCAGRA_TRACE_KERNELS=ON build);
+# hnswlib (M=16, efC=200) at batch 1 on one thread, best of 3 passes (carry third_party/include).
+#
+#   OUT=$OUT bash scripts/dev/device-batch1-ab.sh A_TARBALL NAME
+#
+# A_TARBALL: `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz); NAME: a set
+# staged in $DATA_ROOT/NAME (base.u8bin, query.u8bin, gt.ibin; scripts/dev/stage.sh). Carry
+# data/shared/bigann10k for the tests. Environment: ROUNDS (3), A_COMMIT / B_COMMIT (labels of the
+# JSON lines), SKIP_TESTS=1, SKIP_HNSW=1. Writes $OUT/batch1-{a,b}.jsonl, $OUT/hnswlib.jsonl,
+# $OUT/ab.txt, $OUT/trace.txt.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
+NAME=${2:?usage: device-batch1-ab.sh A_TARBALL NAME}
+O=${OUT:-/tmp/out}
+D=${DATA_ROOT:-/tmp/cagra-data}/$NAME
+mkdir -p "$O"
+CM=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
+cmake -S . -B build-device "${CM[@]}" >"$O/bd.log" 2>&1 &&
+  cmake --build build-device -j "$(nproc)" --target cagra_cuda_tests cagra_cli >>"$O/bd.log" 2>&1 ||
+  { tail -20 "$O/bd.log"; exit 1; }
+# A's CLI and the traced bench build while B's tests run.
+(mkdir -p /tmp/batch1-a && tar -xzf "$A_TAR" -C /tmp/batch1-a &&
+  cmake -S /tmp/batch1-a -B /tmp/batch1-a/build "${CM[@]}" >"$O/ba.log" 2>&1 &&
+  cmake --build /tmp/batch1-a/build -j 8 --target cagra_cli >>"$O/ba.log" 2>&1) &
+(cmake -S . -B build-trace "${CM[@]}" -DCAGRA_TRACE_KERNELS=ON >"$O/bt.log" 2>&1 &&
+  cmake --build build-trace -j 8 --target cagra_cuda_bench >>"$O/bt.log" 2>&1) &
+if [[ ${SKIP_TESTS:-0} != 1 ]]; then
+  build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*' >"$O/multi-cta.log" 2>&1
+  echo "CudaMultiCta rc=$?"
+  compute-sanitizer --tool memcheck --error-exitcode 1 build-device/tests/cagra_cuda_tests \
+    --gtest_filter='CudaMultiCta.PersistentKernel*:CudaMultiCta.InitialPool*' >"$O/memcheck.log" 2>&1
+  echo "memcheck rc=$?"
+fi
+wait
+A=/tmp/batch1-a/build/cagra B=build-device/cagra
+[ -x "$A" ] || { echo "A did not build: $O/ba.log"; exit 1; }
+$B build "$D/base.u8bin" -o /tmp/batch1.cagra --graph-degree 32 --intermediate-degree 64 \
+  --backend cuda --force >"$O/index.txt" 2>&1
+for r in $(seq "${ROUNDS:-3}"); do
+  for side in a b; do
+    C=$A label=${A_COMMIT:-a}
+    [ $side = b ] && { C=$B; label=${B_COMMIT:-b}; }
+    echo "== round $r $side" >>"$O/ab.txt"
+    CAGRA_COMMIT=$label $C bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
+      --batch 1 -k 10 --persistent on --dataset "$NAME" --itopk 32,64 \
+      --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
+  done
+done
+cat "$O/ab.txt"
+[ -x build-trace/cagra_cuda_bench ] &&
+  CAGRA_LATENCY_INDEX=/tmp/batch1.cagra CAGRA_LATENCY_QUERIES="$D/query.u8bin" \
+    build-trace/cagra_cuda_bench --gtest_filter=CudaLatency.TracedMultiCta 2>&1 |
+  grep -E "auto itopk.*(persistent|SMs)|FAIL" | tee "$O/trace.txt"
+if [[ ${SKIP_HNSW:-0} != 1 ]]; then
+  cmake -S . -B build-ab-hnsw -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=OFF \
+    -DCAGRA_BUILD_TESTS=OFF -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" \
+    >"$O/bh.log" 2>&1 && cmake --build build-ab-hnsw --target hnswlib_peer -j "$(nproc)" >>"$O/bh.log" 2>&1 &&
+    build-ab-hnsw/hnswlib_peer "$D/base.u8bin" "$D/query.u8bin" "$D/gt.ibin" --metric l2 \
+      --threads "$(nproc)" --batch 1 --ef 24,32,40,48,64 --reps 3 --dataset "$NAME" \
+      --json "$O/hnswlib.jsonl" 2>&1 | tail -8
+fi
