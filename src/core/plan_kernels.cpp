@@ -223,12 +223,12 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
  *  random rows from DRAM. From a pool of kPoolFewerIterationsRows or more the walk, starting
  *  nearer, takes one iteration fewer where the automatic floor set the count. H200, SIFT-wall-1M,
  *  832 rows a CTA (12b0b25), against the random nodes' shape in the same process: itopk 32, 2
- * iterations 0.981 at 63.8-64.9K QPS against 3 iterations 0.977 at 60.8-62.5K; itopk 64, 3 against
- * 4, 0.996 both, 57.0-58.9K against 54.5-55.1K. The synthetic clustered set (128-d f32: 192 rows a
- *  CTA, a pool of 12K rows) lost recall at 2 iterations (0.727 against 0.775) and gained at 3
- *  (0.911 against 0.895 with 4, 17.2 against 22.5 us): below that pool size the floor stays
- *  (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would be copied
- *  every call, slower than the random nodes: the persistent kernel copies it once. */
+ *  iterations 0.981 at 63.8-64.9K QPS against 3 iterations 0.977 at 60.8-62.5K; itopk 64, 3
+ *  against 4, 0.996 both, 57.0-58.9K against 54.5-55.1K. The synthetic clustered set (128-d
+ *  f32: 192 rows a CTA, a pool of 12K rows) lost recall at 2 iterations (0.727 against 0.775)
+ *  and gained at 3 (0.911 against 0.895 with 4, 17.2 against 22.5 us): below that pool size the
+ *  floor stays (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would
+ *  be copied every call, slower than the random nodes: the persistent kernel copies it once. */
 void take_initial_pool(search_plan& s, const search_params& p, const index_shape& shape) {
   s.pool_rows_per_cta =
       pool_rows_per_cta(uint64_t(shape.rows), row_chunks(shape) * 16, s.ctas_per_query);

@@ -42,11 +42,11 @@ namespace dev {
  *  What a launch needs, the kernel leaves behind, so that a relaunch costs no memset: all three
  *  hash regions empty (on the way out the last job's region is emptied: on a stop by every CTA,
  *  its share, as no CTA searches any more; on an idle exit by the last CTA to leave, since the
- *  host may still be waiting for a late CTA's list of the last job), the exit count 0 (reset by
- * that last CTA), and in d_words and *d_leave only seqs of this launch's jobs. Seqs are the host's
- *  call tags (search_workspace::next_tag: increasing, never 0), so the jobs and the generation
- *  of a later launch never match them; the host zeroes these words when it allocates them,
- *  after an error, and before the tags could come round again (persistent.cu). */
+ *  host may still be waiting for a late CTA's list of the last job), the exit count 0 (reset
+ *  by that last CTA), and in d_words and *d_leave only seqs of this launch's jobs. Seqs are the
+ *  host's call tags (search_workspace::next_tag: increasing, never 0), so the jobs and the
+ *  generation of a later launch never match them; the host zeroes these words when it
+ *  allocates them, after an error, and before the tags could come round again (persistent.cu). */
 struct persistent_args {
   const uint64_t* h_words;      // [n_words] the job as LL words: the query, then the state (lo, hi)
   const uint32_t* h_stop;       // raised by the host: leave
