@@ -19,8 +19,8 @@
 // nodes from a fixed set of P rows, the same for every query (one pseudo-random row in each of P
 // strata: the persistent kernel's pool, core::initial_pool_rows), as the kernel's pool scan
 // takes them: CTA c scans the `--init` rows of its slice c (rows c x init .. of the pool, modulo
-// P), keeps the nearest of each group of 32 and claims those alone; 0 (the default): random
-// initial nodes from all rows. Byte (u8/i8) and f32 indexes, L2 only.
+// P), keeps the nearest of each of 32 groups (as the kernel groups them) and claims those alone; 0
+// (the default): random initial nodes from all rows. Byte (u8/i8) and f32 indexes, L2 only.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -123,7 +123,10 @@ struct model {
         for (uint32_t t = 0; t < s.init; ++t) {
           const uint32_t id = pool[(uint64_t{c} * s.init + t) % pool.size()];
           const entry e{distance(q, id), id, false};
-          entry& b = best[t % 32];
+          // Row t is scanned by thread t mod 256, whose group is that thread / 8, or t mod 32
+          // in a slice of fewer rows than threads (pool_scan).
+          const uint32_t threads = 256;  // core::kPoolScanThreads
+          entry& b = best[s.init < threads ? t % 32 : t % threads / 8 % 32];
           if (b.id == UINT32_MAX || e < b) b = e;
         }
         for (entry& b : best)

@@ -11,7 +11,10 @@ uint32_t pool_rows_per_cta(uint64_t n, uint32_t row_stride, uint32_t n_ctas) {
   if (row_stride == 0 || n_ctas < kPoolMinCtas) return 0;
   const uint64_t fit =
       std::min(kPoolMaxRowsPerCta, kPoolSliceBytes / (row_stride + kPoolRowExtraBytes));
-  const uint64_t rows = std::min<uint64_t>(fit, n / (uint64_t{4} * n_ctas)) / 32 * 32;
+  uint64_t rows = std::min<uint64_t>(fit, n / (uint64_t{4} * n_ctas)) / 32 * 32;
+  // Whole rounds of the scan where that gives up at most an eighth of the rows.
+  const uint64_t whole = rows / kPoolScanThreads * kPoolScanThreads;
+  if (whole * 8 >= rows * 7) rows = whole;
   return rows >= 32 ? static_cast<uint32_t>(rows) : 0;
 }
 

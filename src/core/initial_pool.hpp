@@ -1,7 +1,7 @@
 // The initial-node pool of the multi-CTA latency path: a fixed set of rows, the same for every
 // query, of which each of a query's CTAs holds a slice in shared memory (a compact copy of the
 // rows and their ids). A CTA takes as its initial nodes the nearest row of each of 32 groups of
-// its slice: with 64 CTAs x 800 rows (128-d u8) a scan of 51,200 rows a query, from shared
+// its slice: with 64 CTAs x 768 rows (128-d u8) a scan of 49,152 rows a query, from shared
 // memory (the persistent kernel loads its slice once), in place of ~100 random rows a CTA read
 // from DRAM, and one iteration of the walk fewer for the same recall (bench/multi_cta_sim
 // --pool --init; docs/cuda.md, "Initial nodes from a pool"). The plan decides
@@ -28,13 +28,19 @@ constexpr uint32_t kPoolMaxRowsPerCta = 1024;
  *  iterations: 32K rows 0.971 on SIFT-wall-1M and 0.925 on the synthetic clustered set, 12K rows
  *  0.749 there against 0.79 for 3 iterations from random nodes; plan_kernels.cpp). */
 constexpr uint64_t kPoolFewerIterationsRows = 32768;
+/** Threads of a CTA that scans a slice, a row each (the pooled plan's block, plan_kernels.cpp):
+ *  a slice of a whole number of such rounds leaves no round to one warp (SIFT-wall-1M, H200:
+ *  768 rows a CTA scanned in ~2,200 SM clocks against ~2,560 for 800, 4 rounds of which the last
+ *  had 32 rows). */
+constexpr uint32_t kPoolScanThreads = 256;
 /** Fewest CTAs a query that takes a pool (narrower shapes keep the random initial nodes: with
  *  one CTA a query, every path gives the same answer). */
 constexpr uint32_t kPoolMinCtas = 8;
 
 /** Rows of the pool per CTA for an index of n rows of row_stride bytes searched by n_ctas CTAs:
  *  as many as kPoolSliceBytes holds, at most kPoolMaxRowsPerCta and a pool of a quarter of the
- *  rows, a multiple of 32; or 0 (no pool: fewer than kPoolMinCtas CTAs, or fewer than 32 rows). */
+ *  rows, a multiple of 32, and a multiple of kPoolScanThreads where that keeps at least 7/8 of
+ *  them; or 0 (no pool: fewer than kPoolMinCtas CTAs, or fewer than 32 rows). */
 uint32_t pool_rows_per_cta(uint64_t n, uint32_t row_stride, uint32_t n_ctas);
 
 /** p distinct rows of [0, n), ascending: one pseudo-random row in each of p equal strata, a

@@ -240,6 +240,7 @@ void take_initial_pool(search_plan& s, const search_params& p, const index_shape
   // The largest CTA: the scan's rows spread over more threads (a thread a row; 192 threads, the
   // random nodes' size, left it 5 rows to scan one after the other).
   s.block_size = gpu::kMultiCtaMaxBlock;
+  static_assert(gpu::kMultiCtaMaxBlock == kPoolScanThreads, "a slice scans in whole rounds");
   const bool large_pool =
       uint64_t{s.pool_rows_per_cta} * s.ctas_per_query >= kPoolFewerIterationsRows;
   if (large_pool && !p.max_iterations &&

@@ -24,12 +24,14 @@ TEST(InitialPool, DistinctAscendingOnePerStratumAndFixed) {
 }
 
 TEST(InitialPool, SliceFitsSharedMemoryAndAQuarterOfTheRows) {
-  EXPECT_EQ(core::pool_rows_per_cta(1000000, 128, 64), 800u);  // (128 + 8) x 800 <= 108 KiB
+  // (128 + 8) x 800 <= 108 KiB; 768, three whole rounds of kPoolScanThreads, keep > 7/8 of 800
+  EXPECT_EQ(core::pool_rows_per_cta(1000000, 128, 64), 768u);
   EXPECT_EQ(core::pool_rows_per_cta(1000000, 512, 64), 192u);
-  EXPECT_EQ(core::pool_rows_per_cta(1000000, 8192, 64), 0u);            // fewer than 32 rows fit
-  EXPECT_EQ(core::pool_rows_per_cta(4 * 800 * 64 - 1, 128, 64), 768u);  // a quarter of the rows
-  EXPECT_EQ(core::pool_rows_per_cta(4 * 800 * 64, 128, 64), 800u);
-  EXPECT_EQ(core::pool_rows_per_cta(1000000, 16, 64), 1024u);  // at most kPoolMaxRowsPerCta
+  EXPECT_EQ(core::pool_rows_per_cta(1000000, 8192, 64), 0u);        // fewer than 32 rows fit
+  EXPECT_EQ(core::pool_rows_per_cta(4 * 500 * 64, 128, 64), 480u);  // a quarter of the rows
+  EXPECT_EQ(core::pool_rows_per_cta(4 * 300 * 64, 128, 64), 256u);  // 288: one whole round
+  EXPECT_EQ(core::pool_rows_per_cta(1000000, 256, 64), 416u);       // 256 would keep < 7/8
+  EXPECT_EQ(core::pool_rows_per_cta(1000000, 16, 64), 1024u);       // at most kPoolMaxRowsPerCta
   EXPECT_EQ(core::pool_rows_per_cta(10000, 128, 64), 32u);
   EXPECT_EQ(core::pool_rows_per_cta(4 * 32 * 64 - 1, 128, 64), 0u);
   EXPECT_EQ(core::pool_rows_per_cta(1000000, 128, core::kPoolMinCtas - 1), 0u);

@@ -204,7 +204,7 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
 }
 
 // The persistent kernel's initial nodes from the pool (plan_kernels.cpp, take_initial_pool): on
-// the automatic shape at batch 1 each CTA scans a slice of 800 rows (128-d u8; 192 for 128-d
+// the automatic shape at batch 1 each CTA scans a slice of 768 rows (128-d u8; 192 for 128-d
 // f32, 108 KiB at most; a pool of at most a quarter of the rows), no random initial nodes, and
 // from a pool of 32K rows the automatic iteration floor one lower (itopk 32: 2, the default 64:
 // 3); in the plan's line. A slice smaller than the random nodes it would replace is not taken.
@@ -220,11 +220,11 @@ TEST(Plan, PersistentTakesTheInitialPool) {
   const search_plan one = plan(search_params{});
   EXPECT_EQ(one.io, search_io::persistent);
   EXPECT_EQ(one.ctas_per_query, 64u);
-  EXPECT_EQ(one.pool_rows_per_cta, 800u);
+  EXPECT_EQ(one.pool_rows_per_cta, 768u);
   EXPECT_EQ(one.initial_nodes, 0u);
   EXPECT_EQ(one.max_iterations, 3u);
   EXPECT_EQ(one.block_size, 256u) << "the largest: the scan's rows spread over more threads";
-  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=800"), std::string::npos) << to_string(one);
+  EXPECT_NE(to_string(one).find(" pool_rows_per_cta=768"), std::string::npos) << to_string(one);
   search_params short_list;
   short_list.itopk_size = 32;
   EXPECT_EQ(plan(short_list).max_iterations, 2u);
@@ -245,7 +245,7 @@ TEST(Plan, PersistentTakesTheInitialPool) {
             384u);
   search_params iterations;
   iterations.max_iterations = 5;
-  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 800u);
+  EXPECT_EQ(plan(iterations).pool_rows_per_cta, 768u);
   EXPECT_EQ(plan(iterations).max_iterations, 5u);
   search_params random;
   random.num_random_samplings = 3;

@@ -13,12 +13,18 @@
 namespace cagra::cuda {
 namespace {
 
+/** Pool row g = ids[g] with its chunks rotated: chunk c at (c + s) mod chunks, s = g's row in
+ *  its CTA's slice (the scan's layout: multi_cta_steps.cuh, pool_chunk_at). */
 __global__ void gather_pool_kernel(const uint4* rows, uint32_t chunks, const uint32_t* ids,
-                                   uint32_t n, uint4* out) {
+                                   uint32_t n, uint32_t rows_per_cta, uint4* out) {
   const uint64_t total = uint64_t{n} * chunks;
   for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
-       i += uint64_t{gridDim.x} * blockDim.x)
-    out[i] = rows[uint64_t{ids[i / chunks]} * chunks + i % chunks];
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t g = i / chunks;
+    const uint32_t c = static_cast<uint32_t>(i % chunks);
+    const uint32_t p = (c + static_cast<uint32_t>(g % rows_per_cta % chunks)) % chunks;
+    out[g * chunks + p] = rows[uint64_t{ids[g]} * chunks + c];
+  }
 }
 
 }  // namespace
@@ -40,7 +46,7 @@ void use_initial_pool(index_state& st, multi_cta_launch& lp, uint32_t rows_per_c
                                    cudaMemcpyHostToDevice, stream));
     const uint32_t chunks = st.row_stride / 16;
     gather_pool_kernel<<<1024, 256, 0, stream>>>(reinterpret_cast<const uint4*>(st.dataset.data()),
-                                                 chunks, st.pool_ids.data(), p,
+                                                 chunks, st.pool_ids.data(), p, rows_per_cta,
                                                  reinterpret_cast<uint4*>(st.pool_vectors.data()));
     CAGRA_CUDA_CHECK_LAUNCH();
     CAGRA_CUDA_TRY(cudaStreamSynchronize(stream));  // ids: a host vector about to go

@@ -61,9 +61,12 @@ namespace cagra::cuda {
 namespace dev {
 
 /** The kernel's body; `query` is the query's bytes (query type, dim elements): in global or
- *  mapped host memory, or in the launch's parameters (multi_cta_search_inline). */
+ *  mapped host memory, or in the launch's parameters (multi_cta_search_inline). `resident`: the
+ *  persistent kernel, the only one given a pool (a constant where the body is inlined, so that
+ *  the launch kernels, at 64 registers, carry no pool scan). */
 template <typename T, uint32_t kTeam>
-__device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const uint8_t* query) {
+__device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const uint8_t* query,
+                                               bool resident) {
   using Q = typename query_elem<T>::type;
   const float far = __int_as_float(0x7F800000);  // +inf: an empty list entry
   extern __shared__ __align__(16) uint8_t smem[];
@@ -115,7 +118,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // Step 0: the query (its bytes seed the random nodes, as on the CPU), the CTA's own random
   // initial nodes (those no other CTA took first) and their distances.
   // With a pool (a.pool_rows_per_cta: the persistent kernel) its slice is in shared memory.
-  const bool pooled = a.pool_rows_per_cta != 0;
+  const bool pooled = resident && a.pool_rows_per_cta != 0;
   if (tid == 0) {
     s_qq = 0;
     // init_finish / pool_scan fill [0, that) (kNoId: none claimed)
@@ -269,14 +272,14 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
 template <typename T, uint32_t kTeam>
 __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4) multi_cta_search(const multi_cta_args a) {
   const uint32_t q_bytes = a.dim * static_cast<uint32_t>(sizeof(typename query_elem<T>::type));
-  multi_cta_body<T, kTeam>(a, a.d_queries + (a.query_offset + blockIdx.y) * q_bytes);
+  multi_cta_body<T, kTeam>(a, a.d_queries + (a.query_offset + blockIdx.y) * q_bytes, false);
 }
 
 /** One query whose bytes came with the launch (no PCIe read of mapped memory at batch 1). */
 template <typename T, uint32_t kTeam>
 __global__ void __launch_bounds__(kMultiCtaMaxBlock, 4)
     multi_cta_search_inline(const multi_cta_args a, const __grid_constant__ inline_query query) {
-  multi_cta_body<T, kTeam>(a, query.bytes);
+  multi_cta_body<T, kTeam>(a, query.bytes, false);
 }
 
 }  // namespace dev

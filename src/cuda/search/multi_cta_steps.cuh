@@ -230,14 +230,22 @@ __device__ void pool_norms(const multi_cta_args& a, uint8_t* slice) {
   }
 }
 
-/** Chunks of a row in shared memory that thread_sum_shared loads before it uses the first:
- *  a whole 128-d u8 row, so that the loads' latencies overlap (one chunk at a time, the scan of a
- *  832-row slice took 3.1 us of a 15.5 us call on SIFT-wall-1M, H200; 8 at once 1.6 us). */
+/** Chunks of a row in shared memory that the scan loads before it uses the first: a whole
+ *  128-d u8 row, so that the loads' latencies overlap (one chunk at a time, the scan of a 832-row
+ *  slice took 3.1 us of a 15.5 us call on SIFT-wall-1M, H200; 8 at once 1.6 us). */
 constexpr uint32_t kScanChunks = 8;
 
-/** The calling thread alone: its partial sum (chunk_accumulate*) over a row in shared memory,
- *  from chunk `rot` on (rot < n_chunks), so that threads on neighboring rows, whose rows are a
- *  multiple of 128 bytes apart, read different banks; kScanChunks chunks loaded at a time. */
+/** Where logical chunk c of row s of a CTA's slice of the pool lies in the row: the rows are
+ *  stored rotated (initial_pool.cu), chunk c at (c + s) mod n_chunks, so that the threads of a
+ *  warp, each on its own row, read different banks (rows 128 bytes apart) while they all use the
+ *  same query chunk at the same time (a broadcast, or a register). `rot` = s mod n_chunks. */
+__device__ __forceinline__ uint32_t pool_chunk_at(uint32_t c, uint32_t rot, uint32_t n_chunks) {
+  const uint32_t p = c + rot;
+  return p >= n_chunks ? p - n_chunks : p;
+}
+
+/** The calling thread alone: its partial sum (chunk_accumulate*) over a rotated row of the
+ *  pool in shared memory (pool_chunk_at), kScanChunks chunks loaded at a time. */
 template <typename T, bool kDot>
 __device__ __forceinline__ auto thread_sum_shared(const uint4* row, const void* q,
                                                   uint32_t n_chunks, uint32_t rot) {
@@ -253,37 +261,61 @@ __device__ __forceinline__ auto thread_sum_shared(const uint4* row, const void* 
   const bool whole = n_chunks % kScanChunks == 0;
   for (uint32_t i0 = 0; i0 < n_chunks; i0 += kScanChunks) {
     uint4 v[kScanChunks];
-    uint32_t cs[kScanChunks];
 #pragma unroll
-    for (uint32_t j = 0; j < kScanChunks; ++j) {
-      const uint32_t c = rot + i0 + j;
-      cs[j] = c >= n_chunks ? c - n_chunks : c;
-      if (whole || i0 + j < n_chunks) v[j] = row[cs[j]];
-    }
+    for (uint32_t j = 0; j < kScanChunks; ++j)
+      if (whole || i0 + j < n_chunks) v[j] = row[pool_chunk_at(i0 + j, rot, n_chunks)];
     if (whole) {
 #pragma unroll
-      for (uint32_t j = 0; j < kScanChunks; ++j) add(v[j], cs[j]);
+      for (uint32_t j = 0; j < kScanChunks; ++j) add(v[j], i0 + j);
     } else {
 #pragma unroll
       for (uint32_t j = 0; j < kScanChunks; ++j)
-        if (i0 + j < n_chunks) add(v[j], cs[j]);
+        if (i0 + j < n_chunks) add(v[j], i0 + j);
     }
   }
   return acc;
 }
 
-/** team_distance's distance for a row in shared memory, computed by the calling thread alone;
- *  byte rows under L2 take the row's squared norm (`norm`, pool_norms) and compute q.x only:
- *  |q|^2 + |x|^2 - 2 q.x, the same integer as the team's sum. */
+/** The calling thread alone: q.x over a rotated byte row of at most kScanChunks chunks, the
+ *  query's chunks held in registers (`qv`, zero past n_chunks): a row costs its own 16-byte
+ *  loads and nothing else (read from shared memory per row, the query's bytes took as many
+ *  load instructions as the row's: the compiler split them into 4-byte loads). */
+template <typename T>
+__device__ __forceinline__ int thread_dot_held(const uint4* row, const uint4 (&qv)[kScanChunks],
+                                               uint32_t n_chunks, uint32_t rot) {
+  uint4 v[kScanChunks];
+#pragma unroll
+  for (uint32_t j = 0; j < kScanChunks; ++j)
+    v[j] = j < n_chunks ? row[pool_chunk_at(j, rot, n_chunks)] : make_uint4(0, 0, 0, 0);
+  // Four independent sums (one a word of the chunk): a chain of 8 dot products, not 32.
+  int acc[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (uint32_t j = 0; j < kScanChunks; ++j) {
+    acc[0] = dp4<T>(qv[j].x, v[j].x, acc[0]);
+    acc[1] = dp4<T>(qv[j].y, v[j].y, acc[1]);
+    acc[2] = dp4<T>(qv[j].z, v[j].z, acc[2]);
+    acc[3] = dp4<T>(qv[j].w, v[j].w, acc[3]);
+  }
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+}
+
+/** A byte row's distance from its dot product with the query: under L2 |q|^2 + |x|^2 - 2 q.x
+ *  (`norm`: the row's |x|^2, pool_norms; the same integer as the team's sum). */
+__device__ __forceinline__ float byte_distance_from_dot(const multi_cta_args& a, int qq, int norm,
+                                                        int dot) {
+  if (a.metric == metric::l2) return __int2float_rn(qq + norm - 2 * dot);
+  return bits::distance_from_dot(a.metric, __int2float_rn(dot));
+}
+
+/** team_distance's distance for a rotated row of the pool, computed by the calling thread
+ *  alone; byte rows under L2 take the row's squared norm (`norm`, pool_norms) and compute q.x
+ *  only. */
 template <typename T>
 __device__ __forceinline__ float thread_distance_shared(const multi_cta_args& a, const void* q,
                                                         int qq, const uint4* row, uint32_t rot,
                                                         int norm) {
   if constexpr (elem_traits<T>::is_byte) {
-    if (a.metric == metric::l2)
-      return __int2float_rn(qq + norm - 2 * thread_sum_shared<T, true>(row, q, a.n_chunks, rot));
-    return bits::distance_from_dot(
-        a.metric, __int2float_rn(thread_sum_shared<T, true>(row, q, a.n_chunks, rot)));
+    return byte_distance_from_dot(a, qq, norm, thread_sum_shared<T, true>(row, q, a.n_chunks, rot));
   } else {
     if (a.metric == metric::l2) return thread_sum_shared<T, false>(row, q, a.n_chunks, rot);
     return bits::distance_from_dot(a.metric, thread_sum_shared<T, true>(row, q, a.n_chunks, rot));
@@ -292,22 +324,50 @@ __device__ __forceinline__ float thread_distance_shared(const multi_cta_args& a,
 
 /** The whole CTA, with its slice of the pool in shared memory (`slice`) and the query ready: the
  *  distance of every row of the slice, a thread a row (rows s, s + blockDim, ... for thread s:
- *  no reductions, and the thread keeps its nearest), and the nearest of each group (the rows of
- *  the threads of lane g, g < 32) in best[g] ((distance key, row) words; pool_claim takes them).
- *  `best`: kMultiCtaList words holding kNoInitBest. */
+ *  no reductions, and the thread keeps its nearest), and the nearest of each group in best[g]
+ *  ((distance key, row) words; pool_claim takes them). Group g holds the rows of threads 8g ..
+ *  8g + 7 (32 groups at 256 threads, the pooled plan's block): their minimum by shuffles within
+ *  the warp, written once (64-bit shared atomicMin from the 8 warps, a compare-and-swap loop,
+ *  cost 60-95 SM clocks more on SIFT-wall-1M, H200). A slice of fewer rows than threads (small
+ * indexes) groups rows g, g + 32, ... instead, so that it still has 32 groups. `best`:
+ * kMultiCtaList words holding kNoInitBest. */
 template <typename T>
 __device__ void pool_scan(const multi_cta_args& a, const void* q, int qq, const uint8_t* slice,
                           unsigned long long* best) {
   const uint32_t rows = a.pool_rows_per_cta;
   unsigned long long mine = kNoInitBest;
   const int* norms = reinterpret_cast<const int*>(slice + pool_norms_offset(a));
-  for (uint32_t s = threadIdx.x; s < rows; s += blockDim.x) {
-    const uint4* row = reinterpret_cast<const uint4*>(slice + size_t{s} * a.row_stride);
-    const float d = thread_distance_shared<T>(a, q, qq, row, s % a.n_chunks,
-                                              pool_uses_norms<T>(a) ? norms[s] : 0);
+  const auto keep = [&](uint32_t s, float d) {
     mine = min(mine, (static_cast<unsigned long long>(float_key(d)) << 32) | s);
+  };
+  const auto row_of = [&](uint32_t s) {
+    return reinterpret_cast<const uint4*>(slice + size_t{s} * a.row_stride);
+  };
+  bool held = false;
+  if constexpr (elem_traits<T>::is_byte) {
+    if (a.n_chunks <= kScanChunks) {  // 128-d u8/i8 and narrower: the query in registers
+      held = true;
+      uint4 qv[kScanChunks];
+#pragma unroll
+      for (uint32_t j = 0; j < kScanChunks; ++j)
+        qv[j] = j < a.n_chunks ? static_cast<const uint4*>(q)[j] : make_uint4(0, 0, 0, 0);
+      for (uint32_t s = threadIdx.x; s < rows; s += blockDim.x) {
+        const int dot = thread_dot_held<T>(row_of(s), qv, a.n_chunks, s % a.n_chunks);
+        keep(s, byte_distance_from_dot(a, qq, pool_uses_norms<T>(a) ? norms[s] : 0, dot));
+      }
+    }
   }
-  if (mine != kNoInitBest) atomicMin(best + threadIdx.x % kMultiCtaList, mine);
+  if (!held)
+    for (uint32_t s = threadIdx.x; s < rows; s += blockDim.x)
+      keep(s, thread_distance_shared<T>(a, q, qq, row_of(s), s % a.n_chunks,
+                                        pool_uses_norms<T>(a) ? norms[s] : 0));
+  if (rows < blockDim.x) {  // a thread a row at most: group g = the rows of threads g, g + 32, ..
+    if (mine != kNoInitBest) atomicMin(best + threadIdx.x % kMultiCtaList, mine);
+  } else {
+#pragma unroll
+    for (uint32_t o = 1; o < 8; o <<= 1) mine = min(mine, __shfl_xor_sync(0xffffffffu, mine, o));
+    if (threadIdx.x % 8 == 0) best[threadIdx.x / 8 % kMultiCtaList] = mine;
+  }
   __syncthreads();
 }
 

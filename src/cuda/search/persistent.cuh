@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
     job.tag = seq;
     job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
     job.has_query_state = 1;
-    multi_cta_body<T, kTeam>(job, nullptr);
+    multi_cta_body<T, kTeam>(job, nullptr, true);
     // The list is out: the previous job's region, for job jobs + 2, emptied and fenced (system
     // scope: the host's next posts depend on this CTA's lists, written after it) while the host
     // merges.
