@@ -15,10 +15,13 @@
 
 namespace cagra::cuda {
 
-/** Number of CUDA devices visible (0 when the driver or a device is missing; never throws). */
+/** Number of CUDA devices visible (0 when the driver or a device is missing; never throws; asked
+ *  once a process). */
 int device_count();
-/** Multiprocessors of `device` (one attribute query: cheap enough for every search call). */
+/** Multiprocessors of `device` (asked once a device). */
 int sm_count(int device);
+/** Shared memory one CTA may opt in to on `device`, in bytes (asked once a device). */
+int smem_per_block_optin(int device);
 /** Free memory of `device` in bytes (cudaMemGetInfo on it); throws cagra::error when it does not
  *  exist. */
 size_t free_memory(int device);

@@ -129,14 +129,18 @@ class device_guard {
  public:
   explicit device_guard(int device) {
     CAGRA_CUDA_TRY(cudaGetDevice(&prev_));
-    if (prev_ != device) CAGRA_CUDA_TRY(cudaSetDevice(device));
+    switched_ = prev_ != device;
+    if (switched_) CAGRA_CUDA_TRY(cudaSetDevice(device));
   }
-  ~device_guard() { CAGRA_CUDA_TRY_NO_THROW(cudaSetDevice(prev_)); }
+  ~device_guard() {
+    if (switched_) CAGRA_CUDA_TRY_NO_THROW(cudaSetDevice(prev_));
+  }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
 
  private:
   int prev_ = 0;
+  bool switched_ = false;
 };
 
 }  // namespace cagra::cuda

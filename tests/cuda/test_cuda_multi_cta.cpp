@@ -22,6 +22,7 @@
 #include "core/convert.hpp"
 #include "core/plan.hpp"
 #include "cuda/backend.hpp"
+#include "cuda/search/host_lists.hpp"
 #include "search_results.hpp"
 #include "test_data.hpp"
 
@@ -345,6 +346,32 @@ TEST_F(CudaMultiCta, InitialPoolEveryTypeAndMetric) {
   random = itopk(32);
   random.persistent = false;
   EXPECT_EQ(plan_search(gpu, random, *u8_, 10, 1).pool_rows_per_cta, 0u);
+}
+
+// The host's merge of the CTAs' lists takes a row once, also when it comes in two lists with two
+// distances (a pool row whose claim was not waited for, under cosine: the scan's distance and the
+// walk's may differ in the last bit).
+TEST(CudaHostLists, MergeTakesARowOnce) {
+  const uint32_t list_k = 3, k = 4, tag = 9;
+  const auto list = [&](std::vector<uint64_t>& w,
+                        std::initializer_list<std::pair<uint32_t, float>> e) {
+    for (const auto& [id, d] : e) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &d, sizeof bits);
+      w.push_back(id | uint64_t{tag} << 32);
+      w.push_back(bits | uint64_t{tag} << 32);
+    }
+  };
+  std::vector<uint64_t> words;
+  list(words, {{5, 1.0f}, {7, 2.0f}, {8, 4.0f}});
+  list(words, {{3, 0.5f}, {5, 1.0000001f}, {9, 3.0f}});
+  list(words, {{7, 2.0f}, {5, 2.5f}, {kInvalidId, 1e30f}});
+  std::vector<uint32_t> ids(k);
+  std::vector<float> dist(k);
+  ASSERT_TRUE(
+      cuda::merge_host_lists(words.data(), 3, list_k, k, tag, nullptr, ids.data(), dist.data()));
+  EXPECT_EQ(ids, (std::vector<uint32_t>{3, 5, 7, 9}));
+  EXPECT_EQ(dist, (std::vector<float>{0.5f, 1.0f, 2.0f, 3.0f}));
 }
 
 // A relaunch of the persistent kernel initializes nothing: the kernel empties its visited hash

@@ -94,9 +94,12 @@ void merge_list(const uint64_t* list, uint32_t list_k, uint32_t k, host_entry* b
     const uint32_t bits = static_cast<uint32_t>(list[2 * j + 1]);
     std::memcpy(&e.d, &bits, sizeof bits);
     if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) break;  // the rest is farther
+    // Never twice. The lists are nearly always disjoint, but a CTA's initial nodes from the pool
+    // are claimed without waiting (pool_claim), so a row may come in two lists, and with two
+    // distances where the scan's arithmetic differs from the walk's (cosine): matched by id.
+    if (std::any_of(best, best + count, [&](const host_entry& b) { return b.id == e.id; }))
+      continue;
     const uint32_t pos = static_cast<uint32_t>(std::upper_bound(best, best + count, e) - best);
-    if (pos > 0 && best[pos - 1].id == e.id)
-      continue;  // not expected (disjoint lists); never twice
     if (count < k) ++count;
     std::copy_backward(best + pos, best + count - 1, best + count);
     best[pos] = e;

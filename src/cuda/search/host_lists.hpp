@@ -13,8 +13,8 @@ namespace cagra::cuda {
  *  without every word tagged. */
 bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cudaStream_t stream);
 
-/** Waits for one query's n_lists sorted, disjoint lists of list_k (id, distance) entries,
- *  tagged, and merges them into its k nearest (padded with kInvalidId, +inf). False as
+/** Waits for one query's n_lists sorted lists of list_k (id, distance) entries, tagged, and
+ *  merges them into its k nearest, each id once (padded with kInvalidId, +inf). False as
  *  wait_for_tagged. */
 bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k,
                       uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances);

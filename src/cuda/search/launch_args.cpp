@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "core/bits.hpp"
+#include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 
 namespace cagra::cuda {
@@ -104,8 +105,7 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
 }
 
 void check_shared_memory(size_t smem, int device, const char* kernel, const search_plan& plan) {
-  int limit = 0;
-  CAGRA_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const int limit = smem_per_block_optin(device);
   CAGRA_EXPECTS(
       smem + 512 <= size_t(limit),
       "the %s search needs %zu bytes of shared memory per CTA (itopk %u, search_width %u, "

@@ -329,8 +329,8 @@ __device__ __forceinline__ float thread_distance_shared(const multi_cta_args& a,
  *  8g + 7 (32 groups at 256 threads, the pooled plan's block): their minimum by shuffles within
  *  the warp, written once (64-bit shared atomicMin from the 8 warps, a compare-and-swap loop,
  *  cost 60-95 SM clocks more on SIFT-wall-1M, H200). A slice of fewer rows than threads (small
- * indexes) groups rows g, g + 32, ... instead, so that it still has 32 groups. `best`:
- * kMultiCtaList words holding kNoInitBest. */
+ *  indexes) groups rows g, g + 32, ... instead, so that it still has 32 groups. `best`:
+ *  kMultiCtaList words holding kNoInitBest. */
 template <typename T>
 __device__ void pool_scan(const multi_cta_args& a, const void* q, int qq, const uint8_t* slice,
                           unsigned long long* best) {
@@ -371,25 +371,34 @@ __device__ void pool_scan(const multi_cta_args& a, const void* q, int qq, const 
   __syncthreads();
 }
 
-/** Warp 0, after pool_scan: the nearest row of each group as the CTA's first candidates
- *  (ids/dists[g]), like init_finish's: claimed in the device hash (a row another CTA reached
- *  first is dropped), its graph row prefetched. No claims for the rows not taken: another CTA's
- *  walk may still reach them. */
+/** After pool_scan: the nearest row of each group as the CTA's first candidates (ids/dists[g],
+ *  written by warp 0), its graph row prefetched and the row claimed in the device hash by the
+ *  CTA's last warp, without waiting for the answer (one atomicCAS at the row's home slot). A
+ *  waited claim cost ~0.5 us, an L2 round trip, on every CTA's path, and from warp 0 an unwaited
+ *  one still stalled the parent's pick (its result register); the last warp has no work until
+ *  the distances. The CTAs' slices are disjoint and the table holds little more than the CTAs'
+ *  picks when they claim, so the claim nearly always succeeds; where it does not (the slot taken
+ *  by another row, or another CTA's walk got there first) the row may reach two lists, and the
+ *  host's merge takes it once. No claims for the rows not taken: another CTA's walk may still
+ *  reach them. */
 __device__ __forceinline__ void pool_claim(const multi_cta_args& a, uint32_t* keys,
                                            const uint8_t* slice, const unsigned long long* best,
                                            uint32_t* ids, float* dists) {
-  if (threadIdx.x < kMultiCtaList) {
-    const unsigned long long b = best[threadIdx.x];
-    const uint32_t* slice_ids =
-        reinterpret_cast<const uint32_t*>(slice + size_t{a.pool_rows_per_cta} * a.row_stride);
-    uint32_t id = b == kNoInitBest ? kNoId : slice_ids[static_cast<uint32_t>(b)];
-    if (id != kNoId) {
-      prefetch_graph_row(a, id);
-      if (!device_hash_insert(keys, a.hash_bits, id)) id = kNoId;
-    }
-    ids[threadIdx.x] = id;
-    dists[threadIdx.x] =
-        id == kNoId ? __int_as_float(0x7F800000) : key_float(static_cast<uint32_t>(b >> 32));
+  const uint32_t last_warp = blockDim.x - 32;  // the pooled plan's block: 256 threads
+  const bool lists = threadIdx.x < kMultiCtaList, claims = threadIdx.x >= last_warp;
+  if (!lists && !claims) return;
+  const uint32_t g = lists ? threadIdx.x : threadIdx.x - last_warp;
+  const unsigned long long b = best[g];
+  const uint32_t* slice_ids =
+      reinterpret_cast<const uint32_t*>(slice + size_t{a.pool_rows_per_cta} * a.row_stride);
+  const uint32_t id = b == kNoInitBest ? kNoId : slice_ids[static_cast<uint32_t>(b)];
+  if (lists) {
+    ids[g] = id;
+    dists[g] = id == kNoId ? __int_as_float(0x7F800000) : key_float(static_cast<uint32_t>(b >> 32));
+  }
+  if (claims && id != kNoId) {
+    prefetch_graph_row(a, id);
+    atomicCAS(keys + hash_home(id, a.hash_bits), kEmptySlot, id);
   }
 }
 

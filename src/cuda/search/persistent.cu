@@ -147,13 +147,16 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   const multi_cta_args& p = lp.args;
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
   const uint64_t lifetime_ns = uint64_t{std::max(plan.persistent_lifetime_us, 200u)} * 1000;
-  std::vector<uint64_t> key{p.n_ctas, p.n_init, p.max_iterations,   p.min_iterations, p.hash_bits,
-                            p.k,      p.seed,   uint64_t(p.metric), lp.team,          lp.block,
-                            lp.smem,  n_words,  uint64_t(st.type),  lifetime_ns};
+  // (A pool made again stopped the kernel above; a traced kernel is another kernel.)
 #if CAGRA_MCTA_TRACE
-  key.push_back(reinterpret_cast<uint64_t>(testing::multi_cta_trace()));  // a traced kernel
+  const uint64_t traced = reinterpret_cast<uint64_t>(testing::multi_cta_trace());
+#else
+  const uint64_t traced = 0;
 #endif
-  key.push_back(p.pool_rows_per_cta);  // (a pool made again stopped the kernel above)
+  const persistent_key key{p.n_ctas,          p.n_init,    p.max_iterations, p.min_iterations,
+                           p.hash_bits,       p.k,         p.seed,           uint64_t(p.metric),
+                           lp.team,           lp.block,    lp.smem,          n_words,
+                           uint64_t(st.type), lifetime_ns, traced,           p.pool_rows_per_cta};
   if (ps.running && key != ps.key) stop_persistent(st);
   // A kernel (nearly) idle for its lifetime has left, or is about to: a stop then a launch,
   // rather than a job that it may miss (found out only once the stream is seen finished). Its

@@ -4,6 +4,7 @@
 // holds one of each, guarded by its workspace mutex.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -74,6 +75,11 @@ struct multi_cta_workspace {
   device_buffer<float> dists;    // [chunk, n_ctas, 32]
 };
 
+/** What a running persistent kernel was launched with (its plan's shape, buffers and lifetime,
+ *  persistent.cu): a call with another key stops it and launches again. A fixed array: it is
+ *  made and compared on every batch-1 call. */
+using persistent_key = std::array<uint64_t, 16>;
+
 /** The persistent batch-1 kernel (search_params::persistent, persistent.cu): its job words (the
  *  query, tagged with the job's seq = the search workspace's result_tag), stop flag and state. */
 struct persistent_state {
@@ -83,7 +89,7 @@ struct persistent_state {
   // False after an allocation or an error: the next launch initializes them.
   bool clean = false;
   uint64_t zeroed_at = 0;            // search_workspace::tags_issued when they were last zeroed
-  std::vector<uint64_t> key;         // the launch configuration it runs with
+  persistent_key key{};              // the launch configuration it runs with
   uint32_t ctas_per_sm = 0;          // of the last launch (multi_cta_persistent_ctas_per_sm)
   pinned_buffer<uint64_t> words;     // [query words + 2]
   pinned_buffer<uint32_t> stop;      // [1]
