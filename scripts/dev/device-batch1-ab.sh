@@ -12,13 +12,15 @@
 # A_TARBALL: `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz); NAME: a set
 # staged in $DATA_ROOT/NAME (base.u8bin, query.u8bin, gt.ibin; scripts/dev/stage.sh). Carry
 # data/shared/bigann10k for the tests. Environment: ROUNDS (3), A_COMMIT / B_COMMIT (labels of the
-# JSON lines), SKIP_TESTS=1, SKIP_HNSW=1. Writes $OUT/batch1-{a,b}.jsonl, $OUT/hnswlib.jsonl,
+# JSON lines), SKIP_TESTS=1, SKIP_HNSW=1, SKIP_TRACE=1, BATCHES (default 1: a comma list of `cagra
+# bench --batch` values; the persistent kernel at 1, the plan's own choice at the others). Writes $OUT/batch1-{a,b}.jsonl, $OUT/hnswlib.jsonl,
 # $OUT/ab.txt, $OUT/trace.txt.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
 NAME=${2:?usage: device-batch1-ab.sh A_TARBALL NAME}
 O=${OUT:-/tmp/out}
+BATCHES=${BATCHES:-1}
 D=${DATA_ROOT:-/tmp/cagra-data}/$NAME
 mkdir -p "$O"
 CM=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
@@ -29,8 +31,9 @@ cmake -S . -B build-device "${CM[@]}" >"$O/bd.log" 2>&1 &&
 (mkdir -p /tmp/batch1-a && tar -xzf "$A_TAR" -C /tmp/batch1-a &&
   cmake -S /tmp/batch1-a -B /tmp/batch1-a/build "${CM[@]}" >"$O/ba.log" 2>&1 &&
   cmake --build /tmp/batch1-a/build -j 8 --target cagra_cli >>"$O/ba.log" 2>&1) &
-(cmake -S . -B build-trace "${CM[@]}" -DCAGRA_TRACE_KERNELS=ON >"$O/bt.log" 2>&1 &&
-  cmake --build build-trace -j 8 --target cagra_cuda_bench >>"$O/bt.log" 2>&1) &
+[[ ${SKIP_TRACE:-0} == 1 ]] ||
+  (cmake -S . -B build-trace "${CM[@]}" -DCAGRA_TRACE_KERNELS=ON >"$O/bt.log" 2>&1 &&
+    cmake --build build-trace -j 8 --target cagra_cuda_bench >>"$O/bt.log" 2>&1) &
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*' >"$O/multi-cta.log" 2>&1
   echo "CudaMultiCta rc=$?"
@@ -47,14 +50,18 @@ for r in $(seq "${ROUNDS:-3}"); do
   for side in a b; do
     C=$A label=${A_COMMIT:-a}
     [ $side = b ] && { C=$B; label=${B_COMMIT:-b}; }
-    echo "== round $r $side" >>"$O/ab.txt"
-    CAGRA_COMMIT=$label $C bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
-      --batch 1 -k 10 --persistent on --dataset "$NAME" --itopk 32,64 \
-      --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
+    for batch in ${BATCHES//,/ }; do
+      persist=(--persistent on)
+      [[ $batch == 1 ]] || persist=()
+      echo "== round $r $side batch $batch" >>"$O/ab.txt"
+      CAGRA_COMMIT=$label $C bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
+        --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk 32,64 \
+        --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
+    done
   done
 done
 cat "$O/ab.txt"
-[ -x build-trace/cagra_cuda_bench ] &&
+[[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ] &&
   CAGRA_LATENCY_INDEX=/tmp/batch1.cagra CAGRA_LATENCY_QUERIES="$D/query.u8bin" \
     build-trace/cagra_cuda_bench --gtest_filter=CudaLatency.TracedMultiCta 2>&1 |
   grep -E "auto itopk.*(persistent|SMs)|FAIL" | tee "$O/trace.txt"
