@@ -13,7 +13,8 @@
 # staged in $DATA_ROOT/NAME (base.u8bin, query.u8bin, gt.ibin; scripts/dev/stage.sh). Carry
 # data/shared/bigann10k for the tests. Environment: ROUNDS (3), A_COMMIT / B_COMMIT (labels of the
 # JSON lines), SKIP_TESTS=1, SKIP_HNSW=1, SKIP_TRACE=1, BATCHES (default 1: a comma list of `cagra
-# bench --batch` values; the persistent kernel at 1, the plan's own choice at the others). Writes $OUT/batch1-{a,b}.jsonl, $OUT/hnswlib.jsonl,
+# bench --batch` values; the persistent kernel at 1, the plan's own choice at the others), B_ENV
+# (VAR=VALUE ... set for B's runs only). Writes $OUT/batch1-{a,b}.jsonl, $OUT/hnswlib.jsonl,
 # $OUT/ab.txt, $OUT/trace.txt.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -54,7 +55,9 @@ for r in $(seq "${ROUNDS:-3}"); do
       persist=(--persistent on)
       [[ $batch == 1 ]] || persist=()
       echo "== round $r $side batch $batch" >>"$O/ab.txt"
-      CAGRA_COMMIT=$label $C bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
+      benv=()
+      [[ $side == b && -n ${B_ENV:-} ]] && read -r -a benv <<<"$B_ENV"
+      env CAGRA_COMMIT="$label" "${benv[@]}" "$C" bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
         --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk 32,64 \
         --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
     done
