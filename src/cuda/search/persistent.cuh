@@ -125,8 +125,9 @@ __device__ __forceinline__ void persistent_exit(const persistent_args& p, uint32
 }
 
 // At most two CTAs an SM (a pool slice takes up to 108 KiB of shared memory): registers for two,
-// so that the pool scan (thread_sum_shared's loads in flight) and the loop do not spill (with the
-// launch kernels' bound of four, 64 registers, they spilled ~500 bytes a thread).
+// so that the pool scan (a row's loads in flight, and the byte query held in registers) and the
+// loop do not spill (with the launch kernels' bound of four, 64 registers, they spilled ~500
+// bytes a thread).
 template <typename T, uint32_t kTeam>
 __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
     multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
