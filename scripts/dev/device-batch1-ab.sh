@@ -14,8 +14,10 @@
 # data/shared/bigann10k for the tests. Environment: ROUNDS (3), A_COMMIT / B_COMMIT (labels of the
 # JSON lines), SKIP_TESTS=1, SKIP_HNSW=1, SKIP_TRACE=1, BATCHES (default 1: a comma list of `cagra
 # bench --batch` values; the persistent kernel at 1, the plan's own choice at the others), B_ENV
-# (VAR=VALUE ... set for B's runs only). Writes $OUT/batch1-{a,b}.jsonl, $OUT/hnswlib.jsonl,
-# $OUT/ab.txt, $OUT/trace.txt.
+# (VAR=VALUE ... set for B's runs only), B_ENVS (several such settings separated by `;`: B runs
+# once a round under each, as sides b1, b2, ..., and its tests, memcheck and trace run under each
+# too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2, ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt,
+# $OUT/trace.txt.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
@@ -35,12 +37,25 @@ cmake -S . -B build-device "${CM[@]}" >"$O/bd.log" 2>&1 &&
 [[ ${SKIP_TRACE:-0} == 1 ]] ||
   (cmake -S . -B build-trace "${CM[@]}" -DCAGRA_TRACE_KERNELS=ON >"$O/bt.log" 2>&1 &&
     cmake --build build-trace -j 8 --target cagra_cuda_bench >>"$O/bt.log" 2>&1) &
+# B's sides: (side, environment) pairs; one side `b` under B_ENV without B_ENVS.
+sides=() envs=()
+if [[ -n ${B_ENVS:-} ]]; then
+  IFS=';' read -r -a envs <<<"$B_ENVS"
+  for i in "${!envs[@]}"; do sides+=("b$((i + 1))"); done
+else
+  sides=(b) envs=("${B_ENV:-}")
+fi
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
-  build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*' >"$O/multi-cta.log" 2>&1
-  echo "CudaMultiCta rc=$?"
-  compute-sanitizer --tool memcheck --error-exitcode 1 build-device/tests/cagra_cuda_tests \
-    --gtest_filter='CudaMultiCta.PersistentKernel*:CudaMultiCta.InitialPool*' >"$O/memcheck.log" 2>&1
-  echo "memcheck rc=$?"
+  for i in "${!sides[@]}"; do
+    read -r -a benv <<<"${envs[$i]}"
+    env "${benv[@]}" build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*:CudaHostLists.*' \
+      >"$O/multi-cta-${sides[$i]}.log" 2>&1
+    echo "${sides[$i]} (${envs[$i]:-no env}) CudaMultiCta rc=$?"
+    env "${benv[@]}" compute-sanitizer --tool memcheck --error-exitcode 1 build-device/tests/cagra_cuda_tests \
+      --gtest_filter='CudaMultiCta.PersistentKernel*:CudaMultiCta.InitialPool*' \
+      >"$O/memcheck-${sides[$i]}.log" 2>&1
+    echo "${sides[$i]} memcheck rc=$?"
+  done
 fi
 wait
 A=/tmp/batch1-a/build/cagra B=build-device/cagra
@@ -48,15 +63,16 @@ A=/tmp/batch1-a/build/cagra B=build-device/cagra
 $B build "$D/base.u8bin" -o /tmp/batch1.cagra --graph-degree 32 --intermediate-degree 64 \
   --backend cuda --force >"$O/index.txt" 2>&1
 for r in $(seq "${ROUNDS:-3}"); do
-  for side in a b; do
-    C=$A label=${A_COMMIT:-a}
-    [ $side = b ] && { C=$B; label=${B_COMMIT:-b}; }
+  for side in a "${sides[@]}"; do
+    C=$A label=${A_COMMIT:-a} benv=()
+    if [[ $side != a ]]; then
+      C=$B label=${B_COMMIT:-b}
+      for i in "${!sides[@]}"; do [[ ${sides[$i]} == "$side" ]] && read -r -a benv <<<"${envs[$i]}"; done
+    fi
     for batch in ${BATCHES//,/ }; do
       persist=(--persistent on)
       [[ $batch == 1 ]] || persist=()
       echo "== round $r $side batch $batch" >>"$O/ab.txt"
-      benv=()
-      [[ $side == b && -n ${B_ENV:-} ]] && read -r -a benv <<<"$B_ENV"
       env CAGRA_COMMIT="$label" "${benv[@]}" "$C" bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
         --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk 32,64 \
         --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
@@ -64,10 +80,15 @@ for r in $(seq "${ROUNDS:-3}"); do
   done
 done
 cat "$O/ab.txt"
-[[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ] &&
-  CAGRA_LATENCY_INDEX=/tmp/batch1.cagra CAGRA_LATENCY_QUERIES="$D/query.u8bin" \
-    build-trace/cagra_cuda_bench --gtest_filter=CudaLatency.TracedMultiCta 2>&1 |
-  grep -E "auto itopk.*(persistent|SMs)|FAIL" | tee "$O/trace.txt"
+if [[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ]; then
+  for i in "${!sides[@]}"; do
+    read -r -a benv <<<"${envs[$i]}"
+    echo "== trace ${sides[$i]} (${envs[$i]:-no env})" | tee -a "$O/trace.txt"
+    env "${benv[@]}" CAGRA_LATENCY_INDEX=/tmp/batch1.cagra CAGRA_LATENCY_QUERIES="$D/query.u8bin" \
+      build-trace/cagra_cuda_bench --gtest_filter=CudaLatency.TracedMultiCta 2>&1 |
+      grep -E "auto itopk.*(persistent|SMs)|FAIL" | tee -a "$O/trace.txt"
+  done
+fi
 if [[ ${SKIP_HNSW:-0} != 1 ]]; then
   cmake -S . -B build-ab-hnsw -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=OFF \
     -DCAGRA_BUILD_TESTS=OFF -DCAGRA_BUILD_BENCH=ON -DHNSWLIB_INCLUDE_DIR="$PWD/third_party/include" \
