@@ -9,7 +9,8 @@
 #
 #   OUT=$OUT bash scripts/dev/device-batch1-ab.sh A_TARBALL NAME
 #
-# A_TARBALL: `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz); NAME: a set
+# A_TARBALL: `git archive COMMIT | gzip` (carried, e.g. stage/before-COMMIT.tar.gz), or several
+# separated by commas (sides a1, a2, ...; A_COMMIT then a comma list of labels); NAME: a set
 # staged in $DATA_ROOT/NAME (base.u8bin, query.u8bin, gt.ibin; scripts/dev/stage.sh). Carry
 # data/shared/bigann10k for the tests. Environment: ROUNDS (3), A_COMMIT / B_COMMIT (labels of the
 # JSON lines), SKIP_TESTS=1, SKIP_HNSW=1, SKIP_TRACE=1, BATCHES (default 1: a comma list of `cagra
@@ -31,9 +32,16 @@ cmake -S . -B build-device "${CM[@]}" >"$O/bd.log" 2>&1 &&
   cmake --build build-device -j "$(nproc)" --target cagra_cuda_tests cagra_cli >>"$O/bd.log" 2>&1 ||
   { tail -20 "$O/bd.log"; exit 1; }
 # A's CLI and the traced bench build while B's tests run.
-(mkdir -p /tmp/batch1-a && tar -xzf "$A_TAR" -C /tmp/batch1-a &&
-  cmake -S /tmp/batch1-a -B /tmp/batch1-a/build "${CM[@]}" >"$O/ba.log" 2>&1 &&
-  cmake --build /tmp/batch1-a/build -j 8 --target cagra_cli >>"$O/ba.log" 2>&1) &
+# A's sides: one tarball is side a; several (A_TARBALL a comma list) are a1, a2, ...
+IFS=',' read -r -a a_tars <<<"$A_TAR"
+IFS=',' read -r -a a_commits <<<"${A_COMMIT:-}"
+a_sides=(a)
+((${#a_tars[@]} > 1)) && { a_sides=(); for i in "${!a_tars[@]}"; do a_sides+=("a$((i + 1))"); done; }
+for i in "${!a_tars[@]}"; do
+  (t=/tmp/batch1-${a_sides[$i]} && mkdir -p $t && tar -xzf "${a_tars[$i]}" -C $t &&
+    cmake -S $t -B $t/build "${CM[@]}" >"$O/ba$i.log" 2>&1 &&
+    cmake --build $t/build -j 8 --target cagra_cli >>"$O/ba$i.log" 2>&1) &
+done
 [[ ${SKIP_TRACE:-0} == 1 ]] ||
   (cmake -S . -B build-trace "${CM[@]}" -DCAGRA_TRACE_KERNELS=ON >"$O/bt.log" 2>&1 &&
     cmake --build build-trace -j 8 --target cagra_cuda_bench >>"$O/bt.log" 2>&1) &
@@ -58,14 +66,17 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   done
 fi
 wait
-A=/tmp/batch1-a/build/cagra B=build-device/cagra
-[ -x "$A" ] || { echo "A did not build: $O/ba.log"; exit 1; }
+B=build-device/cagra
+for side in "${a_sides[@]}"; do
+  [ -x /tmp/batch1-$side/build/cagra ] || { echo "$side did not build: $O/ba*.log"; exit 1; }
+done
 $B build "$D/base.u8bin" -o /tmp/batch1.cagra --graph-degree 32 --intermediate-degree 64 \
   --backend cuda --force >"$O/index.txt" 2>&1
 for r in $(seq "${ROUNDS:-3}"); do
-  for side in a "${sides[@]}"; do
-    C=$A label=${A_COMMIT:-a} benv=()
-    if [[ $side != a ]]; then
+  for side in "${a_sides[@]}" "${sides[@]}"; do
+    C=/tmp/batch1-$side/build/cagra label=${A_COMMIT:-a} benv=()
+    for i in "${!a_sides[@]}"; do [[ ${a_sides[$i]} == "$side" ]] && label=${a_commits[$i]:-$side}; done
+    if [[ $side == b* ]]; then
       C=$B label=${B_COMMIT:-b}
       for i in "${!sides[@]}"; do [[ ${sides[$i]} == "$side" ]] && read -r -a benv <<<"${envs[$i]}"; done
     fi
