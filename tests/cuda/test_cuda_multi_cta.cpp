@@ -374,6 +374,28 @@ TEST(CudaHostLists, MergeTakesARowOnce) {
   EXPECT_EQ(dist, (std::vector<float>{0.5f, 1.0f, 2.0f, 3.0f}));
 }
 
+// The host takes a list's entries as they arrive and does not wait for those that cannot enter
+// its top k: here the first list's second entry (tagged with an earlier call's number) never
+// arrives, and the merge must end without it (it would wait, then ask the stream, otherwise).
+TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
+  const uint32_t list_k = 2, k = 2, tag = 9;
+  const auto entry = [](std::vector<uint64_t>& w, uint32_t id, float d, uint32_t t) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    w.push_back(id | uint64_t{t} << 32);
+    w.push_back(bits | uint64_t{t} << 32);
+  };
+  std::vector<uint64_t> words;
+  entry(words, 3, 0.7f, tag);  // list 0: taken first, then pushed out by list 1
+  entry(words, 4, 0.8f, tag - 1);
+  entry(words, 1, 0.5f, tag);  // list 1
+  entry(words, 2, 0.6f, tag);
+  std::vector<uint32_t> ids(k);
+  ASSERT_TRUE(
+      cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr));
+  EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
+}
+
 // A relaunch of the persistent kernel initializes nothing: the kernel empties its visited hash
 // on the way out (persistent.cuh). One query, searched again and again at the default shape
 // (64 CTAs), must find the same neighbors every time: in one launch (the two hash halves in

@@ -85,15 +85,29 @@ struct host_entry {
   bool operator<(const host_entry& o) const { return d < o.d || (d == o.d && id < o.id); }
 };
 
-/** Merges one sorted list of list_k tagged entries into best[0, count) (at most k, sorted),
- *  reading it only while its entries can still enter. */
-void merge_list(const uint64_t* list, uint32_t list_k, uint32_t k, host_entry* best,
-                uint32_t& count) {
-  for (uint32_t j = 0; j < list_k; ++j) {
+/** Takes list entries into best[0, count) (at most k, sorted) from entry `next` on, while they
+ *  have arrived (both words tagged) and can still enter. Returns the entry to look at next time,
+ *  or list_k once the list is done: its entries from there on cannot enter (it is sorted, so the
+ *  rest is farther) or there are none; entries that cannot enter are not waited for. The host reads
+ * an entry only when the one before it entered: reading mapped memory that the device wrote is a
+ * cache miss each line (~100 ns on the hosts of H200 machines, overlapped a few at a time), and
+ * most of the 64 lists of a batch-1 call give no entry or one, so waiting for whole lists read
+ * ~2.5x the lines. */
+uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t list_k, uint32_t tag,
+                      uint32_t k, host_entry* best, uint32_t& count) {
+  const auto entry = [&](uint32_t j) {
     host_entry e{0.0f, static_cast<uint32_t>(list[2 * j])};
     const uint32_t bits = static_cast<uint32_t>(list[2 * j + 1]);
     std::memcpy(&e.d, &bits, sizeof bits);
-    if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) break;  // the rest is farther
+    return e;
+  };
+  // The entry before (taken, its line read): where it no longer makes the top k, nor does the
+  // rest, arrived or not.
+  if (next > 0 && count == k && !(entry(next - 1) < best[k - 1])) return list_k;
+  for (uint32_t j = next; j < list_k; ++j) {
+    if (uint32_t(list[2 * j] >> 32) != tag || uint32_t(list[2 * j + 1] >> 32) != tag) return j;
+    const host_entry e = entry(j);
+    if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) return list_k;
     // Never twice. The lists are nearly always disjoint, but a CTA's initial nodes from the pool
     // are claimed without waiting (pool_claim), so a row may come in two lists, and with two
     // distances where the scan's arithmetic differs from the walk's (cosine): matched by id.
@@ -104,48 +118,48 @@ void merge_list(const uint64_t* list, uint32_t list_k, uint32_t k, host_entry* b
     std::copy_backward(best + pos, best + count - 1, best + count);
     best[pos] = e;
   }
+  return list_k;
 }
 
 }  // namespace
 
 /** Waits for one query's n_lists lists of list_k entries in `words` (two words each, id and
  *  distance bits, | tag << 32; each list sorted by (distance, id), the lists disjoint) and
- *  merges them into its k nearest (fewer found: padded with kInvalidId, +inf). Each list is
- *  merged as soon as it has arrived whole, while the host waits for the others: the CTAs finish
- *  over a microsecond or two, so the merge (~1-2 us for 64 lists on the hosts of H200
- *  machines, CudaLatencyHost.HostMerge) is mostly done when the last list lands. A list is read
- *  only while its entries can still enter the top k. Asks the stream every 4096 passes, as
- *  wait_for_tagged does; returns false as it does. */
+ *  merges them into its k nearest (fewer found: padded with kInvalidId, +inf). Entries are
+ *  taken as they arrive, while the host waits for the others (take_entries: a list is read only
+ *  while its entries can still enter). Asks the stream every 4096 passes, as wait_for_tagged
+ *  does; returns false as it does. */
 bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k,
                       uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances) {
   thread_local std::vector<host_entry> best;
-  thread_local std::vector<uint32_t> pending, seen;  // lists not merged; words tagged so far
+  thread_local std::vector<uint32_t> pending, next;  // lists not done; their next entries
   best.resize(k);
   pending.resize(n_lists);
-  seen.assign(n_lists, 0);
+  next.assign(n_lists, 0);
   for (uint32_t l = 0; l < n_lists; ++l) pending[l] = l;
   const size_t list_words = size_t{2} * list_k;
+  const volatile uint64_t* all = words;
   uint32_t count = 0, n_pending = n_lists;
   for (uint32_t pass = 1; n_pending > 0; ++pass) {
+    asm volatile("" ::: "memory");
     for (uint32_t i = 0; i < n_pending;) {
       const uint32_t l = pending[i];
-      const uint64_t* list = words + l * list_words;
-      seen[l] = static_cast<uint32_t>(tagged_end(list, seen[l], list_words, tag));
-      if (seen[l] < list_words) {
+      next[l] = take_entries(all + l * list_words, next[l], list_k, tag, k, best.data(), count);
+      if (next[l] < list_k) {
         ++i;
         continue;
       }
-      std::atomic_thread_fence(std::memory_order_acquire);
-      merge_list(list, list_k, k, best.data(), count);
       pending[i] = pending[--n_pending];
     }
-    // Finished: whatever is not tagged now never will be (if all is, the next pass merges it).
+    // Finished: whatever has not arrived now never will (if all has, the next pass takes it).
     if (n_pending > 0 && pass % 4096 == 0 && stream_finished(stream))
       for (uint32_t i = 0; i < n_pending; ++i) {
         const uint32_t l = pending[i];
-        if (tagged_end(words + l * list_words, seen[l], list_words, tag) < list_words) return false;
+        next[l] = take_entries(all + l * list_words, next[l], list_k, tag, k, best.data(), count);
+        if (next[l] < list_k) return false;
       }
   }
+  std::atomic_thread_fence(std::memory_order_acquire);
   for (uint32_t i = 0; i < k; ++i) {
     ids[i] = i < count ? best[i].id : kInvalidId;
     if (distances) distances[i] = i < count ? best[i].d : std::numeric_limits<float>::infinity();
