@@ -428,9 +428,10 @@ TEST_F(CudaLatency, TracedMultiCta) {
   cudaFree(d_trace);
 }
 
-// The host's part of a latency-path call after the CTAs' lists have landed: checking every
-// tagged word (wait_for_tagged) and merging the lists (merge_host_lists), for 64 CTAs x 10
-// entries (the automatic batch-1 shape at k = 10) and 16 x 10, on lists already in the cache.
+// The host's part of a latency-path call after the CTAs' lists have landed: merging the lists
+// (merge_host_lists, which reads an entry only while it can enter), and for comparison a check
+// of every tagged word (wait_for_tagged, which the merge read whole before b7f0f91), for 64 CTAs x
+// 10 entries (the automatic batch-1 shape at k = 10) and 16 x 10, on lists already in the cache.
 // Both sit on the critical path of every batch-1 call; this is their floor on this host's CPU.
 TEST(CudaLatencyHost, HostMerge) {
   for (uint32_t n_lists : {16u, 64u}) {
@@ -459,7 +460,8 @@ TEST(CudaLatencyHost, HostMerge) {
                                          dist.data()));
     });
     std::printf(
-        "[ latency  ] host merge of %u lists x %u: %.3f us (of which the tag scan %.3f us)\n",
+        "[ latency  ] host merge of %u lists x %u: %.3f us (a check of every tagged word: %.3f "
+        "us)\n",
         n_lists, list_k, merge, scan);
     EXPECT_TRUE(std::is_sorted(dist.begin(), dist.end()));
   }
