@@ -11,8 +11,8 @@
 // kernel's measured recall at the shapes it runs (docs/cuda.md, "Shapes with two iterations").
 //
 //   multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] [--init LIST]
-//                 [--width LIST] [--pool LIST] [--queries N] [-k K] [--json FILE]
-//                 [--dataset NAME]
+//                 [--width LIST] [--pool LIST] [--visited shared|cta] [--queries N] [-k K]
+//                 [--json FILE] [--dataset NAME]
 //
 // LIST: comma-separated values (every combination runs). --init: initial nodes per CTA
 // (default 96, the automatic shape's three rounds of d at degree 32). --pool P: the initial
@@ -20,7 +20,10 @@
 // strata: the persistent kernel's pool, core::initial_pool_rows), as the kernel's pool scan
 // takes them: CTA c scans the `--init` rows of its slice c (rows c x init .. of the pool, modulo
 // P), keeps the nearest of each of 32 groups (as the kernel groups them) and claims those alone; 0
-// (the default): random initial nodes from all rows. Byte (u8/i8) and f32 indexes, L2 only.
+// (the default): random initial nodes from all rows. --visited cta: each CTA claims in a visited
+// set of its own (a shared-memory table instead of the query's device hash: no L2 round trip a
+// claim, but CTAs may walk the same nodes; the answer takes an id once); shared (the default):
+// the kernel's one set a query. Byte (u8/i8) and f32 indexes, L2 only.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -55,6 +58,7 @@ struct entry {
 
 struct shape {
   uint32_t ctas, iterations, init, width, pool;
+  bool own_visited;  // --visited cta
 };
 
 struct model {
@@ -86,7 +90,17 @@ struct model {
     return float(s);
   }
 
-  bool claim(uint32_t id) {
+  std::vector<std::vector<uint32_t>> own;  // --visited cta: each CTA's claimed ids
+  bool own_visited = false;
+
+  /** CTA c claims node id: true where no CTA (own_visited: not CTA c) claimed it before. */
+  bool claim(uint32_t c, uint32_t id) {
+    if (own_visited) {
+      std::vector<uint32_t>& v = own[c];
+      if (std::find(v.begin(), v.end(), id) != v.end()) return false;
+      v.push_back(id);
+      return true;
+    }
     if (stamp[id] == epoch) return false;
     stamp[id] = epoch;
     return true;
@@ -106,6 +120,8 @@ struct model {
   /** One query: the k nearest ids of all CTAs' lists. */
   std::vector<uint32_t> search(const uint8_t* q, size_t q_bytes, const shape& s) {
     ++epoch;
+    own_visited = s.own_visited;
+    own.assign(s.ctas, {});
     const uint64_t state = cagra::bits::query_seed_state(0, q, uint32_t(q_bytes));
     const uint64_t n = uint64_t(idx.size());
     std::vector<std::vector<entry>> lists(s.ctas);
@@ -114,7 +130,7 @@ struct model {
       if (pool.empty()) {
         for (uint32_t t = 0; t < s.init; ++t) {
           const uint32_t id = cagra::bits::initial_node(state, c, t, s.init, s.ctas, n);
-          if (!claim(id)) continue;
+          if (!claim(c, id)) continue;
           const entry e{distance(q, id), id, false};
           entry& b = best[t % 32];
           if (b.id == UINT32_MAX || e < b) b = e;
@@ -130,7 +146,7 @@ struct model {
           if (b.id == UINT32_MAX || e < b) b = e;
         }
         for (entry& b : best)
-          if (b.id != UINT32_MAX && !claim(b.id)) b.id = UINT32_MAX;
+          if (b.id != UINT32_MAX && !claim(c, b.id)) b.id = UINT32_MAX;
       }
       for (const entry& b : best)
         if (b.id != UINT32_MAX) lists[c].push_back(b);
@@ -148,13 +164,17 @@ struct model {
           ++parents;
           const uint32_t* row = graph.data + uint64_t{e.id} * graph.cols;
           for (int64_t j = 0; j < graph.cols; ++j)
-            if (claim(row[j])) cand.push_back(entry{distance(q, row[j]), row[j], false});
+            if (claim(c, row[j])) cand.push_back(entry{distance(q, row[j]), row[j], false});
         }
         merge(lists[c], cand);
       }
     }
     std::vector<entry> all;
     for (const auto& l : lists) all.insert(all.end(), l.begin(), l.end());
+    std::sort(all.begin(), all.end());  // an id once (own visited sets: it may be in two lists)
+    all.erase(std::unique(all.begin(), all.end(),
+                          [](const entry& a, const entry& b) { return a.id == b.id; }),
+              all.end());
     const size_t kk = std::min<size_t>(k, all.size());
     std::partial_sort(all.begin(), all.begin() + kk, all.end());
     std::vector<uint32_t> out(k, UINT32_MAX);
@@ -169,13 +189,14 @@ int main(int argc, char** argv) try {
   if (argc < 4 || std::strcmp(argv[1], "--help") == 0) {
     std::fprintf(stderr,
                  "usage: multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] "
-                 "[--init LIST] [--width LIST] [--pool LIST] [--queries N] [-k K] [--json FILE] "
-                 "[--dataset NAME]\n");
+                 "[--init LIST] [--width LIST] [--pool LIST] [--visited shared|cta] [--queries N] "
+                 "[-k K] [--json FILE] [--dataset NAME]\n");
     return argc < 4 ? 2 : 0;
   }
   std::vector<uint32_t> ctas{64}, iterations{3}, inits{96}, widths{1}, pools{0};
   int64_t n_queries = 1000;
   uint32_t k = 10;
+  bool own_visited = false;
   std::string json, name = argv[2];
   for (int i = 4; i + 1 < argc; i += 2) {
     const std::string o = argv[i], v = argv[i + 1];
@@ -189,7 +210,10 @@ int main(int argc, char** argv) try {
       widths = parse_list(v);
     else if (o == "--pool")
       pools = parse_list(v);
-    else if (o == "--queries")
+    else if (o == "--visited") {
+      CAGRA_EXPECTS(v == "shared" || v == "cta", "--visited: shared or cta (got %s)", v.c_str());
+      own_visited = v == "cta";
+    } else if (o == "--queries")
       n_queries = std::stoll(v);
     else if (o == "-k")
       k = uint32_t(std::stoul(v));
@@ -210,11 +234,13 @@ int main(int argc, char** argv) try {
                 "the ground truth needs k ids for every query");
   n_queries = std::min<int64_t>(n_queries, queries.rows());
   const int64_t step = std::max<int64_t>(1, queries.rows() / n_queries);
-  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}};
+  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}, {}, false};
   std::FILE* out = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
-  std::printf("%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u (a CPU model)\n",
-              name.c_str(), (long long)idx.size(), idx.dim(), idx.graph_degree(),
-              (long long)n_queries, (long long)step, k);
+  std::printf(
+      "%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u, visited %s (a CPU "
+      "model)\n",
+      name.c_str(), (long long)idx.size(), idx.dim(), idx.graph_degree(), (long long)n_queries,
+      (long long)step, k, own_visited ? "per CTA" : "shared");
   std::printf("%6s %5s %5s %6s %8s %10s %12s\n", "ctas", "iter", "init", "width", "pool", "recall",
               "dist/query");
   for (uint32_t p : pools) {
@@ -225,7 +251,7 @@ int main(int argc, char** argv) try {
       for (uint32_t it : iterations)
         for (uint32_t in : inits)
           for (uint32_t w : widths) {
-            const shape s{c, it, in, w, p};
+            const shape s{c, it, in, w, p, own_visited};
             m.distances = 0;
             uint64_t hits = 0;
             for (int64_t qi = 0; qi < n_queries; ++qi) {
@@ -243,9 +269,10 @@ int main(int argc, char** argv) try {
               std::fprintf(out,
                            "{\"tool\":\"multi_cta_sim\",\"dataset\":\"%s\",\"n\":%lld,\"nq\":%lld,"
                            "\"k\":%u,\"ctas\":%u,\"iterations\":%u,\"init\":%u,\"width\":%u,"
-                           "\"pool\":%u,\"recall\":%.4f,\"distances_per_query\":%.0f}\n",
+                           "\"pool\":%u,\"visited\":\"%s\",\"recall\":%.4f,"
+                           "\"distances_per_query\":%.0f}\n",
                            name.c_str(), (long long)idx.size(), (long long)n_queries, k, c, it, in,
-                           w, p, recall, dq);
+                           w, p, own_visited ? "cta" : "shared", recall, dq);
           }
   }
   if (out) std::fclose(out);
