@@ -90,12 +90,11 @@ struct model {
     return float(s);
   }
 
-  std::vector<std::vector<uint32_t>> own;  // --visited cta: each CTA's claimed ids
-  bool own_visited = false;
+  std::vector<std::vector<uint32_t>> own;  // --visited cta: each CTA's claimed ids (else empty)
 
-  /** CTA c claims node id: true where no CTA (own_visited: not CTA c) claimed it before. */
+  /** CTA c claims node id: true where no CTA (--visited cta: not CTA c) claimed it before. */
   bool claim(uint32_t c, uint32_t id) {
-    if (own_visited) {
+    if (!own.empty()) {
       std::vector<uint32_t>& v = own[c];
       if (std::find(v.begin(), v.end(), id) != v.end()) return false;
       v.push_back(id);
@@ -120,8 +119,7 @@ struct model {
   /** One query: the k nearest ids of all CTAs' lists. */
   std::vector<uint32_t> search(const uint8_t* q, size_t q_bytes, const shape& s) {
     ++epoch;
-    own_visited = s.own_visited;
-    own.assign(s.ctas, {});
+    own.assign(s.own_visited ? s.ctas : 0, {});
     const uint64_t state = cagra::bits::query_seed_state(0, q, uint32_t(q_bytes));
     const uint64_t n = uint64_t(idx.size());
     std::vector<std::vector<entry>> lists(s.ctas);
@@ -176,7 +174,6 @@ struct model {
                           [](const entry& a, const entry& b) { return a.id == b.id; }),
               all.end());
     const size_t kk = std::min<size_t>(k, all.size());
-    std::partial_sort(all.begin(), all.begin() + kk, all.end());
     std::vector<uint32_t> out(k, UINT32_MAX);
     for (size_t i = 0; i < kk; ++i) out[i] = all[i].id;
     return out;
@@ -234,7 +231,7 @@ int main(int argc, char** argv) try {
                 "the ground truth needs k ids for every query");
   n_queries = std::min<int64_t>(n_queries, queries.rows());
   const int64_t step = std::max<int64_t>(1, queries.rows() / n_queries);
-  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}, {}, false};
+  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}, {}};
   std::FILE* out = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
   std::printf(
       "%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u, visited %s (a CPU "

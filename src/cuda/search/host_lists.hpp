@@ -8,14 +8,9 @@
 
 namespace cagra::cuda {
 
-/** Waits until every word of tagged[0, n) carries `tag`, spinning on mapped memory; asks the
- *  stream now and then so that a failed kernel is reported. False when the stream finished
- *  without every word tagged. */
-bool wait_for_tagged(const volatile uint64_t* tagged, size_t n, uint32_t tag, cudaStream_t stream);
-
 /** Waits for one query's n_lists sorted lists of list_k (id, distance) entries, tagged, and
- *  merges them into its k nearest, each id once (padded with kInvalidId, +inf). False as
- *  wait_for_tagged. */
+ *  merges them into its k nearest, each id once (padded with kInvalidId, +inf), spinning on
+ *  mapped memory. False when the stream finished before every list arrived (a failed kernel). */
 bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k,
                       uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances);
 
