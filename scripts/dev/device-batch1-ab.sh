@@ -66,25 +66,28 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   done
 fi
 wait
-B=build-device/cagra
-for side in "${a_sides[@]}"; do
-  [ -x /tmp/batch1-$side/build/cagra ] || { echo "$side did not build: $O/ba*.log"; exit 1; }
+# Every side of a round: its name, CLI, label and environment.
+run_sides=() run_bins=() run_labels=() run_envs=()
+for i in "${!a_sides[@]}"; do
+  run_sides+=("${a_sides[$i]}") run_bins+=("/tmp/batch1-${a_sides[$i]}/build/cagra")
+  run_labels+=("${a_commits[$i]:-${a_sides[$i]}}") run_envs+=("")
+  [ -x "${run_bins[$i]}" ] || { echo "${a_sides[$i]} did not build: $O/ba$i.log"; exit 1; }
 done
-$B build "$D/base.u8bin" -o /tmp/batch1.cagra --graph-degree 32 --intermediate-degree 64 \
+for i in "${!sides[@]}"; do
+  run_sides+=("${sides[$i]}") run_bins+=(build-device/cagra) run_labels+=("${B_COMMIT:-b}")
+  run_envs+=("${envs[$i]}")
+done
+build-device/cagra build "$D/base.u8bin" -o /tmp/batch1.cagra --graph-degree 32 --intermediate-degree 64 \
   --backend cuda --force >"$O/index.txt" 2>&1
 for r in $(seq "${ROUNDS:-3}"); do
-  for side in "${a_sides[@]}" "${sides[@]}"; do
-    C=/tmp/batch1-$side/build/cagra label=${A_COMMIT:-a} benv=()
-    for i in "${!a_sides[@]}"; do [[ ${a_sides[$i]} == "$side" ]] && label=${a_commits[$i]:-$side}; done
-    if [[ $side == b* ]]; then
-      C=$B label=${B_COMMIT:-b}
-      for i in "${!sides[@]}"; do [[ ${sides[$i]} == "$side" ]] && read -r -a benv <<<"${envs[$i]}"; done
-    fi
+  for j in "${!run_sides[@]}"; do
+    side=${run_sides[$j]}
+    read -r -a benv <<<"${run_envs[$j]}"
     for batch in ${BATCHES//,/ }; do
       persist=(--persistent on)
       [[ $batch == 1 ]] || persist=()
       echo "== round $r $side batch $batch" >>"$O/ab.txt"
-      env CAGRA_COMMIT="$label" "${benv[@]}" "$C" bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
+      env CAGRA_COMMIT="${run_labels[$j]}" "${benv[@]}" "${run_bins[$j]}" bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
         --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk 32,64 \
         --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
     done
