@@ -227,7 +227,8 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0, detect = 0, back = 0;
   double cta_span = 0, cta_span_max = 0, head = 0, tail = 0, clear = 0, issue = 0, barrier = 0;
   double before_post = 0, round_trip = 0, after_merge = 0;  // the host's side (steady clock)
-  double scan = 0, scan_clocks = 0;  // with a pool: the query ready to the slice scanned
+  double to_entry = 0, to_seeded = 0;  // before_post's parts: to persistent_search, to the post
+  double scan = 0, scan_clocks = 0;    // with a pool: the query ready to the slice scanned
   const auto steady_ns = [] {
     return double(
         std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch())
@@ -275,6 +276,8 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
     }
     total += us;
     before_post += (double(hs.posted) - h0) * 1e-3;
+    to_entry += (double(hs.entered) - h0) * 1e-3;
+    to_seeded += (double(hs.seeded) - double(hs.entered)) * 1e-3;
     round_trip += (double(hs.merged) - double(hs.posted)) * 1e-3;
     after_merge += (h1 - double(hs.merged)) * 1e-3;
     rtt += (c0[cuda::kTraceStart] - c0[cuda::kTracePollIssued]) * 1e-3;
@@ -306,12 +309,14 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       "init %.2f (pool scan %.2f, %.0f SM clocks), pick %.2f, claim %.2f, iteration0 %.2f, next "
       "%.2f each, last iteration to the list %.2f | the host's wall clock - globaltimer: post "
       "to CTA 0's start %.2f, last list to the call's end %.2f | the host: before the post "
-      "%.2f, post to lists merged %.2f (%.2f outside the body), after %.2f; %u CTAs an SM\n",
+      "%.2f (to persistent_search %.2f, to the seed state %.2f, the post %.2f), post to lists "
+      "merged %.2f (%.2f outside the body), after %.2f; %u CTAs an SM\n",
       label.c_str(), "persistent traced", total / n, body / n, (total - body) / n, rtt / n,
       relay / n, relay_max / n, cta_span / (n * ctas), cta_span_max / n, head / (n * ctas),
       clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, scan / (n * ctas),
       scan_clocks / (n * ctas), t.pick, t.claim, t.iteration0, t.iteration, tail / (n * ctas),
-      detect / n, back / n, before_post / n, round_trip / n, (round_trip - body) / n,
+      detect / n, back / n, before_post / n, to_entry / n, to_seeded / n,
+      (before_post - to_entry - to_seeded) / n, round_trip / n, (round_trip - body) / n,
       after_merge / n, cuda::testing::persistent_ctas_per_sm(idx));
   cudaFreeHost(h);
   cudaStreamDestroy(side);

@@ -37,6 +37,8 @@ uint64_t* single_cta_trace();
 /** The host's side of the last persistent call (steady_clock, ns): its job posted, and its
  *  lists all merged. */
 struct persistent_host_stamps {
+  uint64_t entered = 0;  // persistent_search's start (after cuda::search's device and index)
+  uint64_t seeded = 0;   // the launch arguments, the key and the seed state ready: the post next
   uint64_t posted = 0, merged = 0;
 };
 persistent_host_stamps& persistent_stamps();

@@ -134,6 +134,9 @@ void stop_persistent(index_state& st) noexcept {
 
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
                        size_t q_bytes, uint32_t* ids, float* distances, int device) {
+#if CAGRA_MCTA_TRACE
+  testing::persistent_stamps().entered = steady_ns();
+#endif
   multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
   persistent_state& ps = st.persistent;
   // The initial nodes from the pool (initial_pool.hpp), which the running kernel holds: made or
@@ -178,6 +181,9 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   const uint64_t state = bits::query_seed_state(p.seed, query, static_cast<uint32_t>(q_bytes));
   for (int attempt = 0;; ++attempt) {
     const uint32_t seq = st.io.next_tag();
+#if CAGRA_MCTA_TRACE
+    testing::persistent_stamps().seeded = steady_ns();
+#endif
     post_job(ps, query, q_bytes, state, seq);
 #if CAGRA_MCTA_TRACE
     testing::persistent_stamps().posted = steady_ns();
