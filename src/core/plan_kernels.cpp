@@ -229,6 +229,18 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
  *  and gained at 3 (0.911 against 0.895 with 4, 17.2 against 22.5 us): below that pool size the
  *  floor stays (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would
  *  be copied every call, slower than the random nodes: the persistent kernel copies it once. */
+/** From a large pool, the longest list that runs the short list's iterations: the default
+ *  itopk (64) then walks 2 iterations a CTA, as itopk 32 does. The walk from the pool gives at
+ *  2 iterations about the recall that the batch-10K search gives at itopk 64, and at 3 about
+ *  its recall at itopk 128: SIFT-wall-1M, H200, batch 1: 2 iterations 0.980 at 12.6-14.8 us,
+ *  3 iterations 0.996 at 14.7-16.4 us; batch 10K at itopk 64 0.988, at 128 0.996
+ *  (bench/results/batch1-defaults-sift-wall-1m-h200-*.jsonl, sift-wall-1m-h200-9152a94.jsonl).
+ *  So itopk keeps one meaning of recall across batch sizes, and the default batch-1 call stops
+ *  overshooting to 0.996 at the cost of a whole iteration (~2 us). One iteration from the pool
+ *  gave 0.724: the floor is kPooledMinIterations. */
+constexpr uint32_t kPooledShortItopk = 64;
+constexpr uint32_t kPooledMinIterations = 2;
+
 void take_initial_pool(search_plan& s, const search_params& p, const index_shape& shape) {
   s.pool_rows_per_cta =
       pool_rows_per_cta(uint64_t(shape.rows), row_chunks(shape) * 16, s.ctas_per_query);
@@ -245,7 +257,9 @@ void take_initial_pool(search_plan& s, const search_params& p, const index_shape
       uint64_t{s.pool_rows_per_cta} * s.ctas_per_query >= kPoolFewerIterationsRows;
   if (large_pool && !p.max_iterations &&
       s.max_iterations == auto_min_iterations(s.ctas_per_query, s.itopk) && s.max_iterations > 1) {
-    s.max_iterations -= 1;
+    // From the pool a list of up to kPooledShortItopk counts as short (one fewer again).
+    const uint32_t fewer = s.itopk > kAutoShortItopk && s.itopk <= kPooledShortItopk ? 2 : 1;
+    s.max_iterations = std::max(s.max_iterations - fewer, kPooledMinIterations);
     s.min_iterations = std::min(s.min_iterations, s.max_iterations);
   }
 }

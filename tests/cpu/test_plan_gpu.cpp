@@ -222,12 +222,22 @@ TEST(Plan, PersistentTakesTheInitialPool) {
   EXPECT_EQ(one.ctas_per_query, 64u);
   EXPECT_EQ(one.pool_rows_per_cta, 768u);
   EXPECT_EQ(one.initial_nodes, 0u);
-  EXPECT_EQ(one.max_iterations, 3u);
+  EXPECT_EQ(one.max_iterations, 2u) << "from a large pool the default itopk 64 is a short list";
   EXPECT_EQ(one.block_size, 256u) << "the largest: the scan's rows spread over more threads";
   EXPECT_NE(to_string(one).find(" pool_rows_per_cta=768"), std::string::npos) << to_string(one);
   search_params short_list;
   short_list.itopk_size = 32;
   EXPECT_EQ(plan(short_list).max_iterations, 2u);
+  search_params longer;
+  longer.itopk_size = 65;
+  EXPECT_EQ(plan(longer).max_iterations, 3u);
+  longer.itopk_size = 128;
+  EXPECT_EQ(plan(longer).max_iterations, 3u);
+  longer.itopk_size = 256;  // the budget split over 64 CTAs: (256 + 16 + 20) / 64, rounded up
+  EXPECT_EQ(plan(longer).max_iterations, 5u);
+  search_params capped;  // an explicit cap is each CTA's
+  capped.max_iterations = 3;
+  EXPECT_EQ(plan(capped).max_iterations, 3u);
   // 128-d f32: 192 rows a CTA, a pool of 12K rows, too few for one iteration fewer.
   const core::index_shape f32{1000000, 128, 32, dtype::f32, metric::l2};
   EXPECT_EQ(plan(search_params{}, f32).pool_rows_per_cta, 192u);
