@@ -217,6 +217,18 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
   return std::max(block, s.block_size);
 }
 
+/** From a large pool, the longest list that runs the short list's iterations: the default
+ *  itopk (64) then walks 2 iterations a CTA, as itopk 32 does. From the pool 2 iterations give
+ *  about the recall the batch-10K search gives at itopk 64, 3 about its recall at 128, so
+ *  itopk means about the same recall at every batch size, and the default batch-1 call no
+ *  longer overshoots to 0.996 at the cost of an iteration (~2 us). SIFT-wall-1M, H200, batch 1
+ *  at itopk 64: 3 iterations 0.996 at 16.0-16.4 us, 2 iterations 0.980 at 13.4-14.3 us
+ *  (bench/results/batch1-short64-sift-wall-1m-h200-{7f68f21,8f111a4}.jsonl); batch 10K 0.988
+ *  at itopk 64, 0.996 at 128 (sift-wall-1m-h200-9152a94.jsonl). One iteration from the pool
+ *  gave 0.724 (logs/batch1-pause-sift-wall-1m-h200-5e21b21.txt): kPooledMinIterations. */
+constexpr uint32_t kPooledShortItopk = 64;
+constexpr uint32_t kPooledMinIterations = 2;
+
 /** The persistent kernel's initial nodes from the pool (core/initial_pool.hpp), on the automatic
  *  shape where the user left the initial nodes to the plan: each CTA scans its slice of a fixed
  *  set of rows held in shared memory (64 CTAs x 800 rows for 128-d u8) instead of reading ~100
@@ -229,18 +241,6 @@ uint32_t latency_block(const search_plan& s, const index_shape& shape) {
  *  and gained at 3 (0.911 against 0.895 with 4, 17.2 against 22.5 us): below that pool size the
  *  floor stays (docs/cuda.md, "Initial nodes from a pool"). Launching per query the slice would
  *  be copied every call, slower than the random nodes: the persistent kernel copies it once. */
-/** From a large pool, the longest list that runs the short list's iterations: the default
- *  itopk (64) then walks 2 iterations a CTA, as itopk 32 does. The walk from the pool gives at
- *  2 iterations about the recall that the batch-10K search gives at itopk 64, and at 3 about
- *  its recall at itopk 128: SIFT-wall-1M, H200, batch 1: 2 iterations 0.980 at 12.6-14.8 us,
- *  3 iterations 0.996 at 14.7-16.4 us; batch 10K at itopk 64 0.988, at 128 0.996
- *  (bench/results/batch1-defaults-sift-wall-1m-h200-*.jsonl, sift-wall-1m-h200-9152a94.jsonl).
- *  So itopk keeps one meaning of recall across batch sizes, and the default batch-1 call stops
- *  overshooting to 0.996 at the cost of a whole iteration (~2 us). One iteration from the pool
- *  gave 0.724: the floor is kPooledMinIterations. */
-constexpr uint32_t kPooledShortItopk = 64;
-constexpr uint32_t kPooledMinIterations = 2;
-
 void take_initial_pool(search_plan& s, const search_params& p, const index_shape& shape) {
   s.pool_rows_per_cta =
       pool_rows_per_cta(uint64_t(shape.rows), row_chunks(shape) * 16, s.ctas_per_query);
