@@ -23,6 +23,7 @@
 #include "core/plan.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/search/host_lists.hpp"
+#include "cuda/search/persistent.hpp"
 #include "search_results.hpp"
 #include "test_data.hpp"
 
@@ -394,6 +395,30 @@ TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
   ASSERT_TRUE(
       cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr));
   EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
+}
+
+// The persistent kernel's job words carry every byte of the query (a tail of 1-3 bytes
+// zero-padded) and the seed state, each tagged with the job's seq.
+TEST(CudaHostLists, JobWordsCarryTheQueryAndItsState) {
+  const uint32_t seq = 0xA5A5A5A5u;
+  const uint64_t state = 0x0123456789ABCDEFull;
+  for (const size_t q_bytes : {size_t{128}, size_t{129}, size_t{130}, size_t{131}, size_t{3}}) {
+    std::vector<uint8_t> q(q_bytes);
+    for (size_t i = 0; i < q_bytes; ++i) q[i] = static_cast<uint8_t>(7 * i + 1);
+    const size_t n = (q_bytes + 3) / 4 + 2;
+    std::vector<uint64_t> words(n + 1, ~0ull);
+    cuda::write_job_words(words.data(), q.data(), q_bytes, state, seq);
+    std::vector<uint8_t> back(4 * (n - 2));
+    for (size_t w = 0; w < n; ++w) {
+      EXPECT_EQ(uint32_t(words[w] >> 32), seq) << q_bytes << " bytes, word " << w;
+      const uint32_t v = uint32_t(words[w]);
+      if (w < n - 2) std::memcpy(back.data() + 4 * w, &v, 4);
+    }
+    for (size_t i = 0; i < back.size(); ++i)
+      EXPECT_EQ(back[i], i < q_bytes ? q[i] : 0) << q_bytes << " bytes, byte " << i;
+    EXPECT_EQ(uint32_t(words[n - 2]) | uint64_t(uint32_t(words[n - 1])) << 32, state);
+    EXPECT_EQ(words[n], ~0ull) << "nothing written past the job";
+  }
 }
 
 // A relaunch of the persistent kernel initializes nothing: the kernel empties its visited hash

@@ -91,17 +91,18 @@ uint64_t steady_ns() {
 }
 #endif
 
-/** Posts job `seq`: the query and its seed state as words data | seq << 32, in order (x86 stores
- *  become visible in program order; the volatile stores keep the compiler's order). Whole words
- *  are read with a fixed-size copy (one load): a copy of min(4, bytes left) bytes became a byte
- *  loop through the stack, and each word's load then waited on four byte stores (no store
- *  forwarding): the post took 0.4-0.6 us of the call (SIFT-wall-1M, H200, traced). */
-void post_job(persistent_state& ps, const uint8_t* query, size_t q_bytes, uint64_t state,
-              uint32_t seq) {
+}  // namespace
+
+// In order: x86 stores become visible in program order, and the volatile stores keep the
+// compiler's order. Whole words are read with a fixed-size copy (one load): a copy of min(4,
+// bytes left) bytes became a byte loop through the stack, and each word's load then waited on
+// four byte stores (no store forwarding): the post took 0.4-0.6 us of the call (SIFT-wall-1M,
+// H200, traced), ~80 ns in isolation once the copy is one load (scripts/dev/host-costs.cu).
+void write_job_words(volatile uint64_t* words, const uint8_t* query, size_t q_bytes, uint64_t state,
+                     uint32_t seq) {
   const uint32_t whole = static_cast<uint32_t>(q_bytes / 4);
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4);
   const uint64_t tag = uint64_t{seq} << 32;
-  volatile uint64_t* words = ps.words.data();
   for (uint32_t w = 0; w < whole; ++w) {
     uint32_t v;
     std::memcpy(&v, query + 4 * size_t{w}, 4);
@@ -114,6 +115,14 @@ void post_job(persistent_state& ps, const uint8_t* query, size_t q_bytes, uint64
   }
   words[q_words] = (state & 0xFFFFFFFFu) | tag;
   words[q_words + 1] = (state >> 32) | tag;
+}
+
+namespace {
+
+/** Posts job `seq` to the kernel's mapped words. */
+void post_job(persistent_state& ps, const uint8_t* query, size_t q_bytes, uint64_t state,
+              uint32_t seq) {
+  write_job_words(ps.words.data(), query, q_bytes, state, seq);
 }
 
 }  // namespace

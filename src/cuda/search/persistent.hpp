@@ -16,4 +16,10 @@ namespace cagra::cuda {
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
                        size_t q_bytes, uint32_t* ids, float* distances, int device);
 
+/** Job `seq`'s words as the persistent kernel polls them (persistent.cuh): the query's bytes
+ *  4 to a word (the last word zero-padded), then its seed state, low half first, each word
+ *  data | seq << 32; q_bytes / 4 rounded up + 2 words. */
+void write_job_words(volatile uint64_t* words, const uint8_t* query, size_t q_bytes, uint64_t state,
+                     uint32_t seq);
+
 }  // namespace cagra::cuda
