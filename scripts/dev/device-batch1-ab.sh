@@ -13,12 +13,14 @@
 # separated by commas (sides a1, a2, ...; A_COMMIT then a comma list of labels); NAME: a set
 # staged in $DATA_ROOT/NAME (base.u8bin, query.u8bin, gt.ibin; scripts/dev/stage.sh). Carry
 # data/shared/bigann10k for the tests. Environment: ROUNDS (3), A_COMMIT / B_COMMIT (labels of the
-# JSON lines), SKIP_TESTS=1, SKIP_HNSW=1, SKIP_TRACE=1, BATCHES (default 1: a comma list of `cagra
-# bench --batch` values; the persistent kernel at 1, the plan's own choice at the others), B_ENV
-# (VAR=VALUE ... set for B's runs only), B_ENVS (several such settings separated by `;`: B runs
-# once a round under each, as sides b1, b2, ..., and its tests, memcheck and trace run under each
-# too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2, ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt,
-# $OUT/trace.txt.
+# JSON lines), SKIP_TESTS=1, SKIP_HNSW=1, SKIP_TRACE=1, ITOPK (32,64: every side's itopk list),
+# BATCHES (default 1: a comma list of `cagra bench --batch` values; the persistent kernel at 1,
+# the plan's own choice at the others), B_ENV (VAR=VALUE ... set for B's runs only), B_ENVS
+# (several such settings separated by `;`: B runs once a round under each, as sides b1, b2, ...,
+# and its tests, memcheck and trace run under each too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2,
+# ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt, $OUT/trace.txt, and prints a summary last
+# (tests, rounds, traced calls, hnswlib): read the output's tail, not $OUT's files, which the
+# device tool returns only some of.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
@@ -58,11 +60,11 @@ if [[ ${SKIP_TESTS:-0} != 1 ]]; then
     read -r -a benv <<<"${envs[$i]}"
     env "${benv[@]}" build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*:CudaHostLists.*' \
       >"$O/multi-cta-${sides[$i]}.log" 2>&1
-    echo "${sides[$i]} (${envs[$i]:-no env}) CudaMultiCta rc=$?"
+    echo "${sides[$i]} (${envs[$i]:-no env}) CudaMultiCta rc=$?" | tee -a "$O/tests-summary.txt"
     env "${benv[@]}" compute-sanitizer --tool memcheck --error-exitcode 1 build-device/tests/cagra_cuda_tests \
       --gtest_filter='CudaMultiCta.PersistentKernel*:CudaMultiCta.InitialPool*' \
       >"$O/memcheck-${sides[$i]}.log" 2>&1
-    echo "${sides[$i]} memcheck rc=$?"
+    echo "${sides[$i]} memcheck rc=$?" | tee -a "$O/tests-summary.txt"
   done
 fi
 wait
@@ -88,8 +90,8 @@ for r in $(seq "${ROUNDS:-3}"); do
       [[ $batch == 1 ]] || persist=()
       echo "== round $r $side batch $batch" >>"$O/ab.txt"
       env CAGRA_COMMIT="${run_labels[$j]}" "${benv[@]}" "${run_bins[$j]}" bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
-        --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk 32,64 \
-        --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +(32|64) " >>"$O/ab.txt"
+        --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk "${ITOPK:-32,64}" \
+        --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[0-9.]+ " >>"$O/ab.txt"
     done
   done
 done
@@ -111,3 +113,15 @@ if [[ ${SKIP_HNSW:-0} != 1 ]]; then
       --threads "$(nproc)" --batch 1 --ef 24,32,40,48,64 --reps 3 --dataset "$NAME" \
       --json "$O/hnswlib.jsonl" 2>&1 | tail -8
 fi
+# Last, what to read (the device tool returns only the output's tail, and only some of $OUT's
+# files): the tests, the rounds, the traced calls' main figures, hnswlib's points.
+echo "== summary"
+grep -h " rc=" "$O"/tests-summary.txt 2>/dev/null
+cat "$O/ab.txt"
+grep -h "persistent traced" "$O/trace.txt" 2>/dev/null |
+  sed -E 's/.*\) persistent traced call/traced call/; s/ \| the host.s wall clock[^|]*\|/ |/' | cut -c1-700
+[ -f "$O/hnswlib.jsonl" ] && python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print("hnswlib ef %4d recall %.4f QPS %9.1f" % (r["params"]["ef"], r["recall"], r["qps"]))' "$O/hnswlib.jsonl"
