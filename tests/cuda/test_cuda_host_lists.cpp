@@ -1,0 +1,93 @@
+// The host's side of the batch-1 latency path, without a GPU: merging the CTAs' tagged lists
+// (cuda::merge_host_lists: a row taken once, entries taken as they arrive and only while they can
+// enter) and the persistent kernel's job words (cuda::write_job_words). Label `cuda` with the
+// other CUDA tests; none of these needs a device.
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cagra/types.hpp"
+#include "cuda/search/host_lists.hpp"
+#include "cuda/search/persistent.hpp"
+
+namespace cagra::test {
+namespace {
+
+// The host's merge of the CTAs' lists takes a row once, also when it comes in two lists with two
+// distances (a pool row whose claim was not waited for, under cosine: the scan's distance and the
+// walk's may differ in the last bit).
+TEST(CudaHostLists, MergeTakesARowOnce) {
+  const uint32_t list_k = 3, k = 4, tag = 9;
+  const auto list = [&](std::vector<uint64_t>& w,
+                        std::initializer_list<std::pair<uint32_t, float>> e) {
+    for (const auto& [id, d] : e) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, &d, sizeof bits);
+      w.push_back(id | uint64_t{tag} << 32);
+      w.push_back(bits | uint64_t{tag} << 32);
+    }
+  };
+  std::vector<uint64_t> words;
+  list(words, {{5, 1.0f}, {7, 2.0f}, {8, 4.0f}});
+  list(words, {{3, 0.5f}, {5, 1.0000001f}, {9, 3.0f}});
+  list(words, {{7, 2.0f}, {5, 2.5f}, {kInvalidId, 1e30f}});
+  std::vector<uint32_t> ids(k);
+  std::vector<float> dist(k);
+  ASSERT_TRUE(
+      cuda::merge_host_lists(words.data(), 3, list_k, k, tag, nullptr, ids.data(), dist.data()));
+  EXPECT_EQ(ids, (std::vector<uint32_t>{3, 5, 7, 9}));
+  EXPECT_EQ(dist, (std::vector<float>{0.5f, 1.0f, 2.0f, 3.0f}));
+}
+
+// The host takes a list's entries as they arrive and does not wait for those that cannot enter
+// its top k: here the first list's second entry (tagged with an earlier call's number) never
+// arrives, and the merge must end without it (it would wait, then ask the stream, otherwise).
+TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
+  const uint32_t list_k = 2, k = 2, tag = 9;
+  const auto entry = [](std::vector<uint64_t>& w, uint32_t id, float d, uint32_t t) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    w.push_back(id | uint64_t{t} << 32);
+    w.push_back(bits | uint64_t{t} << 32);
+  };
+  std::vector<uint64_t> words;
+  entry(words, 3, 0.7f, tag);  // list 0: taken first, then pushed out by list 1
+  entry(words, 4, 0.8f, tag - 1);
+  entry(words, 1, 0.5f, tag);  // list 1
+  entry(words, 2, 0.6f, tag);
+  std::vector<uint32_t> ids(k);
+  ASSERT_TRUE(
+      cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr));
+  EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
+}
+
+// The persistent kernel's job words carry every byte of the query (a tail of 1-3 bytes
+// zero-padded) and the seed state, each tagged with the job's seq.
+TEST(CudaHostLists, JobWordsCarryTheQueryAndItsState) {
+  const uint32_t seq = 0xA5A5A5A5u;
+  const uint64_t state = 0x0123456789ABCDEFull;
+  for (const size_t q_bytes : {size_t{128}, size_t{129}, size_t{130}, size_t{131}, size_t{3}}) {
+    std::vector<uint8_t> q(q_bytes);
+    for (size_t i = 0; i < q_bytes; ++i) q[i] = static_cast<uint8_t>(7 * i + 1);
+    const size_t n = (q_bytes + 3) / 4 + 2;
+    std::vector<uint64_t> words(n + 1, ~0ull);
+    cuda::write_job_words(words.data(), q.data(), q_bytes, state, seq);
+    std::vector<uint8_t> back(4 * (n - 2));
+    for (size_t w = 0; w < n; ++w) {
+      EXPECT_EQ(uint32_t(words[w] >> 32), seq) << q_bytes << " bytes, word " << w;
+      const uint32_t v = uint32_t(words[w]);
+      if (w < n - 2) std::memcpy(back.data() + 4 * w, &v, 4);
+    }
+    for (size_t i = 0; i < back.size(); ++i)
+      EXPECT_EQ(back[i], i < q_bytes ? q[i] : 0) << q_bytes << " bytes, byte " << i;
+    EXPECT_EQ(uint32_t(words[n - 2]) | uint64_t(uint32_t(words[n - 1])) << 32, state);
+    EXPECT_EQ(words[n], ~0ull) << "nothing written past the job";
+  }
+}
+
+}  // namespace
+}  // namespace cagra::test
