@@ -117,16 +117,6 @@ void write_job_words(volatile uint64_t* words, const uint8_t* query, size_t q_by
   words[q_words + 1] = (state >> 32) | tag;
 }
 
-namespace {
-
-/** Posts job `seq` to the kernel's mapped words. */
-void post_job(persistent_state& ps, const uint8_t* query, size_t q_bytes, uint64_t state,
-              uint32_t seq) {
-  write_job_words(ps.words.data(), query, q_bytes, state, seq);
-}
-
-}  // namespace
-
 #if CAGRA_MCTA_TRACE
 testing::persistent_host_stamps& testing::persistent_stamps() {
   static persistent_host_stamps stamps;
@@ -203,7 +193,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
 #if CAGRA_MCTA_TRACE
     testing::persistent_stamps().seeded = steady_ns();
 #endif
-    post_job(ps, query, q_bytes, state, seq);
+    write_job_words(ps.words.data(), query, q_bytes, state, seq);  // the post
 #if CAGRA_MCTA_TRACE
     testing::persistent_stamps().posted = steady_ns();
 #endif
