@@ -29,6 +29,8 @@ O=${OUT:-/tmp/out}
 BATCHES=${BATCHES:-1}
 D=${DATA_ROOT:-/tmp/cagra-data}/$NAME
 mkdir -p "$O"
+# Its outputs are appended to below: a rerun into the same folder starts them afresh.
+rm -f "$O/tests-summary.txt" "$O/ab.txt" "$O/trace.txt" "$O"/batch1-*.jsonl "$O/hnswlib.jsonl"
 CM=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
 cmake -S . -B build-device "${CM[@]}" >"$O/bd.log" 2>&1 &&
   cmake --build build-device -j "$(nproc)" --target cagra_cuda_tests cagra_cli >>"$O/bd.log" 2>&1 ||
@@ -95,7 +97,6 @@ for r in $(seq "${ROUNDS:-3}"); do
     done
   done
 done
-cat "$O/ab.txt"
 if [[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ]; then
   for i in "${!sides[@]}"; do
     read -r -a benv <<<"${envs[$i]}"
@@ -116,7 +117,7 @@ fi
 # Last, what to read (the device tool returns only the output's tail, and only some of $OUT's
 # files): the tests, the rounds, the traced calls' main figures, hnswlib's points.
 echo "== summary"
-grep -h " rc=" "$O"/tests-summary.txt 2>/dev/null
+cat "$O/tests-summary.txt" 2>/dev/null
 cat "$O/ab.txt"
 grep -h "persistent traced" "$O/trace.txt" 2>/dev/null |
   sed -E 's/.*\) persistent traced call/traced call/; s/ \| the host.s wall clock[^|]*\|/ |/' | cut -c1-700
