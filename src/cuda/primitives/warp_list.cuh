@@ -16,13 +16,50 @@ namespace cagra::cuda::dev {
 
 constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 
+/** True where candidate (cd, ci) may enter the list: a real node, allowed by the filter's bitset
+ *  where there is one (search/filter.cuh). */
+__device__ __forceinline__ bool candidate_allowed(uint32_t ci, const uint32_t* allowed) {
+  return ci != kNoId && (allowed == nullptr ||
+                         ((__ldg(allowed + ((ci & kIdMask) >> 5)) >> ((ci & kIdMask) & 31)) & 1u));
+}
+
+/** Warp 0, one round of merge_list: the lanes' candidates (cd, ci; (far, kNoId) where none) into
+ *  the list, the 32 smallest of both kept. The candidates are bitonic-sorted across the lanes,
+ *  and the reversed minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic
+ *  sequence, which five half-cleaner stages sort: 21 dependent shuffle stages. */
+__device__ __forceinline__ void merge_round(float& ld, uint32_t& li, float cd, uint32_t ci) {
+  const uint32_t lane = threadIdx.x & 31u;
+  for (uint32_t k = 2; k <= 32; k <<= 1)
+    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+      const float od = __shfl_xor_sync(kFullWarp, cd, j);
+      const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
+      const bool up = (lane & k) == 0, lower = (lane & j) == 0;
+      if (lower == up ? key_less(od, oi, cd, ci) : key_less(cd, ci, od, oi)) {
+        cd = od;
+        ci = oi;
+      }
+    }
+  const float rd = __shfl_sync(kFullWarp, cd, 31 - lane);
+  const uint32_t ri = __shfl_sync(kFullWarp, ci, 31 - lane);
+  if (key_less(rd, ri, ld, li)) {
+    ld = rd;
+    li = ri;
+  }
+  for (uint32_t j = 16; j > 0; j >>= 1) {
+    const float od = __shfl_xor_sync(kFullWarp, ld, j);
+    const uint32_t oi = __shfl_xor_sync(kFullWarp, li, j);
+    if ((lane & j) == 0 ? key_less(od, oi, ld, li) : key_less(ld, li, od, oi)) {
+      ld = od;
+      li = oi;
+    }
+  }
+}
+
 /** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries
- *  are skipped) into the list (ld, li: lane i holds entry i), 32 per round. Candidates not
- *  nearer than the 32nd entry are
- *  dropped (the CPU's rule); the others are bitonic-sorted across the lanes, and the reversed
- *  minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic sequence, which
- *  five half-cleaner stages sort. With `allowed` (a filter's bitset, search/filter.cuh) only the
- *  candidates whose row it allows are merged: a filtered search's list of results. */
+ *  are skipped) into the list (ld, li: lane i holds entry i), 32 per round (merge_round).
+ *  Candidates not nearer than the 32nd entry are dropped (the CPU's rule). With `allowed` (a
+ *  filter's bitset, search/filter.cuh) only the candidates whose row it allows are merged: a
+ *  filtered search's list of results. */
 __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float* cand_d,
                                            const uint32_t* cand_i, uint32_t n, float far,
                                            const uint32_t* allowed = nullptr) {
@@ -36,36 +73,63 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = cand_d[i];
       ci = cand_i[i];
     }
-    const bool keep = i < n && ci != kNoId && (worst == far || cd < worst) &&
-                      (allowed == nullptr ||
-                       ((__ldg(allowed + ((ci & kIdMask) >> 5)) >> ((ci & kIdMask) & 31)) & 1u));
+    const bool keep = i < n && (worst == far || cd < worst) && candidate_allowed(ci, allowed);
     if (__ballot_sync(kFullWarp, keep) == 0) continue;
     if (!keep) {
       cd = far;
       ci = kNoId;
     }
-    for (uint32_t k = 2; k <= 32; k <<= 1)
-      for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-        const float od = __shfl_xor_sync(kFullWarp, cd, j);
-        const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
-        const bool up = (lane & k) == 0, lower = (lane & j) == 0;
-        if (lower == up ? key_less(od, oi, cd, ci) : key_less(cd, ci, od, oi)) {
-          cd = od;
-          ci = oi;
-        }
-      }
-    const float rd = __shfl_sync(kFullWarp, cd, 31 - lane);
-    const uint32_t ri = __shfl_sync(kFullWarp, ci, 31 - lane);
-    if (key_less(rd, ri, ld, li)) {
-      ld = rd;
-      li = ri;
+    merge_round(ld, li, cd, ci);
+  }
+}
+
+/** Candidates of a round that merge_head inserts one at a time; with more it runs a whole
+ *  merge_round (an insertion is ~4 dependent shuffle steps, a round 21). */
+constexpr uint32_t kHeadInsertMax = 6;
+
+/** Warp 0, the last merge of a CTA's list, whose first `head` entries (head <= 32) are all that
+ *  leave the CTA (the host merges the CTAs' best min(k, 32)): as merge_list, but only those
+ *  entries are exact afterwards (entries head.. may be stale). A candidate enters only where it
+ *  is nearer than entry head - 1, which at the last iteration few are: each such one is inserted
+ *  where it belongs (its rank by a ballot, the entries after it moved up a lane), so the merge
+ *  costs a few shuffle steps instead of merge_list's 21 a round of 32 (0.6-0.9 us of a batch-1
+ *  call on SIFT-wall-1M, H200, on the query's path: no other work overlaps the last merge). */
+__device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float* cand_d,
+                                           const uint32_t* cand_i, uint32_t n, float far,
+                                           uint32_t head, const uint32_t* allowed = nullptr) {
+  const uint32_t lane = threadIdx.x & 31u;
+  for (uint32_t base = 0; base < n; base += 32) {
+    const float td = __shfl_sync(kFullWarp, ld, head - 1);
+    const uint32_t ti = __shfl_sync(kFullWarp, li, head - 1);
+    const uint32_t i = base + lane;
+    float cd = far;
+    uint32_t ci = kNoId;
+    if (i < n) {
+      cd = cand_d[i];
+      ci = cand_i[i];
     }
-    for (uint32_t j = 16; j > 0; j >>= 1) {
-      const float od = __shfl_xor_sync(kFullWarp, ld, j);
-      const uint32_t oi = __shfl_xor_sync(kFullWarp, li, j);
-      if ((lane & j) == 0 ? key_less(od, oi, ld, li) : key_less(ld, li, od, oi)) {
-        ld = od;
-        li = oi;
+    const bool keep =
+        i < n && cd < far && key_less(cd, ci, td, ti) && candidate_allowed(ci, allowed);
+    uint32_t mask = __ballot_sync(kFullWarp, keep);
+    if (mask == 0) continue;
+    if (__popc(mask) > kHeadInsertMax) {
+      merge_round(ld, li, keep ? cd : far, keep ? ci : kNoId);
+      continue;
+    }
+    for (; mask != 0; mask &= mask - 1) {
+      const uint32_t src = __ffs(mask) - 1;
+      const float d = __shfl_sync(kFullWarp, cd, src);
+      const uint32_t id = __shfl_sync(kFullWarp, ci, src);
+      // Its rank: the entries before it (the list is sorted, so they are lanes 0 .. pos - 1).
+      const uint32_t pos = __popc(__ballot_sync(kFullWarp, key_less(ld, li, d, id)));
+      const float ud = __shfl_up_sync(kFullWarp, ld, 1);
+      const uint32_t ui = __shfl_up_sync(kFullWarp, li, 1);
+      if (lane == pos) {
+        ld = d;
+        li = id;
+      } else if (lane > pos) {
+        ld = ud;
+        li = ui;
       }
     }
   }
