@@ -1,7 +1,7 @@
 // One warp's sorted list of 32 entries (cuda/primitives/warp_list.cuh), merged on the device
 // (testing::warp_list_merge) against a sort on the host: merge_list keeps the 32 nearest of the
 // list and the candidates; merge_head, the multi-CTA kernel's last merge, keeps its first `head`
-// exact, by single insertions where few candidates enter and by a whole round where many do.
+// exact, sorting only the candidates that can enter them (1 to 32 of them: sorts of 1 to 32 lanes).
 // Ties in distance (ordered by id, the parent flag ignored), empty entries, kNoId candidates and a
 // filter's bitset are covered. Needs a GPU: label `cuda`.
 #include <algorithm>
@@ -85,10 +85,9 @@ void check_merge(const merge_case& c, uint32_t head, const std::vector<uint32_t>
                  const char* what) {
   std::vector<float> d = c.list_d;
   std::vector<uint32_t> i = c.list_i;
-  cuda::testing::warp_list_merge(d.data(), i.data(), c.cand_d.data(), c.cand_i.data(),
-                                 uint32_t(c.cand_i.size()), head,
-                                 allowed ? allowed->data() : nullptr,
-                                 allowed ? uint32_t(allowed->size()) : 0);
+  cuda::testing::warp_list_merge(
+      d.data(), i.data(), c.cand_d.data(), c.cand_i.data(), uint32_t(c.cand_i.size()), head,
+      allowed ? allowed->data() : nullptr, allowed ? uint32_t(allowed->size()) : 0);
   const std::vector<entry> want = expected_head(c, head == 0 ? 32 : head, allowed);
   for (size_t e = 0; e < want.size(); ++e) {
     ASSERT_EQ(d[e], want[e].d) << what << " head " << head << " entry " << e;

@@ -26,10 +26,14 @@ __device__ __forceinline__ bool candidate_allowed(uint32_t ci, const uint32_t* a
 /** Warp 0, one round of merge_list: the lanes' candidates (cd, ci; (far, kNoId) where none) into
  *  the list, the 32 smallest of both kept. The candidates are bitonic-sorted across the lanes,
  *  and the reversed minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic
- *  sequence, which five half-cleaner stages sort: 21 dependent shuffle stages. */
-__device__ __forceinline__ void merge_round(float& ld, uint32_t& li, float cd, uint32_t ci) {
+ *  sequence, which five half-cleaner stages sort: 21 dependent shuffle stages (~1,500 SM clocks
+ *  on an H200). `width` (a power of two): the candidates are in lanes [0, width) and the lanes
+ *  after them hold none, so only the sort's stages up to that width run (the lanes after stay
+ *  empty, and the candidates are then sorted over all 32 lanes). */
+__device__ __forceinline__ void merge_round(float& ld, uint32_t& li, float cd, uint32_t ci,
+                                            uint32_t width = 32) {
   const uint32_t lane = threadIdx.x & 31u;
-  for (uint32_t k = 2; k <= 32; k <<= 1)
+  for (uint32_t k = 2; k <= width; k <<= 1)
     for (uint32_t j = k >> 1; j > 0; j >>= 1) {
       const float od = __shfl_xor_sync(kFullWarp, cd, j);
       const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
@@ -83,20 +87,20 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
   }
 }
 
-/** Candidates of a round that merge_head inserts one at a time; with more it runs a whole
- *  merge_round (an insertion is ~4 dependent shuffle steps, a round 21). */
-constexpr uint32_t kHeadInsertMax = 6;
-
 /** Warp 0, the last merge of a CTA's list, whose first `head` entries (head <= 32) are all that
  *  leave the CTA (the host merges the CTAs' best min(k, 32)): as merge_list, but only those
- *  entries are exact afterwards (entries head.. may be stale). A candidate enters only where it
- *  is nearer than entry head - 1, which at the last iteration few are: each such one is inserted
- *  where it belongs (its rank by a ballot, the entries after it moved up a lane), so the merge
- *  costs a few shuffle steps instead of merge_list's 21 a round of 32 (0.6-0.9 us of a batch-1
- *  call on SIFT-wall-1M, H200, on the query's path: no other work overlaps the last merge). */
+ *  entries are exact afterwards (entries head.. may be stale). Only the candidates nearer than
+ *  entry head - 1 can enter; they are moved to the first lanes (through shared memory) and
+ *  merge_round sorts only as wide as their count rounded up to a power of two. At the last
+ *  iteration of a batch-1 search on SIFT-wall-1M ~14 candidates arrive and ~6.5 of them are
+ *  nearer than entry 9 (k = 10): a sort of 8 lanes, 6 stages instead of 15. (Inserting them one
+ *  at a time, or ranking them against each other, was no faster on an H200: each step is a
+ *  dependent shuffle or shared-memory round trip either way; docs/cuda.md.) */
 __device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float* cand_d,
                                            const uint32_t* cand_i, uint32_t n, float far,
                                            uint32_t head, const uint32_t* allowed = nullptr) {
+  __shared__ float s_d[32];
+  __shared__ uint32_t s_i[32];
   const uint32_t lane = threadIdx.x & 31u;
   for (uint32_t base = 0; base < n; base += 32) {
     const float td = __shfl_sync(kFullWarp, ld, head - 1);
@@ -110,28 +114,19 @@ __device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float*
     }
     const bool keep =
         i < n && cd < far && key_less(cd, ci, td, ti) && candidate_allowed(ci, allowed);
-    uint32_t mask = __ballot_sync(kFullWarp, keep);
+    const uint32_t mask = __ballot_sync(kFullWarp, keep);
     if (mask == 0) continue;
-    if (__popc(mask) > kHeadInsertMax) {
-      merge_round(ld, li, keep ? cd : far, keep ? ci : kNoId);
-      continue;
+    const uint32_t count = __popc(mask);
+    if (keep) {
+      const uint32_t to = __popc(mask & ((1u << lane) - 1u));
+      s_d[to] = cd;
+      s_i[to] = ci;
     }
-    for (; mask != 0; mask &= mask - 1) {
-      const uint32_t src = __ffs(mask) - 1;
-      const float d = __shfl_sync(kFullWarp, cd, src);
-      const uint32_t id = __shfl_sync(kFullWarp, ci, src);
-      // Its rank: the entries before it (the list is sorted, so they are lanes 0 .. pos - 1).
-      const uint32_t pos = __popc(__ballot_sync(kFullWarp, key_less(ld, li, d, id)));
-      const float ud = __shfl_up_sync(kFullWarp, ld, 1);
-      const uint32_t ui = __shfl_up_sync(kFullWarp, li, 1);
-      if (lane == pos) {
-        ld = d;
-        li = id;
-      } else if (lane > pos) {
-        ld = ud;
-        li = ui;
-      }
-    }
+    __syncwarp();
+    cd = lane < count ? s_d[lane] : far;
+    ci = lane < count ? s_i[lane] : kNoId;
+    __syncwarp();
+    merge_round(ld, li, cd, ci, count <= 1 ? 1u : 1u << (32 - __clz(count - 1)));
   }
 }
 

@@ -54,8 +54,8 @@ void testing::warp_list_merge(float* list_d, uint32_t* list_i, const float* cand
   CAGRA_CUDA_TRY(cudaMemcpy(d_cand_i, cand_i, n * 4, cudaMemcpyHostToDevice));
   if (allowed)
     CAGRA_CUDA_TRY(cudaMemcpy(d_allowed, allowed, allowed_words * 4, cudaMemcpyHostToDevice));
-  warp_list_merge_kernel<<<1, 32, 0, cudaStreamLegacy>>>(d_list_d, d_list_i, d_cand_d, d_cand_i, n, head,
-                                    allowed ? d_allowed : nullptr);
+  warp_list_merge_kernel<<<1, 32, 0, cudaStreamLegacy>>>(d_list_d, d_list_i, d_cand_d, d_cand_i, n,
+                                                         head, allowed ? d_allowed : nullptr);
   CAGRA_CUDA_TRY(cudaGetLastError());
   CAGRA_CUDA_TRY(cudaMemcpy(list_d, d_list_d, 32 * 4, cudaMemcpyDeviceToHost));
   CAGRA_CUDA_TRY(cudaMemcpy(list_i, d_list_i, 32 * 4, cudaMemcpyDeviceToHost));

@@ -184,7 +184,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   float rd = far;
   uint32_t ri = kNoId;
   // The host merges the CTAs' best list_k entries (h_lists): the last merge then needs only
-  // those exact (merge_head: a few insertions instead of whole bitonic rounds).
+  // those exact (merge_head: only the candidates that can enter them are sorted).
   const bool head_only = a.h_lists != nullptr;
   for (uint32_t iter = 0;; ++iter) {
     const uint32_t b = iter & 1;  // s_n[b], buffer b: the candidates merged now
