@@ -38,10 +38,9 @@
 // the other warps insert the parent's neighbors into the device hash (one id each, coalesced
 // graph reads) and append the ones they inserted to the other candidate buffer; then teams of
 // kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps the
-// graph row's and the hash's round trips instead of adding to them. The last merge, which nothing
-// overlaps, keeps exact only the entries that leave the CTA on the latency path (merge_head).
-// Unlike the single-CTA kernel the answer is not the CPU's bit for bit: which CTA discovers a node
-// first depends on timing, so the traversal (and rarely the answer) varies between runs.
+// graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA kernel
+// the answer is not the CPU's bit for bit: which CTA discovers a node first depends on timing, so
+// the traversal (and rarely the answer) varies between runs.
 #pragma once
 
 #include <cstdint>
@@ -183,9 +182,6 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const uint32_t* allowed = a.d_filter ? a.d_filter + qi * a.filter_stride : nullptr;
   float rd = far;
   uint32_t ri = kNoId;
-  // The host merges the CTAs' best list_k entries (h_lists): the last merge then needs only
-  // those exact (merge_head: only the candidates that can enter them are sorted).
-  const bool head_only = a.h_lists != nullptr;
   for (uint32_t iter = 0;; ++iter) {
     const uint32_t b = iter & 1;  // s_n[b], buffer b: the candidates merged now
     float* in_d = cand_d + b * a.cand_cap;
@@ -205,15 +201,8 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     if (iter == 0) stamp(kTracePicked0);
     uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
     if (tid < 32) {
-      if (!expand && head_only) {  // the last merge, on the query's path: only the head leaves
-        if (allowed)
-          merge_head(rd, ri, in_d, in_i, n, far, a.list_k, allowed);
-        else
-          merge_head(ld, li, in_d, in_i, n, far, a.list_k);
-      } else {
-        merge_list(ld, li, in_d, in_i, n, far);
-        if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
-      }
+      merge_list(ld, li, in_d, in_i, n, far);
+      if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
     } else if (expand && parent != kNoId) {
       const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
       for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
