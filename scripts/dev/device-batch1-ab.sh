@@ -60,7 +60,7 @@ fi
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   for i in "${!sides[@]}"; do
     read -r -a benv <<<"${envs[$i]}"
-    env "${benv[@]}" build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*:CudaHostLists.*:CudaWarpList.*' \
+    env "${benv[@]}" build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*:CudaHostLists.*' \
       >"$O/multi-cta-${sides[$i]}.log" 2>&1
     echo "${sides[$i]} (${envs[$i]:-no env}) CudaMultiCta rc=$?" | tee -a "$O/tests-summary.txt"
     env "${benv[@]}" compute-sanitizer --tool memcheck --error-exitcode 1 build-device/tests/cagra_cuda_tests \

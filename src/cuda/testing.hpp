@@ -25,16 +25,6 @@ void copy_memory(void* dst, const void* src, size_t bytes);
  *  launched yet). */
 uint32_t persistent_ctas_per_sm(const cagra::index& idx, int device = 0);
 
-/** The multi-CTA kernel's list merges (primitives/warp_list.cuh) on the device: the sorted list
- *  (32 entries, (distance, id), kNoId ids after the real ones) with candidates
- *  cand_d/cand_i[0, n) merged into it by merge_list on one warp (head 0, n <= 96) or by
- *  merge_head_cta on 256 threads (its first `head` entries exact, n <= 32), written back to
- *  list_d / list_i. `allowed`: a filter's bitset over ids (host memory, allowed_words words), or
- *  null. */
-void list_merge(float* list_d, uint32_t* list_i, const float* cand_d, const uint32_t* cand_i,
-                uint32_t n, uint32_t head, const uint32_t* allowed = nullptr,
-                uint32_t allowed_words = 0);
-
 #if CAGRA_MCTA_TRACE
 /** A build with -DCAGRA_MCTA_TRACE=1: device memory of n_ctas x kMultiCtaTraceSlots words that
  *  the next multi-CTA launches stamp for their first query (null: off). Not thread-safe. */

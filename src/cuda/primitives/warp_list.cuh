@@ -16,13 +16,6 @@ namespace cagra::cuda::dev {
 
 constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 
-/** True where candidate id `ci` may enter a list: a real node, allowed by the filter's bitset
- *  where there is one (search/filter.cuh). */
-__device__ __forceinline__ bool candidate_allowed(uint32_t ci, const uint32_t* allowed) {
-  return ci != kNoId && (allowed == nullptr ||
-                         ((__ldg(allowed + ((ci & kIdMask) >> 5)) >> ((ci & kIdMask) & 31)) & 1u));
-}
-
 /** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries
  *  are skipped) into the list (ld, li: lane i holds entry i), 32 per round. Candidates not
  *  nearer than the 32nd entry are
@@ -43,7 +36,9 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = cand_d[i];
       ci = cand_i[i];
     }
-    const bool keep = i < n && (worst == far || cd < worst) && candidate_allowed(ci, allowed);
+    const bool keep = i < n && ci != kNoId && (worst == far || cd < worst) &&
+                      (allowed == nullptr ||
+                       ((__ldg(allowed + ((ci & kIdMask) >> 5)) >> ((ci & kIdMask) & 31)) & 1u));
     if (__ballot_sync(kFullWarp, keep) == 0) continue;
     if (!keep) {
       cd = far;
@@ -72,92 +67,6 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
         ld = od;
         li = oi;
       }
-    }
-  }
-}
-
-/** Candidates merge_head_cta takes at most (one a lane of warp 0); more are merged by merge_list.
- */
-constexpr uint32_t kHeadMergeMax = 32;
-
-/** The whole CTA (blockDim.x a multiple of 32), the last merge of warp 0's list (ld, li), whose
- *  first `head` entries (head <= 32) are all that leave the CTA (the host merges the CTAs' best
- *  min(k, 32)): afterwards those entries are the nearest of the list and the candidates
- *  cand_d/cand_i[0, n) (n <= kHeadMergeMax; distinct nodes not in the list, kNoId skipped; with
- *  `allowed` only the rows it allows), and entries head.. may be stale. It ranks instead of
- *  sorting: warp 0 marks the candidates nearer than entry head - 1 (the only ones that can
- *  enter), then each warp compares every such candidate and every list entry of the head with
- *  its share of the candidates and of the head (independent shared-memory reads, counts added
- *  up with shared atomics), and warp 0 writes each entry ranked below head to its place. On the
- *  query's path the CTA's other warps have nothing else to do; warp 0 alone, merge_list's 21
- *  dependent shuffle stages took ~1,500 SM clocks (SIFT-wall-1M, H200; docs/cuda.md "The last
- *  merge"). Called by every thread of the CTA (it has barriers). */
-__device__ __forceinline__ void merge_head_cta(float& ld, uint32_t& li, const float* cand_d,
-                                               const uint32_t* cand_i, uint32_t n, float far,
-                                               uint32_t head, const uint32_t* allowed = nullptr) {
-  __shared__ float s_d[32];
-  __shared__ uint32_t s_i[32], s_rank_c[32], s_rank_l[32], s_keep;
-  const uint32_t tid = threadIdx.x, lane = tid & 31u, warps = blockDim.x / 32u;
-  if (tid < 32) {
-    const float td = __shfl_sync(kFullWarp, ld, head - 1);
-    const uint32_t ti = __shfl_sync(kFullWarp, li, head - 1);
-    bool keep = false;
-    if (lane < n) {
-      const float cd = cand_d[lane];
-      const uint32_t ci = cand_i[lane];
-      keep = cd < far && key_less(cd, ci, td, ti) && candidate_allowed(ci, allowed);
-    }
-    const uint32_t mask = __ballot_sync(kFullWarp, keep);
-    if (lane == 0) s_keep = mask;
-    s_d[lane] = ld;
-    s_i[lane] = li;
-    s_rank_c[lane] = 0;
-    s_rank_l[lane] = lane;
-  }
-  __syncthreads();
-  const uint32_t mask = s_keep;
-  if (mask == 0) return;  // the same for every thread: no candidate enters
-  {
-    // Lane i: candidate i (if kept) and list entry i (if in the head); warp w: the candidates
-    // and head entries j in its share.
-    const uint32_t per = (32 + warps - 1) / warps, from = (tid / 32) * per,
-                   to = min(32u, from + per);
-    const bool keep = (mask >> lane) & 1u, in_head = lane < head;
-    const float cd = keep ? cand_d[lane] : far, l_d = s_d[lane];
-    const uint32_t ci = keep ? cand_i[lane] : kNoId, l_i = s_i[lane];
-    uint32_t rc = 0, rl = 0;
-#pragma unroll 4
-    for (uint32_t j = from; j < to; ++j) {
-      if ((mask >> j) & 1u) {
-        const float d = cand_d[j];
-        const uint32_t id = cand_i[j];
-        rc += keep && key_less(d, id, cd, ci);
-        rl += in_head && key_less(d, id, l_d, l_i);
-      }
-      if (j < head) rc += keep && key_less(s_d[j], s_i[j], cd, ci);
-    }
-    if (rc) atomicAdd(s_rank_c + lane, rc);
-    if (rl) atomicAdd(s_rank_l + lane, rl);
-  }
-  __syncthreads();
-  if (tid < 32) {
-    const bool keep = (mask >> lane) & 1u;
-    const uint32_t rc = s_rank_c[lane], rl = s_rank_l[lane];
-    const float cd = keep ? cand_d[lane] : far;
-    const uint32_t ci = keep ? cand_i[lane] : kNoId;
-    __syncwarp();
-    if (keep && rc < head) {
-      s_d[rc] = cd;
-      s_i[rc] = ci;
-    }
-    if (lane < head && rl < head) {
-      s_d[rl] = ld;
-      s_i[rl] = li;
-    }
-    __syncwarp();
-    if (lane < head) {
-      ld = s_d[lane];
-      li = s_i[lane];
     }
   }
 }

@@ -38,9 +38,7 @@
 // the other warps insert the parent's neighbors into the device hash (one id each, coalesced
 // graph reads) and append the ones they inserted to the other candidate buffer; then teams of
 // kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps the
-// graph row's and the hash's round trips instead of adding to them; the last merge, which nothing
-// overlaps, ranks the few candidates that can enter the list's head with every warp
-// (merge_head_cta). Unlike the single-CTA kernel
+// graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA kernel
 // the answer is not the CPU's bit for bit: which CTA discovers a node first depends on timing, so
 // the traversal (and rarely the answer) varies between runs.
 #pragma once
@@ -184,9 +182,6 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const uint32_t* allowed = a.d_filter ? a.d_filter + qi * a.filter_stride : nullptr;
   float rd = far;
   uint32_t ri = kNoId;
-  // The host merges the CTAs' best list_k entries (h_lists): the last merge, on the query's path
-  // with nothing to overlap it, needs only those exact and takes the whole CTA (merge_head_cta).
-  const bool head_only = a.h_lists != nullptr;
   for (uint32_t iter = 0;; ++iter) {
     const uint32_t b = iter & 1;  // s_n[b], buffer b: the candidates merged now
     float* in_d = cand_d + b * a.cand_cap;
@@ -205,12 +200,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const bool expand = pick && (parent != kNoId || iter < a.min_iterations);
     if (iter == 0) stamp(kTracePicked0);
     uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
-    if (!expand && head_only && n <= kHeadMergeMax) {  // the last merge: the whole CTA
-      if (allowed)
-        merge_head_cta(rd, ri, in_d, in_i, n, far, a.list_k, allowed);
-      else
-        merge_head_cta(ld, li, in_d, in_i, n, far, a.list_k);
-    } else if (tid < 32) {
+    if (tid < 32) {
       merge_list(ld, li, in_d, in_i, n, far);
       if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
     } else if (expand && parent != kNoId) {
