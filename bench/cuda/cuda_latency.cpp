@@ -6,7 +6,6 @@
 // queries), each the mean of many calls after a warm-up.
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -203,8 +202,8 @@ trace_summary summarize(const std::vector<std::vector<uint64_t>>& calls, uint32_
 }
 
 /** The persistent kernel's call taken apart: per query the host's time around cuda::search
- *  (steady clock, and CLOCK_REALTIME to set against the GPU's globaltimer, which the driver
- *  keeps on the host's wall clock) and the CTAs' stamps: CTA 0's poll that found the job (one
+ *  (steady clock; the GPU's globaltimer is not on the host's clock closely enough to set the two
+ *  against each other) and the CTAs' stamps: CTA 0's poll that found the job (one
  *  PCIe round trip), the other CTAs' start after CTA 0 (the relay through L2), the body from
  *  CTA 0's start to the last list written. The trace buffer is zeroed and read on a second
  *  stream while the kernel waits between queries. */
@@ -218,17 +217,15 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   uint64_t* h = nullptr;
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&h), trace_words * 8), cudaSuccess);
   cuda::testing::set_multi_cta_trace(d_trace);  // a new plan key: the kernel starts again, traced
-  const auto wall_ns = [] {
-    timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-  };
   std::vector<std::vector<uint64_t>> calls;
-  double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0, detect = 0, back = 0;
+  double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0;
   double cta_span = 0, cta_span_max = 0, head = 0, tail = 0, clear = 0, issue = 0, barrier = 0;
   double before_post = 0, round_trip = 0, after_merge = 0;  // the host's side (steady clock)
   double to_entry = 0, to_seeded = 0;  // before_post's parts: to persistent_search, to the post
   double scan = 0, scan_clocks = 0;    // with a pool: the query ready to the slice scanned
+  // Warp 0's steps: pick_parent at iteration 0 and the last merge (SM clocks), the last
+  // iteration to that merge done, the last merge's candidates and those that can enter.
+  double pick_clocks = 0, merge_clocks = 0, to_merged = 0, last_cands = 0, last_can_enter = 0;
   const auto steady_ns = [] {
     return double(
         std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch())
@@ -239,9 +236,7 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
     ASSERT_EQ(cudaMemsetAsync(d_trace, 0, trace_words * 8, side), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(side), cudaSuccess);
     const double h0 = steady_ns();
-    const uint64_t w0 = wall_ns();
     cuda::search(idx, q1[i % n_q], plan, ids, dist, 0);
-    const uint64_t w1 = wall_ns();
     const double h1 = steady_ns(), us = (h1 - h0) * 1e-3;
     const cuda::testing::persistent_host_stamps hs = cuda::testing::persistent_stamps();
     ASSERT_EQ(cudaMemcpyAsync(h, d_trace, trace_words * 8, cudaMemcpyDeviceToHost, side),
@@ -267,6 +262,11 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       uint32_t last = cuda::kTraceIteration0;
       while (last + 1 < cuda::kTracePublished && r[last + 1] != 0) ++last;
       tail += (r[cuda::kTracePublished] - r[last]) * 1e-3;
+      pick_clocks += double(r[cuda::kTracePickClocks]);
+      merge_clocks += double(r[cuda::kTraceLastMergeClocks]);
+      to_merged += (double(r[cuda::kTraceLastMerged]) - double(r[last])) * 1e-3;
+      last_cands += double(r[cuda::kTraceLastCandidates] & 0xFFFFFFFFu);
+      last_can_enter += double(r[cuda::kTraceLastCandidates] >> 32);
       published = std::max(published, r[cuda::kTracePublished]);
       const double d = r[cuda::kTraceStart] > c0[cuda::kTraceStart]
                            ? (r[cuda::kTraceStart] - c0[cuda::kTraceStart]) * 1e-3
@@ -285,8 +285,6 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
     relay_max += rm;
     cta_span_max += sm;
     body += (published - c0[cuda::kTraceStart]) * 1e-3;
-    detect += (double(c0[cuda::kTraceStart]) - double(w0)) * 1e-3;
-    back += (double(w1) - double(published)) * 1e-3;
     calls.emplace_back(h, h + trace_words);
     ++n;
   }
@@ -307,17 +305,19 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       "poll %.2f, other CTAs start +%.2f (last +%.2f); a CTA's start to its list %.2f (slowest "
       "%.2f) = to the query ready %.2f (clear %.2f, initial nodes issued %.2f, barrier %.2f), "
       "init %.2f (pool scan %.2f, %.0f SM clocks), pick %.2f, claim %.2f, iteration0 %.2f, next "
-      "%.2f each, last iteration to the list %.2f | the host's wall clock - globaltimer: post "
-      "to CTA 0's start %.2f, last list to the call's end %.2f | the host: before the post "
+      "%.2f each, last iteration to the list %.2f (to the last merge done %.2f) | warp 0: pick "
+      "%.0f SM clocks at iteration 0, last merge %.0f clocks of %.1f candidates (%.1f can enter "
+      "the list's head) | the host: before the post "
       "%.2f (to persistent_search %.2f, to the seed state %.2f, the post %.2f), post to lists "
       "merged %.2f (%.2f outside the body), after %.2f; %u CTAs an SM\n",
       label.c_str(), "persistent traced", total / n, body / n, (total - body) / n, rtt / n,
       relay / n, relay_max / n, cta_span / (n * ctas), cta_span_max / n, head / (n * ctas),
       clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, scan / (n * ctas),
       scan_clocks / (n * ctas), t.pick, t.claim, t.iteration0, t.iteration, tail / (n * ctas),
-      detect / n, back / n, before_post / n, to_entry / n, to_seeded / n,
-      (before_post - to_entry - to_seeded) / n, round_trip / n, (round_trip - body) / n,
-      after_merge / n, cuda::testing::persistent_ctas_per_sm(idx));
+      to_merged / (n * ctas), pick_clocks / (n * ctas), merge_clocks / (n * ctas),
+      last_cands / (n * ctas), last_can_enter / (n * ctas), before_post / n, to_entry / n,
+      to_seeded / n, (before_post - to_entry - to_seeded) / n, round_trip / n,
+      (round_trip - body) / n, after_merge / n, cuda::testing::persistent_ctas_per_sm(idx));
   cudaFreeHost(h);
   cudaStreamDestroy(side);
 }

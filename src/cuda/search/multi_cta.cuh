@@ -189,7 +189,13 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     const uint32_t n = s_n[b];
     const bool pick = iter < a.max_iterations;
     if (tid < 32) {
+#if CAGRA_MCTA_TRACE
+      const long long pick_from = clock64();
+#endif
       const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far) : kNoId;
+#if CAGRA_MCTA_TRACE
+      if (trace && tid == 0 && iter == 0) trace[kTracePickClocks] = uint64_t(clock64() - pick_from);
+#endif
       if (tid == 0) {
         s_parent = parent;
         s_n[b ^ 1] = 0;  // last read at iteration iter - 1
@@ -201,8 +207,28 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     if (iter == 0) stamp(kTracePicked0);
     uint32_t* out_i = cand_i + (b ^ 1) * a.cand_cap;
     if (tid < 32) {
+#if CAGRA_MCTA_TRACE
+      // The last merge (nothing overlaps it): its clocks, and how many candidates can enter the
+      // entries that leave the CTA.
+      long long merge_from = 0;
+      if (trace && !expand) {
+        const uint32_t head = a.h_lists ? a.list_k : kMultiCtaList;
+        const float td = __shfl_sync(kFullWarp, ld, head - 1);
+        const uint32_t ti = __shfl_sync(kFullWarp, li, head - 1);
+        const uint32_t can = __popc(__ballot_sync(
+            kFullWarp, tid < n && in_i[tid] != kNoId && key_less(in_d[tid], in_i[tid], td, ti)));
+        if (tid == 0) trace[kTraceLastCandidates] = n | uint64_t{can} << 32;
+        merge_from = clock64();
+      }
+#endif
       merge_list(ld, li, in_d, in_i, n, far);
       if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
+#if CAGRA_MCTA_TRACE
+      if (trace && tid == 0 && !expand) {
+        trace[kTraceLastMergeClocks] = uint64_t(clock64() - merge_from);
+        trace[kTraceLastMerged] = global_ns();
+      }
+#endif
     } else if (expand && parent != kNoId) {
       const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
       for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {

@@ -28,23 +28,28 @@ using core::gpu::kMultiCtaMaxItopk;
 /** Timestamps (globaltimer ns) per CTA in a trace (multi_cta_args::d_trace), 0 where not taken. */
 enum multi_cta_trace_slot : uint32_t {
   kTraceStart = 0,
-  kTraceQueryCopied,     // the query's bytes in shared memory
-  kTraceQueryReady,      // converted, seeds drawn
-  kTraceInitDone,        // the initial nodes' distances
-  kTracePicked0,         // iteration 0: list merged, parent picked
-  kTraceClaimed0,        // iteration 0: the parent's neighbors inserted, the list merged
-  kTraceIteration0,      // end of iteration i at kTraceIteration0 + i
-  kTracePublished = 19,  // the CTA's list written
-  kTraceCounted,         // the merging CTA: found itself last
-  kTraceMerged,          // the merging CTA: results written
-  kTraceEnd,             // the merging CTA: done
-  kTracePollIssued,      // the persistent kernel: the start of the poll that found the job
-  kTraceCleared,         // the CTA's slice of the other hash half emptied (stores issued)
-  kTraceInitIssued,      // the first initial nodes' claims and loads issued
-  kTracePoolScanned,     // with a pool: every row of the slice scanned, the groups' nearest known
-  kTraceSm,              // not a time: the SM the CTA runs on
-  kTraceScanClocks,      // not a time: the pool scan's SM clock cycles (clock64)
-  kMultiCtaTraceSlots = 29
+  kTraceQueryCopied,      // the query's bytes in shared memory
+  kTraceQueryReady,       // converted, seeds drawn
+  kTraceInitDone,         // the initial nodes' distances
+  kTracePicked0,          // iteration 0: list merged, parent picked
+  kTraceClaimed0,         // iteration 0: the parent's neighbors inserted, the list merged
+  kTraceIteration0,       // end of iteration i at kTraceIteration0 + i
+  kTracePublished = 19,   // the CTA's list written
+  kTraceCounted,          // the merging CTA: found itself last
+  kTraceMerged,           // the merging CTA: results written
+  kTraceEnd,              // the merging CTA: done
+  kTracePollIssued,       // the persistent kernel: the start of the poll that found the job
+  kTraceCleared,          // the CTA's slice of the other hash half emptied (stores issued)
+  kTraceInitIssued,       // the first initial nodes' claims and loads issued
+  kTracePoolScanned,      // with a pool: every row of the slice scanned, the groups' nearest known
+  kTraceSm,               // not a time: the SM the CTA runs on
+  kTraceScanClocks,       // not a time: the pool scan's SM clock cycles (clock64)
+  kTracePickClocks,       // not a time: warp 0's pick_parent at iteration 0, SM clock cycles
+  kTraceLastMergeClocks,  // not a time: warp 0's last merge, SM clock cycles
+  kTraceLastMerged,       // warp 0's last merge done (before the barrier after it)
+  kTraceLastCandidates,   // not a time: the last merge's candidates | (those of the first 32
+                          // nearer than entry list_k - 1) << 32
+  kMultiCtaTraceSlots = 33
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
 
