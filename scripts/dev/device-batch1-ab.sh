@@ -19,8 +19,8 @@
 # (several such settings separated by `;`: B runs once a round under each, as sides b1, b2, ...,
 # and its tests, memcheck and trace run under each too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2,
 # ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt, $OUT/trace.txt, and prints a summary last
-# (tests, rounds, traced calls, hnswlib): read the output's tail, not $OUT's files, which the
-# device tool returns only some of.
+# (tests, rounds, traced calls, hnswlib): read the output's tail; the build logs go into
+# $OUT/build-logs.tar.gz, so that the device tool returns the other files.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
@@ -114,13 +114,17 @@ if [[ ${SKIP_HNSW:-0} != 1 ]]; then
       --threads "$(nproc)" --batch 1 --ef 24,32,40,48,64 --reps 3 --dataset "$NAME" \
       --json "$O/hnswlib.jsonl" 2>&1 | tail -8
 fi
+# The build logs and the index's output in one archive: the device tool returns at most a few
+# files of $OUT (the JSON lines, ab.txt, trace.txt and the tests' logs are the ones to read).
+(cd "$O" && logs=$(ls bd.log ba*.log bt.log bh.log index.txt 2>/dev/null)
+  [ -n "$logs" ] && tar -czf build-logs.tar.gz $logs && rm -f $logs)
 # Last, what to read (the device tool returns only the output's tail, and only some of $OUT's
 # files): the tests, the rounds, the traced calls' main figures, hnswlib's points.
 echo "== summary"
 cat "$O/tests-summary.txt" 2>/dev/null
 cat "$O/ab.txt"
 grep -h "persistent traced" "$O/trace.txt" 2>/dev/null |
-  sed -E 's/.*\) persistent traced call/traced call/; s/ \| the host.s wall clock[^|]*\|/ |/' | cut -c1-700
+  sed -E 's/.*\) persistent traced call/traced call/' | cut -c1-800
 [ -f "$O/hnswlib.jsonl" ] && python3 -c '
 import json, sys
 for l in open(sys.argv[1]):
