@@ -221,6 +221,7 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   double total = 0, rtt = 0, relay = 0, relay_max = 0, body = 0;
   double cta_span = 0, cta_span_max = 0, head = 0, tail = 0, clear = 0, issue = 0, barrier = 0;
   double before_post = 0, round_trip = 0, after_merge = 0;  // the host's side (steady clock)
+  double heads_to_merged = 0;          // every list's first entry taken, to the lists merged
   double to_entry = 0, to_seeded = 0;  // before_post's parts: to persistent_search, to the post
   double scan = 0, scan_clocks = 0;    // with a pool: the query ready to the slice scanned
   // Warp 0's steps: pick_parent at iteration 0 and the last merge (SM clocks), the last
@@ -279,6 +280,7 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
     to_entry += (double(hs.entered) - h0) * 1e-3;
     to_seeded += (double(hs.seeded) - double(hs.entered)) * 1e-3;
     round_trip += (double(hs.merged) - double(hs.posted)) * 1e-3;
+    heads_to_merged += hs.heads_seen ? (double(hs.merged) - double(hs.heads_seen)) * 1e-3 : 0.0;
     after_merge += (h1 - double(hs.merged)) * 1e-3;
     rtt += (c0[cuda::kTraceStart] - c0[cuda::kTracePollIssued]) * 1e-3;
     relay += ctas > 1 ? rs / (ctas - 1) : 0;
@@ -309,7 +311,8 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       "%.0f SM clocks at iteration 0, last merge %.0f clocks of %.1f candidates (%.1f can enter "
       "the list's head) | the host: before the post "
       "%.2f (to persistent_search %.2f, to the seed state %.2f, the post %.2f), post to lists "
-      "merged %.2f (%.2f outside the body), after %.2f; %u CTAs an SM\n",
+      "merged %.2f (%.2f outside the body; the last list's first entry taken to merged %.2f), "
+      "after %.2f; %u CTAs an SM\n",
       label.c_str(), "persistent traced", total / n, body / n, (total - body) / n, rtt / n,
       relay / n, relay_max / n, cta_span / (n * ctas), cta_span_max / n, head / (n * ctas),
       clear / (n * ctas), issue / (n * ctas), barrier / (n * ctas), t.init, scan / (n * ctas),
@@ -317,7 +320,8 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       to_merged / (n * ctas), pick_clocks / (n * ctas), merge_clocks / (n * ctas),
       last_cands / (n * ctas), last_can_enter / (n * ctas), before_post / n, to_entry / n,
       to_seeded / n, (before_post - to_entry - to_seeded) / n, round_trip / n,
-      (round_trip - body) / n, after_merge / n, cuda::testing::persistent_ctas_per_sm(idx));
+      (round_trip - body) / n, heads_to_merged / n, after_merge / n,
+      cuda::testing::persistent_ctas_per_sm(idx));
   cudaFreeHost(h);
   cudaStreamDestroy(side);
 }

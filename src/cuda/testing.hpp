@@ -40,6 +40,7 @@ struct persistent_host_stamps {
   uint64_t entered = 0;  // persistent_search's start (after cuda::search's device and index)
   uint64_t seeded = 0;   // the launch arguments, the key and the seed state ready: the post next
   uint64_t posted = 0, merged = 0;
+  uint64_t heads_seen = 0;  // every CTA's list's first entry taken (merge_host_lists)
 };
 persistent_host_stamps& persistent_stamps();
 #endif

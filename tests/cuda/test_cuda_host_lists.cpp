@@ -1,7 +1,8 @@
 // The host's side of the batch-1 latency path, without a GPU: merging the CTAs' tagged lists
 // (cuda::merge_host_lists: a row taken once, entries taken as they arrive and only while they can
-// enter) and the persistent kernel's job words (cuda::write_job_words). Label `cuda` with the
-// other CUDA tests; none of these needs a device.
+// enter; the stamp traced calls take) and the persistent kernel's job words
+// (cuda::write_job_words). Label `cuda` with the other CUDA tests; none of these needs a device.
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -60,9 +61,14 @@ TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
   entry(words, 1, 0.5f, tag);  // list 1
   entry(words, 2, 0.6f, tag);
   std::vector<uint32_t> ids(k);
-  ASSERT_TRUE(
-      cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr));
+  uint64_t heads_seen = 0;  // traced calls: when every list's first entry had been taken
+  const uint64_t before = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count());
+  ASSERT_TRUE(cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr,
+                                     &heads_seen));
   EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
+  EXPECT_GE(heads_seen, before);
 }
 
 // The persistent kernel's job words carry every byte of the query (a tail of 1-3 bytes

@@ -6,6 +6,7 @@
 #include "cuda/search/host_lists.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -77,7 +78,8 @@ uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t lis
  *  stream, so that a failed launch or a kernel fault is reported instead of waited on forever;
  *  false when the stream finished without every list arrived. */
 bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k,
-                      uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances) {
+                      uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances,
+                      uint64_t* heads_seen_ns) {
   thread_local std::vector<host_entry> best;
   thread_local std::vector<uint32_t> pending, next;  // lists not done; their next entries
   best.resize(k);
@@ -87,9 +89,15 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
   uint32_t count = 0, n_pending = n_lists;
   // List l's entries, from its next one on; true once it is done. The words are read volatile
   // (they change under the loop) and each carries its tag: no fence is needed.
+  uint32_t heads = 0;  // lists whose first entry has been taken (or that are done)
   const auto take = [&](uint32_t l) {
     const volatile uint64_t* list = words + size_t{l} * 2 * list_k;
+    const bool fresh = next[l] == 0;
     next[l] = take_entries(list, next[l], list_k, tag, k, best.data(), count);
+    if (heads_seen_ns && fresh && next[l] != 0 && ++heads == n_lists)
+      *heads_seen_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count());
     return next[l] == list_k;
   };
   for (uint32_t pass = 1; n_pending > 0; ++pass) {

@@ -201,8 +201,13 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
       launch_persistent(st, lp, n_words, seq, lifetime_ns);
       ps.key = key;
     }
+#if CAGRA_MCTA_TRACE
+    uint64_t* heads_seen = &testing::persistent_stamps().heads_seen;
+#else
+    uint64_t* heads_seen = nullptr;
+#endif
     if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(),
-                         ids, distances)) {
+                         ids, distances, heads_seen)) {
 #if CAGRA_MCTA_TRACE
       testing::persistent_stamps().merged = steady_ns();
 #endif
