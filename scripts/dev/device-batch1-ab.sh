@@ -4,7 +4,8 @@
 # batch1-defaults-* and batch1-scan-sums-* (2ba6fac). In order: B's CUDA multi-CTA tests and
 # memcheck of the persistent and pool cases; A's CLI from its tarball; one index (built by B);
 # ROUNDS interleaved rounds of `cagra bench --batch 1 --persistent on --itopk 32,64` (A then B);
-# the traced persistent call of B (CudaLatency.TracedMultiCta, a -DCAGRA_TRACE_KERNELS=ON build);
+# the traced persistent call of B (CudaLatency.TracedMultiCta, a -DCAGRA_TRACE_KERNELS=ON build)
+# and the host merge's CPU work there (CudaLatencyHost.HostMerge);
 # hnswlib (M=16, efC=200) at batch 1 on one thread, best of 3 passes (carry third_party/include).
 #
 #   OUT=$OUT bash scripts/dev/device-batch1-ab.sh A_TARBALL NAME
@@ -102,8 +103,8 @@ if [[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ]; then
     read -r -a benv <<<"${envs[$i]}"
     echo "== trace ${sides[$i]} (${envs[$i]:-no env})" | tee -a "$O/trace.txt"
     env "${benv[@]}" CAGRA_LATENCY_INDEX=/tmp/batch1.cagra CAGRA_LATENCY_QUERIES="$D/query.u8bin" \
-      build-trace/cagra_cuda_bench --gtest_filter=CudaLatency.TracedMultiCta 2>&1 |
-      grep -E "auto itopk.*(persistent|SMs)|FAIL" | tee -a "$O/trace.txt"
+      build-trace/cagra_cuda_bench --gtest_filter=CudaLatency.TracedMultiCta:CudaLatencyHost.HostMerge 2>&1 |
+      grep -E "auto itopk.*(persistent|SMs)|host merge of|FAIL" | tee -a "$O/trace.txt"
   done
 fi
 if [[ ${SKIP_HNSW:-0} != 1 ]]; then
@@ -123,6 +124,7 @@ fi
 echo "== summary"
 cat "$O/tests-summary.txt" 2>/dev/null
 cat "$O/ab.txt"
+grep -h "host merge of 64" "$O/trace.txt" 2>/dev/null | head -1
 grep -h "persistent traced" "$O/trace.txt" 2>/dev/null |
   sed -E 's/.*\) persistent traced call/traced call/' | cut -c1-800
 [ -f "$O/hnswlib.jsonl" ] && python3 -c '
