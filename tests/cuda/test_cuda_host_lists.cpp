@@ -2,7 +2,6 @@
 // (cuda::merge_host_lists: a row taken once, entries taken as they arrive and only while they can
 // enter; the stamp traced calls take) and the persistent kernel's job words
 // (cuda::write_job_words). Label `cuda` with the other CUDA tests; none of these needs a device.
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -62,9 +61,7 @@ TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
   entry(words, 2, 0.6f, tag);
   std::vector<uint32_t> ids(k);
   uint64_t heads_seen = 0;  // traced calls: when every list's first entry had been taken
-  const uint64_t before = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count());
+  const uint64_t before = cuda::steady_ns();
   ASSERT_TRUE(cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr,
                                      &heads_seen));
   EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));

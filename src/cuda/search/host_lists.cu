@@ -70,6 +70,12 @@ uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t lis
 
 }  // namespace
 
+uint64_t steady_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
 /** Waits for one query's n_lists lists of list_k entries in `words` (two words each, id and
  *  distance bits, | tag << 32; each list sorted by (distance, id), the lists disjoint) and
  *  merges them into its k nearest (fewer found: padded with kInvalidId, +inf). Entries are
@@ -94,10 +100,7 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
     const volatile uint64_t* list = words + size_t{l} * 2 * list_k;
     const bool fresh = next[l] == 0;
     next[l] = take_entries(list, next[l], list_k, tag, k, best.data(), count);
-    if (heads_seen_ns && fresh && next[l] != 0 && ++heads == n_lists)
-      *heads_seen_ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::steady_clock::now().time_since_epoch())
-                                    .count());
+    if (heads_seen_ns && fresh && next[l] != 0 && ++heads == n_lists) *heads_seen_ns = steady_ns();
     return next[l] == list_k;
   };
   for (uint32_t pass = 1; n_pending > 0; ++pass) {

@@ -8,6 +8,9 @@
 
 namespace cagra::cuda {
 
+/** The host's steady clock in nanoseconds (the stamps of traced calls). */
+uint64_t steady_ns();
+
 /** Waits for one query's n_lists sorted lists of list_k (id, distance) entries, tagged, and
  *  merges them into its k nearest, each id once (padded with kInvalidId, +inf), spinning on
  *  mapped memory. False when the stream finished before every list arrived (a failed kernel).

@@ -83,14 +83,6 @@ void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_w
   ps.running = true;
 }
 
-#if CAGRA_MCTA_TRACE
-uint64_t steady_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-}
-#endif
-
 }  // namespace
 
 // In order: x86 stores become visible in program order, and the volatile stores keep the
