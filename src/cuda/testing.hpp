@@ -25,6 +25,13 @@ void copy_memory(void* dst, const void* src, size_t bytes);
  *  launched yet). */
 uint32_t persistent_ctas_per_sm(const cagra::index& idx, int device = 0);
 
+/** One warp's list merge (primitives/warp_list.cuh) on the device: the sorted list (32 entries,
+ *  (distance, id), kNoId ids after the real ones) with candidates cand_d/cand_i[0, n) (n <= 96)
+ *  merged into it by merge_list (head 0) or merge_head (its first `head` entries exact), written
+ *  back to list_d / list_i. */
+void warp_list_merge(float* list_d, uint32_t* list_i, const float* cand_d, const uint32_t* cand_i,
+                     uint32_t n, uint32_t head);
+
 #if CAGRA_MCTA_TRACE
 /** A build with -DCAGRA_MCTA_TRACE=1: device memory of n_ctas x kMultiCtaTraceSlots words that
  *  the next multi-CTA launches stamp for their first query (null: off). Not thread-safe. */

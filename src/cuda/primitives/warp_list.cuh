@@ -2,7 +2,8 @@
 // entry i: the multi-CTA kernel's per-CTA top list. merge_list merges a batch of candidates into
 // it with shuffles only (a register bitonic sort, the reversed-minimum step, a 5-stage bitonic
 // merge); pick_parent names the entry the merged list will expand next without waiting for the
-// merge (two warp reductions), so the parent's row can load while the warp merges.
+// merge (two warp reductions), so the parent's row can load while the warp merges; merge_head is
+// the multi-CTA kernel's last merge, which keeps exact only the entries that leave the CTA.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +17,52 @@ namespace cagra::cuda::dev {
 
 constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 
+/** Warp 0: a bitonic sort of (cd, ci) across lanes [0, kWidth), ascending; lanes beyond hold
+ *  groups of kWidth sorted the other way, so callers leave them (far, kNoId). */
+template <uint32_t kWidth>
+__device__ __forceinline__ void sort_lanes(float& cd, uint32_t& ci) {
+  const uint32_t lane = threadIdx.x & 31u;
+#pragma unroll
+  for (uint32_t k = 2; k <= kWidth; k <<= 1)
+#pragma unroll
+    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+      const float od = __shfl_xor_sync(kFullWarp, cd, j);
+      const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
+      const bool up = (lane & k) == 0, lower = (lane & j) == 0;
+      if (lower == up ? key_less(od, oi, cd, ci) : key_less(cd, ci, od, oi)) {
+        cd = od;
+        ci = oi;
+      }
+    }
+}
+
+/** Warp 0: the sorted candidates (cd, ci: lane i the i-th nearest, (far, kNoId) after them)
+ *  merged into the list: the reversed minimum min(list[i], cand[31 - i]) keeps the 32 smallest
+ *  of both as a bitonic sequence, which five half-cleaner stages sort. */
+__device__ __forceinline__ void merge_sorted(float& ld, uint32_t& li, float cd, uint32_t ci) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const float rd = __shfl_sync(kFullWarp, cd, 31 - lane);
+  const uint32_t ri = __shfl_sync(kFullWarp, ci, 31 - lane);
+  if (key_less(rd, ri, ld, li)) {
+    ld = rd;
+    li = ri;
+  }
+#pragma unroll
+  for (uint32_t j = 16; j > 0; j >>= 1) {
+    const float od = __shfl_xor_sync(kFullWarp, ld, j);
+    const uint32_t oi = __shfl_xor_sync(kFullWarp, li, j);
+    if ((lane & j) == 0 ? key_less(od, oi, ld, li) : key_less(ld, li, od, oi)) {
+      ld = od;
+      li = oi;
+    }
+  }
+}
+
 /** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries
  *  are skipped) into the list (ld, li: lane i holds entry i), 32 per round. Candidates not
- *  nearer than the 32nd entry are
- *  dropped (the CPU's rule); the others are bitonic-sorted across the lanes, and the reversed
- *  minimum min(list[i], cand[31 - i]) keeps the 32 smallest of both as a bitonic sequence, which
- *  five half-cleaner stages sort. With `allowed` (a filter's bitset, search/filter.cuh) only the
- *  candidates whose row it allows are merged: a filtered search's list of results. */
+ *  nearer than the 32nd entry are dropped (the CPU's rule); the others are sorted across the
+ *  lanes and merged (merge_sorted). With `allowed` (a filter's bitset, search/filter.cuh) only
+ *  the candidates whose row it allows are merged: a filtered search's list of results. */
 __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float* cand_d,
                                            const uint32_t* cand_i, uint32_t n, float far,
                                            const uint32_t* allowed = nullptr) {
@@ -44,30 +84,57 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = far;
       ci = kNoId;
     }
-    for (uint32_t k = 2; k <= 32; k <<= 1)
-      for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-        const float od = __shfl_xor_sync(kFullWarp, cd, j);
-        const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
-        const bool up = (lane & k) == 0, lower = (lane & j) == 0;
-        if (lower == up ? key_less(od, oi, cd, ci) : key_less(cd, ci, od, oi)) {
-          cd = od;
-          ci = oi;
-        }
-      }
-    const float rd = __shfl_sync(kFullWarp, cd, 31 - lane);
-    const uint32_t ri = __shfl_sync(kFullWarp, ci, 31 - lane);
-    if (key_less(rd, ri, ld, li)) {
-      ld = rd;
-      li = ri;
+    sort_lanes<32>(cd, ci);
+    merge_sorted(ld, li, cd, ci);
+  }
+}
+
+/** Warp 0, the multi-CTA kernel's last merge where only the list's first `head` entries leave
+ *  the CTA (the host merges the CTAs' lists): merge_list's result in those entries, the rest
+ *  not kept sorted. Only the candidates nearer than entry head - 1 can enter them (on
+ *  SIFT-wall-1M ~6.5 of ~14 at head 10); they are compacted into the first lanes (a ballot and
+ *  shared memory) and sorted only as wide as their count (2 to 32 lanes, each width unrolled):
+ *  ~12 dependent shuffle stages instead of merge_list's 21 for the usual 5-8 candidates. */
+__device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float* cand_d,
+                                           const uint32_t* cand_i, uint32_t n, float far,
+                                           uint32_t head) {
+  __shared__ float s_d[32];
+  __shared__ uint32_t s_i[32];
+  const uint32_t lane = threadIdx.x & 31u;
+  for (uint32_t base = 0; base < n; base += 32) {
+    const float td = __shfl_sync(kFullWarp, ld, head - 1);
+    const uint32_t ti = __shfl_sync(kFullWarp, li, head - 1);
+    const uint32_t i = base + lane;
+    float cd = far;
+    uint32_t ci = kNoId;
+    if (i < n) {
+      cd = cand_d[i];
+      ci = cand_i[i];
     }
-    for (uint32_t j = 16; j > 0; j >>= 1) {
-      const float od = __shfl_xor_sync(kFullWarp, ld, j);
-      const uint32_t oi = __shfl_xor_sync(kFullWarp, li, j);
-      if ((lane & j) == 0 ? key_less(od, oi, ld, li) : key_less(ld, li, od, oi)) {
-        ld = od;
-        li = oi;
-      }
+    const bool keep = i < n && ci != kNoId && cd < far && key_less(cd, ci, td, ti);
+    const uint32_t mask = __ballot_sync(kFullWarp, keep);
+    if (mask == 0) continue;
+    const uint32_t count = __popc(mask);
+    if (keep) {
+      const uint32_t to = __popc(mask & ((1u << lane) - 1u));
+      s_d[to] = cd;
+      s_i[to] = ci;
     }
+    __syncwarp();
+    cd = lane < count ? s_d[lane] : far;
+    ci = lane < count ? s_i[lane] : kNoId;
+    __syncwarp();
+    if (count <= 2)
+      sort_lanes<2>(cd, ci);
+    else if (count <= 4)
+      sort_lanes<4>(cd, ci);
+    else if (count <= 8)
+      sort_lanes<8>(cd, ci);
+    else if (count <= 16)
+      sort_lanes<16>(cd, ci);
+    else
+      sort_lanes<32>(cd, ci);
+    merge_sorted(ld, li, cd, ci);
   }
 }
 

@@ -38,9 +38,11 @@
 // the other warps insert the parent's neighbors into the device hash (one id each, coalesced
 // graph reads) and append the ones they inserted to the other candidate buffer; then teams of
 // kTeam lanes (team_distance.cuh) compute their distances. The merge (~0.6 us) thus overlaps the
-// graph row's and the hash's round trips instead of adding to them. Unlike the single-CTA kernel
-// the answer is not the CPU's bit for bit: which CTA discovers a node first depends on timing, so
-// the traversal (and rarely the answer) varies between runs.
+// graph row's and the hash's round trips instead of adding to them. The last merge, which nothing
+// overlaps, keeps exact only the entries that leave the CTA where the host merges the lists
+// (merge_head: 1,230-1,250 SM clocks against merge_list's ~1,470, SIFT-wall-1M, H200). Unlike the
+// single-CTA kernel the answer is not the CPU's bit for bit: which CTA discovers a node first
+// depends on timing, so the traversal (and rarely the answer) varies between runs.
 #pragma once
 
 #include <cstdint>
@@ -221,8 +223,12 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
         merge_from = clock64();
       }
 #endif
-      merge_list(ld, li, in_d, in_i, n, far);
-      if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
+      if (!expand && a.h_lists && !allowed) {
+        merge_head(ld, li, in_d, in_i, n, far, a.list_k);  // only list_k entries leave the CTA
+      } else {
+        merge_list(ld, li, in_d, in_i, n, far);
+        if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
+      }
 #if CAGRA_MCTA_TRACE
       if (trace && tid == 0 && !expand) {
         trace[kTraceLastMergeClocks] = uint64_t(clock64() - merge_from);
