@@ -21,7 +21,7 @@
 # and its tests, memcheck and trace run under each too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2,
 # ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt, $OUT/trace.txt, and prints a summary last
 # (tests, rounds, traced calls, hnswlib): read the output's tail; the build logs go into
-# $OUT/build-logs.tar.gz, so that the device tool returns the other files.
+# $OUT/build-logs.tar.gz with the tests' logs, so that the device tool returns the other files.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
@@ -61,7 +61,7 @@ fi
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
   for i in "${!sides[@]}"; do
     read -r -a benv <<<"${envs[$i]}"
-    env "${benv[@]}" build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*:CudaHostLists.*' \
+    env "${benv[@]}" build-device/tests/cagra_cuda_tests --gtest_filter='CudaMultiCta.*:CudaHostLists.*:CudaWarpList.*' \
       >"$O/multi-cta-${sides[$i]}.log" 2>&1
     echo "${sides[$i]} (${envs[$i]:-no env}) CudaMultiCta rc=$?" | tee -a "$O/tests-summary.txt"
     env "${benv[@]}" compute-sanitizer --tool memcheck --error-exitcode 1 build-device/tests/cagra_cuda_tests \
@@ -117,7 +117,7 @@ if [[ ${SKIP_HNSW:-0} != 1 ]]; then
 fi
 # The build logs and the index's output in one archive: the device tool returns at most a few
 # files of $OUT (the JSON lines, ab.txt, trace.txt and the tests' logs are the ones to read).
-(cd "$O" && logs=$(ls bd.log ba*.log bt.log bh.log index.txt 2>/dev/null)
+(cd "$O" && logs=$(ls bd.log ba*.log bt.log bh.log index.txt multi-cta-*.log memcheck-*.log 2>/dev/null)
   [ -n "$logs" ] && tar -czf build-logs.tar.gz $logs && rm -f $logs)
 # Last, what to read (the device tool returns only the output's tail, and only some of $OUT's
 # files): the tests, the rounds, the traced calls' main figures, hnswlib's points.
@@ -125,6 +125,7 @@ echo "== summary"
 cat "$O/tests-summary.txt" 2>/dev/null
 cat "$O/ab.txt"
 grep -h "host merge of 64" "$O/trace.txt" 2>/dev/null | head -1
+grep -h "persistent CTAs on" "$O/trace.txt" 2>/dev/null | sed -E 's/.*\) the persistent/the persistent/'
 grep -h "persistent traced" "$O/trace.txt" 2>/dev/null |
   sed -E 's/.*\) persistent traced call/traced call/' | cut -c1-800
 [ -f "$O/hnswlib.jsonl" ] && python3 -c '
