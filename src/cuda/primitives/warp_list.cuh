@@ -58,6 +58,18 @@ __device__ __forceinline__ void merge_sorted(float& ld, uint32_t& li, float cd, 
   }
 }
 
+/** Candidate i of cand_d/cand_i[0, n) into (cd, ci), or (far, kNoId) past n. */
+__device__ __forceinline__ void lane_candidate(const float* cand_d, const uint32_t* cand_i,
+                                               uint32_t i, uint32_t n, float far, float& cd,
+                                               uint32_t& ci) {
+  cd = far;
+  ci = kNoId;
+  if (i < n) {
+    cd = cand_d[i];
+    ci = cand_i[i];
+  }
+}
+
 /** Warp 0: merges the candidates (cd/ci[0, n), distinct nodes not in the list; kNoId entries
  *  are skipped) into the list (ld, li: lane i holds entry i), 32 per round. Candidates not
  *  nearer than the 32nd entry are dropped (the CPU's rule); the others are sorted across the
@@ -70,12 +82,9 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
   for (uint32_t base = 0; base < n; base += 32) {
     const float worst = __shfl_sync(kFullWarp, ld, 31);
     const uint32_t i = base + lane;
-    float cd = far;
-    uint32_t ci = kNoId;
-    if (i < n) {
-      cd = cand_d[i];
-      ci = cand_i[i];
-    }
+    float cd;
+    uint32_t ci;
+    lane_candidate(cand_d, cand_i, i, n, far, cd, ci);
     const bool keep = i < n && ci != kNoId && (worst == far || cd < worst) &&
                       (allowed == nullptr ||
                        ((__ldg(allowed + ((ci & kIdMask) >> 5)) >> ((ci & kIdMask) & 31)) & 1u));
@@ -105,12 +114,9 @@ __device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float*
     const float td = __shfl_sync(kFullWarp, ld, head - 1);
     const uint32_t ti = __shfl_sync(kFullWarp, li, head - 1);
     const uint32_t i = base + lane;
-    float cd = far;
-    uint32_t ci = kNoId;
-    if (i < n) {
-      cd = cand_d[i];
-      ci = cand_i[i];
-    }
+    float cd;
+    uint32_t ci;
+    lane_candidate(cand_d, cand_i, i, n, far, cd, ci);
     const bool keep = i < n && ci != kNoId && cd < far && key_less(cd, ci, td, ti);
     const uint32_t mask = __ballot_sync(kFullWarp, keep);
     if (mask == 0) continue;
