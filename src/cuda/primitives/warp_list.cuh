@@ -100,11 +100,11 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
 
 /** Warp 0, the multi-CTA kernel's last merge where only the list's first `head` entries leave
  *  the CTA (the host merges the CTAs' lists): merge_list's result in those entries; the list
- *  stays sorted, but its later entries may lack candidates that merge_list would keep. Only the
- * candidates nearer than entry head - 1 can enter them (on SIFT-wall-1M ~6.5 of ~14 at head 10);
- * they are compacted into the first lanes (a ballot and shared memory) and sorted only as wide as
- * their count (2 to 32 lanes, each width unrolled): ~12 dependent shuffle stages instead of
- * merge_list's 21 for the usual 5-8 candidates. */
+ *  stays sorted, but its later entries may lack candidates that merge_list would keep. Only
+ *  the candidates nearer than entry head - 1 can enter the head (on SIFT-wall-1M ~6.5 of ~14
+ *  at head 10); they are compacted into the first lanes (a ballot and shared memory) and
+ *  sorted only as wide as their count (2 to 32 lanes, each width unrolled): ~12 dependent
+ *  shuffle stages instead of merge_list's 21 for the usual 5-8 candidates. */
 __device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float* cand_d,
                                            const uint32_t* cand_i, uint32_t n, float far,
                                            uint32_t head) {
