@@ -70,6 +70,23 @@ __device__ void bitonic_sort(G g, float* d, uint32_t* id, uint32_t n) {
 
 using bits::next_pow2;
 
+/** One warp: a register bitonic sort of (d, id) across lanes [0, width) (a power of two, at most
+ *  32), ascending; lanes beyond hold groups of `width` sorted the other way, so callers leave
+ *  them (far, invalid). A constant width unrolls it (warp_list.cuh's sort_lanes<W>). */
+__device__ __forceinline__ void sort_lanes(float& d, uint32_t& id, uint32_t width) {
+  const uint32_t lane = threadIdx.x & 31u;
+  for (uint32_t k = 2; k <= width; k <<= 1)
+    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
+      const float od = __shfl_xor_sync(0xFFFFFFFFu, d, j);
+      const uint32_t oi = __shfl_xor_sync(0xFFFFFFFFu, id, j);
+      const bool up = (lane & k) == 0, lower = (lane & j) == 0;
+      if (lower == up ? key_less(od, oi, d, id) : key_less(d, id, od, oi)) {
+        d = od;
+        id = oi;
+      }
+    }
+}
+
 /** Warp 0, 1 <= s <= 32 candidates in cd/ci[0, s): merges them into the sorted top list (m
  *  entries) without a bitonic merge of the whole list. The candidates are bitonic-sorted in
  *  registers (one per lane, shuffles); each finds its rank among the top entries by binary search,
@@ -84,17 +101,7 @@ __device__ __forceinline__ void rank_merge_warp(float* td, uint32_t* ti, uint32_
   const uint32_t lane = threadIdx.x & 31u;
   float d = lane < s ? cd[lane] : far;
   uint32_t id = lane < s ? ci[lane] : invalid;
-  const uint32_t sp = next_pow2(s);
-  for (uint32_t k = 2; k <= sp; k <<= 1)
-    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-      const float od = __shfl_xor_sync(kFull, d, j);
-      const uint32_t oi = __shfl_xor_sync(kFull, id, j);
-      const bool up = (lane & k) == 0, lower = (lane & j) == 0;
-      if (lower == up ? key_less(od, oi, d, id) : key_less(d, id, od, oi)) {
-        d = od;
-        id = oi;
-      }
-    }
+  sort_lanes(d, id, next_pow2(s));
   uint32_t lo = 0, hi = m;  // number of top entries before this candidate
   while (lo < hi) {
     const uint32_t mid = (lo + hi) >> 1;

@@ -17,25 +17,6 @@ namespace cagra::cuda::dev {
 
 constexpr uint32_t kFullWarp = 0xFFFFFFFFu;
 
-/** Warp 0: a bitonic sort of (cd, ci) across lanes [0, kWidth), ascending; lanes beyond hold
- *  groups of kWidth sorted the other way, so callers leave them (far, kNoId). */
-template <uint32_t kWidth>
-__device__ __forceinline__ void sort_lanes(float& cd, uint32_t& ci) {
-  const uint32_t lane = threadIdx.x & 31u;
-#pragma unroll
-  for (uint32_t k = 2; k <= kWidth; k <<= 1)
-#pragma unroll
-    for (uint32_t j = k >> 1; j > 0; j >>= 1) {
-      const float od = __shfl_xor_sync(kFullWarp, cd, j);
-      const uint32_t oi = __shfl_xor_sync(kFullWarp, ci, j);
-      const bool up = (lane & k) == 0, lower = (lane & j) == 0;
-      if (lower == up ? key_less(od, oi, cd, ci) : key_less(cd, ci, od, oi)) {
-        cd = od;
-        ci = oi;
-      }
-    }
-}
-
 /** Warp 0: the sorted candidates (cd, ci: lane i the i-th nearest, (far, kNoId) after them)
  *  merged into the list: the reversed minimum min(list[i], cand[31 - i]) keeps the 32 smallest
  *  of both as a bitonic sequence, which five half-cleaner stages sort. */
@@ -93,7 +74,7 @@ __device__ __forceinline__ void merge_list(float& ld, uint32_t& li, const float*
       cd = far;
       ci = kNoId;
     }
-    sort_lanes<32>(cd, ci);
+    sort_lanes(cd, ci, 32);
     merge_sorted(ld, li, cd, ci);
   }
 }
@@ -132,15 +113,15 @@ __device__ __forceinline__ void merge_head(float& ld, uint32_t& li, const float*
     ci = lane < count ? s_i[lane] : kNoId;
     __syncwarp();
     if (count <= 2)
-      sort_lanes<2>(cd, ci);
+      sort_lanes(cd, ci, 2);
     else if (count <= 4)
-      sort_lanes<4>(cd, ci);
+      sort_lanes(cd, ci, 4);
     else if (count <= 8)
-      sort_lanes<8>(cd, ci);
+      sort_lanes(cd, ci, 8);
     else if (count <= 16)
-      sort_lanes<16>(cd, ci);
+      sort_lanes(cd, ci, 16);
     else
-      sort_lanes<32>(cd, ci);
+      sort_lanes(cd, ci, 32);
     merge_sorted(ld, li, cd, ci);
   }
 }
