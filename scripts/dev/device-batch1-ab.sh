@@ -20,8 +20,10 @@
 # (several such settings separated by `;`: B runs once a round under each, as sides b1, b2, ...,
 # and its tests, memcheck and trace run under each too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2,
 # ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt, $OUT/trace.txt, and prints a summary last
-# (tests, rounds, traced calls, hnswlib): read the output's tail; the build logs go into
-# $OUT/build-logs.tar.gz with the tests' logs, so that the device tool returns the other files.
+# (tests, rounds, each side's QPS range and its ratio to the first side by round, traced calls,
+# hnswlib): read the output's tail; each JSON line names its side and environment ("variant");
+# the build logs go into $OUT/build-logs.tar.gz with the tests' logs, so that the device tool
+# returns the other files.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 A_TAR=${1:?usage: device-batch1-ab.sh A_TARBALL NAME}
@@ -98,6 +100,42 @@ for r in $(seq "${ROUNDS:-3}"); do
     done
   done
 done
+# Each row names its side and environment ("variant"), and the summary's per-side table takes
+# each side's rounds against the first side's (the same round, the same itopk and batch).
+sides_env=()
+for j in "${!run_sides[@]}"; do sides_env+=("${run_sides[$j]}=${run_envs[$j]}"); done
+python3 - "$O" "${sides_env[@]}" >"$O/sides.txt" <<'PY'
+import json, statistics, sys
+out, pairs = sys.argv[1], [a.split("=", 1) for a in sys.argv[2:]]
+rows = {}
+for side, env in pairs:
+    path = f"{out}/batch1-{side}.jsonl"
+    try:
+        rs = [json.loads(l) for l in open(path)]
+    except FileNotFoundError:
+        continue
+    for r in rs:
+        r["variant"] = f"side {side}: {env or 'no env'}"
+    with open(path, "w") as f:
+        f.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in rs)
+    rows[side] = rs
+first = pairs[0][0]
+def points(rs):  # (batch, itopk) -> QPS in round order
+    p = {}
+    for r in rs:
+        p.setdefault((r["batch"], r["params"]["itopk"]), []).append(r["qps"])
+    return p
+base = points(rows.get(first, []))
+for side, env in pairs:
+    for key, q in sorted(points(rows.get(side, [])).items()):
+        ratio = [a / b for a, b in zip(q, base.get(key, []))]
+        line = (f"{side:3} batch {key[0]} itopk {key[1]}: {min(q) / 1e3:.1f}-{max(q) / 1e3:.1f}K QPS, "
+                f"median {statistics.median(q) / 1e3:.1f}K")
+        if side != first and ratio:
+            line += (f"; against {first} by round {min(ratio):.2f}-{max(ratio):.2f}x "
+                     f"(median {statistics.median(ratio):.2f}x)")
+        print(line + f"  [{env or 'no env'}]")
+PY
 if [[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ]; then
   for i in "${!sides[@]}"; do
     read -r -a benv <<<"${envs[$i]}"
@@ -124,6 +162,7 @@ fi
 echo "== summary"
 cat "$O/tests-summary.txt" 2>/dev/null
 cat "$O/ab.txt"
+cat "$O/sides.txt"
 grep -h "host merge of 64" "$O/trace.txt" 2>/dev/null | head -1
 grep -h "persistent CTAs on" "$O/trace.txt" 2>/dev/null | sed -E 's/.*\) the persistent/the persistent/'
 grep -h "persistent traced" "$O/trace.txt" 2>/dev/null |
