@@ -12,7 +12,7 @@
 //
 //   multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] [--init LIST]
 //                 [--width LIST] [--pool LIST] [--visited shared|cta] [--queries N] [-k K]
-//                 [--json FILE] [--dataset NAME]
+//                 [--json FILE] [--dataset NAME] [--lists FILE]
 //
 // LIST: comma-separated values (every combination runs). --init: initial nodes per CTA
 // (default 96, the automatic shape's three rounds of d at degree 32). --pool P: the initial
@@ -23,8 +23,12 @@
 // (the default): random initial nodes from all rows. --visited cta: each CTA claims in a visited
 // set of its own (a shared-memory table instead of the query's device hash: no L2 round trip a
 // claim, but CTAs may walk the same nodes; the answer takes an id once); shared (the default):
-// the kernel's one set a query. Byte (u8/i8) and f32 indexes, L2 only.
+// the kernel's one set a query. --lists FILE appends every query's CTA lists as the host gets
+// them (the first k entries of each; bench/host_merge_lists.cu reads them): per query the
+// uint32 CTA count and k, then each CTA's k (float distance, uint32 id) pairs, sorted, padded
+// with (+inf, 0xFFFFFFFF). Byte (u8/i8) and f32 indexes, L2 only.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -91,6 +95,7 @@ struct model {
   }
 
   std::vector<std::vector<uint32_t>> own;  // --visited cta: each CTA's claimed ids (else empty)
+  std::vector<std::vector<entry>> lists;   // the last query's CTA lists
 
   /** CTA c claims node id: true where no CTA (--visited cta: not CTA c) claimed it before. */
   bool claim(uint32_t c, uint32_t id) {
@@ -122,7 +127,7 @@ struct model {
     own.assign(s.own_visited ? s.ctas : 0, {});
     const uint64_t state = cagra::bits::query_seed_state(0, q, uint32_t(q_bytes));
     const uint64_t n = uint64_t(idx.size());
-    std::vector<std::vector<entry>> lists(s.ctas);
+    lists.assign(s.ctas, {});
     for (uint32_t c = 0; c < s.ctas; ++c) {
       std::vector<entry> best(32, entry{0, UINT32_MAX, false});
       if (pool.empty()) {
@@ -180,6 +185,18 @@ struct model {
   }
 };
 
+/** One query's CTA lists for --lists: the CTA count and k, then each list's first k entries. */
+void write_lists(std::FILE* f, const std::vector<std::vector<entry>>& lists, uint32_t k) {
+  const uint32_t head[2] = {uint32_t(lists.size()), k};
+  std::fwrite(head, sizeof head, 1, f);
+  for (const auto& l : lists)
+    for (uint32_t j = 0; j < k; ++j) {
+      const entry e = j < l.size() ? l[j] : entry{INFINITY, UINT32_MAX, false};
+      std::fwrite(&e.d, 4, 1, f);
+      std::fwrite(&e.id, 4, 1, f);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -187,14 +204,14 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr,
                  "usage: multi_cta_sim INDEX QUERIES GROUNDTRUTH [--ctas LIST] [--iterations LIST] "
                  "[--init LIST] [--width LIST] [--pool LIST] [--visited shared|cta] [--queries N] "
-                 "[-k K] [--json FILE] [--dataset NAME]\n");
+                 "[-k K] [--json FILE] [--dataset NAME] [--lists FILE]\n");
     return argc < 4 ? 2 : 0;
   }
   std::vector<uint32_t> ctas{64}, iterations{3}, inits{96}, widths{1}, pools{0};
   int64_t n_queries = 1000;
   uint32_t k = 10;
   bool own_visited = false;
-  std::string json, name = argv[2];
+  std::string json, lists_path, name = argv[2];
   for (int i = 4; i + 1 < argc; i += 2) {
     const std::string o = argv[i], v = argv[i + 1];
     if (o == "--ctas")
@@ -218,6 +235,8 @@ int main(int argc, char** argv) try {
       json = v;
     else if (o == "--dataset")
       name = v;
+    else if (o == "--lists")
+      lists_path = v;
     else
       throw std::runtime_error("unknown option " + o);
   }
@@ -231,8 +250,11 @@ int main(int argc, char** argv) try {
                 "the ground truth needs k ids for every query");
   n_queries = std::min<int64_t>(n_queries, queries.rows());
   const int64_t step = std::max<int64_t>(1, queries.rows() / n_queries);
-  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}, {}};
+  model m{idx, k, std::vector<uint32_t>(size_t(idx.size()), 0), 0, 0, {}, {}, {}};
   std::FILE* out = json.empty() ? nullptr : std::fopen(json.c_str(), "a");
+  std::FILE* lists_out = lists_path.empty() ? nullptr : std::fopen(lists_path.c_str(), "ab");
+  CAGRA_EXPECTS(lists_path.empty() || lists_out, "cannot open '%s' for appending",
+                lists_path.c_str());
   std::printf(
       "%s: %lld x %u, degree %u, %lld queries (one in %lld), k %u, visited %s (a CPU "
       "model)\n",
@@ -255,6 +277,7 @@ int main(int argc, char** argv) try {
               const int64_t row = qi * step;
               const uint8_t* q = queries.row_bytes(row);
               const std::vector<uint32_t> ids = m.search(q, queries.view().row_bytes(), s);
+              if (lists_out) write_lists(lists_out, m.lists, k);
               const uint32_t* truth = gt.ids.as<uint32_t>().data + row * gt.ids.cols();
               for (uint32_t a = 0; a < k; ++a)
                 hits += std::find(truth, truth + k, ids[a]) != truth + k ? 1 : 0;
@@ -273,6 +296,7 @@ int main(int argc, char** argv) try {
           }
   }
   if (out) std::fclose(out);
+  if (lists_out) std::fclose(lists_out);
   return 0;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "multi_cta_sim: %s\n", e.what());
