@@ -2,9 +2,11 @@
 // (cuda::merge_host_lists: a row taken once, entries taken as they arrive and only while they can
 // enter; the stamp traced calls take) and the persistent kernel's job words
 // (cuda::write_job_words). Label `cuda` with the other CUDA tests; none of these needs a device.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -66,6 +68,58 @@ TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
                                      &heads_seen));
   EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
   EXPECT_GE(heads_seen, before);
+}
+
+// Against a sort of all the lists' entries: many lists of sorted, disjoint entries (a few ids
+// in two lists with the same distance, as the pool's unwaited claims give), some lists short
+// (padded with kInvalidId), k below and at the list length.
+TEST(CudaHostLists, MergeMatchesASortOfAllLists) {
+  std::mt19937 rng(7);
+  for (const uint32_t n_lists : {1u, 16u, 64u, 128u}) {
+    for (const uint32_t k : {1u, 4u, 10u}) {
+      const uint32_t list_k = 10, tag = 3;
+      std::vector<uint64_t> words;
+      std::vector<std::pair<float, uint32_t>> all;
+      for (uint32_t l = 0; l < n_lists; ++l) {
+        std::vector<std::pair<float, uint32_t>> list;
+        const uint32_t len = rng() % 4 == 0 ? rng() % list_k : list_k;
+        for (uint32_t j = 0; j < len; ++j) {
+          // Ids in [0, 600): a repeated id takes the distance it first had (one row, one
+          // distance); otherwise a coarse grid of distances, so that ties occur.
+          const uint32_t id = rng() % 600;
+          float d = float(rng() % 2000);
+          for (const auto& e : all)
+            if (e.second == id) d = e.first;
+          bool dup = false;
+          for (const auto& e : list) dup |= e.second == id;
+          if (dup) continue;
+          list.emplace_back(d, id);
+          all.emplace_back(d, id);
+        }
+        std::sort(list.begin(), list.end());
+        for (uint32_t j = 0; j < list_k; ++j) {
+          const auto [d, id] = j < list.size() ? list[j] : std::pair{1e30f, kInvalidId};
+          uint32_t bits = 0;
+          std::memcpy(&bits, &d, sizeof bits);
+          words.push_back(id | uint64_t{tag} << 32);
+          words.push_back(bits | uint64_t{tag} << 32);
+        }
+      }
+      std::sort(all.begin(), all.end());
+      all.erase(std::unique(all.begin(), all.end()), all.end());
+      std::vector<uint32_t> ids(k);
+      std::vector<float> dist(k);
+      ASSERT_TRUE(cuda::merge_host_lists(words.data(), n_lists, list_k, k, tag, nullptr, ids.data(),
+                                         dist.data()));
+      for (uint32_t i = 0; i < k; ++i) {
+        const bool found = i < all.size();
+        EXPECT_EQ(ids[i], found ? all[i].second : kInvalidId) << n_lists << " lists, k " << k;
+        if (found) {
+          EXPECT_EQ(dist[i], all[i].first) << n_lists << " lists, k " << k;
+        }
+      }
+    }
+  }
 }
 
 // The persistent kernel's job words carry every byte of the query (a tail of 1-3 bytes
