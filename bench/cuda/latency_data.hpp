@@ -3,6 +3,7 @@
 // (scripts/dev/device-latency.sh), else the suite's bigann10k index (L2-resident).
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -11,6 +12,16 @@
 #include <cagra/io.hpp>
 
 namespace cagra::test {
+
+/** The mean microseconds of f() over `reps` calls, after reps / 10 + 1 calls of warm-up. */
+template <typename F>
+double mean_us(int reps, F&& f) {
+  using clk = std::chrono::steady_clock;
+  for (int r = 0; r < reps / 10 + 1; ++r) f();  // warm-up
+  const auto t0 = clk::now();
+  for (int r = 0; r < reps; ++r) f();
+  return std::chrono::duration<double, std::micro>(clk::now() - t0).count() / reps;
+}
 
 struct latency_data {
   std::unique_ptr<cagra::index> loaded;
