@@ -24,7 +24,8 @@
 // set of its own (a shared-memory table instead of the query's device hash: no L2 round trip a
 // claim, but CTAs may walk the same nodes; the answer takes an id once); shared (the default):
 // the kernel's one set a query. --lists FILE appends every query's CTA lists as the host gets
-// them (the first k entries of each; bench/host_merge_lists.cu reads them): per query the
+// them (the first k entries of each; CudaLatencyHost.HostMergeRealLists in
+// bench/cuda/host_merge_latency.cpp reads them): per query the
 // uint32 CTA count and k, then each CTA's k (float distance, uint32 id) pairs, sorted, padded
 // with (+inf, 0xFFFFFFFF). Byte (u8/i8) and f32 indexes, L2 only.
 #include <algorithm>

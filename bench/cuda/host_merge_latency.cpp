@@ -58,7 +58,7 @@ TEST(CudaLatencyHost, HostMerge) {
  *  --lists` (the CPU model's CTA lists of each query, the kernel's shape), separated by commas.
  *  Per file: the mean merge of a query's lists with their lines in the host's cache (merged
  *  once before), and with every line flushed first (as lines the device has just written: each
- *  one a miss), against the lists' count and the entries a merge reads at most. */
+ *  one a miss). */
 TEST(CudaLatencyHost, HostMergeRealLists) {
   const char* files = std::getenv("CAGRA_HOST_MERGE_LISTS");
   if (files == nullptr) GTEST_SKIP() << "CAGRA_HOST_MERGE_LISTS names multi_cta_sim --lists files";

@@ -63,8 +63,9 @@ uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t lis
       continue;
     if (j == 0) {  // the head enters, so the next entries may: the list's other lines asked for
       const char* b = reinterpret_cast<const char*>(const_cast<const uint64_t*>(list));
-      for (uint32_t o = 64; o < 16 * list_k; o += 64) __builtin_prefetch(b + o);
-      __builtin_prefetch(b + 16 * list_k - 1);
+      const uint32_t bytes = list_k * 2 * sizeof(uint64_t);  // an entry: two tagged words
+      for (uint32_t o = 64; o < bytes; o += 64) __builtin_prefetch(b + o);
+      __builtin_prefetch(b + bytes - 1);
     }
     const uint32_t pos = static_cast<uint32_t>(std::upper_bound(best, best + count, e) - best);
     if (count < k) ++count;
