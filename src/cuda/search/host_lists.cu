@@ -33,15 +33,15 @@ struct host_entry {
   bool operator<(const host_entry& o) const { return d < o.d || (d == o.d && id < o.id); }
 };
 
-/** Takes list entries into best[0, count) (at most k, sorted) from entry `next` on, before
- *  entry `stop`, while they have arrived (both words tagged) and can still enter. Returns the
- *  entry to look at next time, or list_k once the list is done: its entries from there on
- *  cannot enter (it is sorted, so the rest is farther) or there are none; entries that cannot
- *  enter are not waited for. An entry is read only when the one before it entered: each line of
- *  mapped memory the device wrote is a cache miss on the host, and most of a batch-1 call's 64
- *  lists give no entry or one (reading whole lists, ~2.5x the lines, was slower: docs/cuda.md). */
+/** Takes list entries into best[0, count) (at most k, sorted) from entry `next` on, while they
+ *  have arrived (both words tagged) and can still enter. Returns the entry to look at next time,
+ *  or list_k once the list is done: its entries from there on cannot enter (it is sorted, so
+ *  the rest is farther) or there are none; entries that cannot enter are not waited for. An
+ *  entry is read only when the one before it entered: each line of mapped memory the device
+ *  wrote is a cache miss on the host, and most of a batch-1 call's 64 lists give no entry or
+ *  one (reading whole lists, ~2.5x the lines, was slower: docs/cuda.md). */
 uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t list_k, uint32_t tag,
-                      uint32_t k, host_entry* best, uint32_t& count, uint32_t stop) {
+                      uint32_t k, host_entry* best, uint32_t& count) {
   const auto entry = [&](uint32_t j) {
     host_entry e{0.0f, static_cast<uint32_t>(list[2 * j])};
     const uint32_t bits = static_cast<uint32_t>(list[2 * j + 1]);
@@ -52,7 +52,6 @@ uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t lis
   // rest, arrived or not.
   if (next > 0 && count == k && !(entry(next - 1) < best[k - 1])) return list_k;
   for (uint32_t j = next; j < list_k; ++j) {
-    if (j == stop) return j;
     if (uint32_t(list[2 * j] >> 32) != tag || uint32_t(list[2 * j + 1] >> 32) != tag) return j;
     const host_entry e = entry(j);
     if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) return list_k;
@@ -61,12 +60,6 @@ uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t lis
     // distances where the scan's arithmetic differs from the walk's (cosine): matched by id.
     if (std::any_of(best, best + count, [&](const host_entry& b) { return b.id == e.id; }))
       continue;
-    if (j == 0) {  // the head enters, so the next entries may: the list's other lines asked for
-      const char* b = reinterpret_cast<const char*>(const_cast<const uint64_t*>(list));
-      const uint32_t bytes = list_k * 2 * sizeof(uint64_t);  // an entry: two tagged words
-      for (uint32_t o = 64; o < bytes; o += 64) __builtin_prefetch(b + o);
-      __builtin_prefetch(b + bytes - 1);
-    }
     const uint32_t pos = static_cast<uint32_t>(std::upper_bound(best, best + count, e) - best);
     if (count < k) ++count;
     std::copy_backward(best + pos, best + count - 1, best + count);
@@ -103,38 +96,29 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
   // List l's entries, from its next one on; true once it is done. The words are read volatile
   // (they change under the loop) and each carries its tag: no fence is needed.
   uint32_t heads = 0;  // lists whose first entry has been taken (or that are done)
-  const auto take = [&](uint32_t l, uint32_t stop) {
+  const auto take = [&](uint32_t l) {
     const volatile uint64_t* list = words + size_t{l} * 2 * list_k;
     const bool fresh = next[l] == 0;
-    next[l] = take_entries(list, next[l], list_k, tag, k, best.data(), count, stop);
+    next[l] = take_entries(list, next[l], list_k, tag, k, best.data(), count);
     if (heads_seen_ns && fresh && next[l] != 0 && ++heads == n_lists) *heads_seen_ns = steady_ns();
     return next[l] == list_k;
   };
+  // One list after another, each read as its entries arrive. Prefetching every pending list's
+  // next line each pass and taking all heads before later entries (3.5x faster on a CPU with
+  // every line flushed) was slower on the GPU machine: 0.3 us more from the last head to the
+  // merged list, 1.9 us a cached merge of 64 lists against 1.0, ~4% fewer QPS in one binary
+  // (docs/cuda.md, "The relay CTA and the host merge's prefetch").
   for (uint32_t pass = 1; n_pending > 0; ++pass) {
-    // The line of every pending list's next entry asked for first: each line the device wrote
-    // is a miss, and read one list after another (each read behind the branch on the last)
-    // the misses came one at a time. Then the lists' first entries, before any list's later
-    // ones: the heads set the k-th distance that the later entries must beat, so fewer are
-    // read. The CPU model's lists of SIFT-wall-1M's batch-1 shape (64 lists of 10) with every
-    // line flushed (CudaLatencyHost.HostMergeRealLists, a 2-core EPYC,
-    // logs/host-merge-prefetch-cpu2-d474202.txt): 4.1-4.4 us a merge -> 1.65-2.1 with the
-    // prefetches (this one and take_entries' of an entering head's list) -> 1.2-1.3 with the
-    // heads first; 128 lists of a one-iteration shape 7.0-7.5 -> 2.4-3.6 -> 2.0-2.1 us. With the
-    // lines cached 0.79-0.89 -> 0.86-0.92 us.
-    for (uint32_t i = 0; i < n_pending; ++i)
-      __builtin_prefetch(words + (size_t{pending[i]} * list_k + next[pending[i]]) * 2);
-    for (const bool heads_only : {true, false})
-      for (uint32_t i = 0; i < n_pending;) {
-        const uint32_t l = pending[i];
-        if ((next[l] == 0) == heads_only && take(l, heads_only ? 1 : list_k))
-          pending[i] = pending[--n_pending];
-        else
-          ++i;
-      }
+    for (uint32_t i = 0; i < n_pending;) {
+      if (take(pending[i]))
+        pending[i] = pending[--n_pending];
+      else
+        ++i;
+    }
     // Finished: whatever has not arrived now never will (if all has, the next pass takes it).
     if (n_pending > 0 && pass % 4096 == 0 && stream_finished(stream))
       for (uint32_t i = 0; i < n_pending; ++i)
-        if (!take(pending[i], list_k)) return false;
+        if (!take(pending[i])) return false;
   }
   for (uint32_t i = 0; i < k; ++i) {
     ids[i] = i < count ? best[i].id : kInvalidId;
