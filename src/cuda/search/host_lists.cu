@@ -107,7 +107,7 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
   // next line each pass and taking all heads before later entries (3.5x faster on a CPU with
   // every line flushed) was slower on the GPU machine: 0.3 us more from the last head to the
   // merged list, 1.9 us a cached merge of 64 lists against 1.0, ~4% fewer QPS in one binary
-  // (docs/cuda.md, "The relay CTA and the host merge's prefetch").
+  // (docs/cuda.md, "The poll's phase, a relay CTA, two pollers, and the host merge on the GPU").
   for (uint32_t pass = 1; n_pending > 0; ++pass) {
     for (uint32_t i = 0; i < n_pending;) {
       if (take(pending[i]))
