@@ -18,8 +18,9 @@
 # BATCHES (default 1: a comma list of `cagra bench --batch` values; the persistent kernel at 1,
 # the plan's own choice at the others), B_ENV (VAR=VALUE ... set for B's runs only), B_ENVS
 # (several such settings separated by `;`: B runs once a round under each, as sides b1, b2, ...,
-# and its tests, memcheck and trace run under each too). Writes $OUT/batch1-{a,b}.jsonl (b1, b2,
-# ... with B_ENVS), $OUT/hnswlib.jsonl, $OUT/ab.txt, $OUT/trace.txt, and prints a summary last
+# and its tests, memcheck and trace run under each too). Writes $OUT/batch1.jsonl (every side's
+# rows; the device tool returns at most 8 files, too few for a file a side), $OUT/hnswlib.jsonl,
+# $OUT/ab.txt, $OUT/sides.txt, $OUT/trace.txt, and prints a summary last
 # (tests, rounds, each side's QPS range and its ratio to the first side by round, traced calls,
 # hnswlib): read the output's tail; each JSON line names its side and environment ("variant");
 # the build logs go into $OUT/build-logs.tar.gz with the tests' logs, so that the device tool
@@ -33,7 +34,8 @@ BATCHES=${BATCHES:-1}
 D=${DATA_ROOT:-/tmp/cagra-data}/$NAME
 mkdir -p "$O"
 # Its outputs are appended to below: a rerun into the same folder starts them afresh.
-rm -f "$O/tests-summary.txt" "$O/ab.txt" "$O/trace.txt" "$O"/batch1-*.jsonl "$O/hnswlib.jsonl"
+rm -f "$O/tests-summary.txt" "$O/ab.txt" "$O/trace.txt" "$O"/batch1-*.jsonl "$O/batch1.jsonl" \
+  "$O/hnswlib.jsonl"
 CM=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCAGRA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90)
 cmake -S . -B build-device "${CM[@]}" >"$O/bd.log" 2>&1 &&
   cmake --build build-device -j "$(nproc)" --target cagra_cuda_tests cagra_cli >>"$O/bd.log" 2>&1 ||
@@ -136,6 +138,11 @@ for side, env in pairs:
                      f"(median {statistics.median(ratio):.2f}x)")
         print(line + f"  [{env or 'no env'}]")
 PY
+# One file of every side's rows, in the sides' order (each row's "variant" names its side).
+for side in "${run_sides[@]}"; do
+  [ -f "$O/batch1-$side.jsonl" ] && cat "$O/batch1-$side.jsonl" >>"$O/batch1.jsonl"
+  rm -f "$O/batch1-$side.jsonl"
+done
 if [[ ${SKIP_TRACE:-0} != 1 ]] && [ -x build-trace/cagra_cuda_bench ]; then
   for i in "${!sides[@]}"; do
     read -r -a benv <<<"${envs[$i]}"
