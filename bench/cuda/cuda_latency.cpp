@@ -216,6 +216,7 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   // Warp 0's steps: pick_parent at iteration 0 and the last merge (SM clocks), the last
   // iteration to that merge done, the last merge's candidates and those that can enter.
   double pick_clocks = 0, merge_clocks = 0, to_merged = 0, last_cands = 0, last_can_enter = 0;
+  double same_code[6] = {0, 0, 0, 0, 0, 0}, head_clocks = 0;
   const auto steady_ns = [] {
     return double(
         std::chrono::duration_cast<std::chrono::nanoseconds>(clk::now().time_since_epoch())
@@ -253,6 +254,8 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       while (last + 1 < cuda::kTracePublished && r[last + 1] != 0) ++last;
       tail += (r[cuda::kTracePublished] - r[last]) * 1e-3;
       pick_clocks += double(r[cuda::kTracePickClocks]);
+      for (uint32_t j = 0; j < 5; ++j) same_code[j] += double(r[cuda::kTracePickClocks1 + j]);
+      head_clocks += double(r[cuda::kTraceHeadClocks]);
       merge_clocks += double(r[cuda::kTraceLastMergeClocks]);
       to_merged += (double(r[cuda::kTraceLastMerged]) - double(r[last])) * 1e-3;
       last_cands += double(r[cuda::kTraceLastCandidates] & 0xFFFFFFFFu);
@@ -311,6 +314,15 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       to_seeded / n, (before_post - to_entry - to_seeded) / n, round_trip / n,
       (round_trip - body) / n, heads_to_merged / n, after_merge / n,
       cuda::testing::persistent_ctas_per_sm(idx));
+  // The same code at iterations 0 and 1 (an instruction cache cold at a job's start shows as
+  // iteration 0 costing more clocks than iteration 1 for the same work).
+  std::printf(
+      "[ latency  ] %-22s %-17s same code, iteration 0 / 1 (SM clocks): pick %.0f / %.0f, "
+      "merge_list %.0f / %.0f, claims' barrier to distances' %.0f / %.0f; start to initial "
+      "nodes issued %.0f\n",
+      label.c_str(), "persistent traced", pick_clocks / (n * ctas), same_code[0] / (n * ctas),
+      same_code[1] / (n * ctas), same_code[2] / (n * ctas), same_code[3] / (n * ctas),
+      same_code[4] / (n * ctas), head_clocks / (n * ctas));
   cudaFreeHost(h);
   cudaStreamDestroy(side);
 }

@@ -123,27 +123,39 @@ TEST(CudaHostLists, MergeMatchesASortOfAllLists) {
 }
 
 // The persistent kernel's job words carry every byte of the query (a tail of 1-3 bytes
-// zero-padded) and the seed state, each tagged with the job's seq.
+// zero-padded), the seed state and the query's norm, each tagged with the job's seq.
 TEST(CudaHostLists, JobWordsCarryTheQueryAndItsState) {
   const uint32_t seq = 0xA5A5A5A5u;
   const uint64_t state = 0x0123456789ABCDEFull;
+  const int32_t norm = -123456;
   for (const size_t q_bytes : {size_t{128}, size_t{129}, size_t{130}, size_t{131}, size_t{3}}) {
     std::vector<uint8_t> q(q_bytes);
     for (size_t i = 0; i < q_bytes; ++i) q[i] = static_cast<uint8_t>(7 * i + 1);
-    const size_t n = (q_bytes + 3) / 4 + 2;
+    const size_t n = (q_bytes + 3) / 4 + 3;
     std::vector<uint64_t> words(n + 1, ~0ull);
-    cuda::write_job_words(words.data(), q.data(), q_bytes, state, seq);
-    std::vector<uint8_t> back(4 * (n - 2));
+    cuda::write_job_words(words.data(), q.data(), q_bytes, state, norm, seq);
+    std::vector<uint8_t> back(4 * (n - 3));
     for (size_t w = 0; w < n; ++w) {
       EXPECT_EQ(uint32_t(words[w] >> 32), seq) << q_bytes << " bytes, word " << w;
       const uint32_t v = uint32_t(words[w]);
-      if (w < n - 2) std::memcpy(back.data() + 4 * w, &v, 4);
+      if (w < n - 3) std::memcpy(back.data() + 4 * w, &v, 4);
     }
     for (size_t i = 0; i < back.size(); ++i)
       EXPECT_EQ(back[i], i < q_bytes ? q[i] : 0) << q_bytes << " bytes, byte " << i;
-    EXPECT_EQ(uint32_t(words[n - 2]) | uint64_t(uint32_t(words[n - 1])) << 32, state);
+    EXPECT_EQ(uint32_t(words[n - 3]) | uint64_t(uint32_t(words[n - 2])) << 32, state);
+    EXPECT_EQ(int32_t(uint32_t(words[n - 1])), norm);
     EXPECT_EQ(words[n], ~0ull) << "nothing written past the job";
   }
+}
+
+// |q|^2 of a byte query, the integer the kernel's byte distances start from: u8 elements
+// unsigned, i8 signed.
+TEST(CudaHostLists, ByteQueryNormReadsTheElementType) {
+  const std::vector<uint8_t> q = {0, 1, 2, 255, 128, 127};
+  EXPECT_EQ(cuda::byte_query_norm(dtype::u8, q.data(), q.size()),
+            0 + 1 + 4 + 255 * 255 + 128 * 128 + 127 * 127);
+  EXPECT_EQ(cuda::byte_query_norm(dtype::i8, q.data(), q.size()),
+            0 + 1 + 4 + 1 + 128 * 128 + 127 * 127);
 }
 
 }  // namespace

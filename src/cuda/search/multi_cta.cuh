@@ -72,8 +72,10 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   using Q = typename query_elem<T>::type;
   const float far = __int_as_float(0x7F800000);  // +inf: an empty list entry
   extern __shared__ __align__(16) uint8_t smem[];
-  uint8_t* q = smem + a.smem_query;
   uint8_t* raw = smem + a.smem_raw;
+  // With query_ready the host sent the query in its distance layout: raw is the query.
+  const bool ready = a.query_ready != 0;
+  uint8_t* q = ready ? raw : smem + a.smem_query;
   float* cand_d = reinterpret_cast<float*>(smem + a.smem_cand_d);
   uint32_t* cand_i = reinterpret_cast<uint32_t*>(smem + a.smem_cand_i);
   // s_n[iter & 1]: candidates in buffer iter & 1 of cand_*, merged at iteration iter while the
@@ -97,6 +99,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
 #endif
   stamp(kTraceStart);
 #if CAGRA_MCTA_TRACE
+  const long long head_from = clock64();
   if (trace && tid == 0) {
     uint32_t sm;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
@@ -125,6 +128,7 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     s_qq = 0;
     // init_finish / pool_scan fill [0, that) (kNoId: none claimed)
     s_n[0] = pooled ? kMultiCtaList : min(a.n_init, kMultiCtaList);
+    s_n[1] = 0;  // iteration 0's new candidates (pick_parent zeroes it too)
   }
   if (tid < kMultiCtaList) s_init_best[tid] = kNoInitBest;
   // The seed state first (the host's, or warp 0's hash of the query's bytes), so that the
@@ -148,26 +152,35 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   const init_pending first =
       half ? init_begin<kInitHalf>(a, keys, state) : init_begin<kTeam>(a, keys, state);
   stamp(kTraceInitIssued);
+#if CAGRA_MCTA_TRACE
+  if (trace && tid == 0) trace[kTraceHeadClocks] = uint64_t(clock64() - head_from);
+#endif
   if (a.has_query_state && query) copy_bytes(raw, query, q_bytes);
   __syncthreads();
   stamp(kTraceQueryCopied);
-  convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
-  __syncthreads();
+  if (!ready) {
+    convert_query_mc<T>(a.dim, a.n_chunks, reinterpret_cast<const Q*>(raw), q, &s_qq);
+    __syncthreads();
+  }
   stamp(kTraceQueryReady);
+  const int qq = ready ? a.query_norm : s_qq;
+  // With a pool, iteration 0's parent is named by pool_claim (the nearest of the picks), so
+  // that iteration 0 starts with the claims (pick_parent and a barrier cost ~0.3 us there).
+  const bool picked0 = pooled && a.max_iterations > 0;
   if (pooled) {
 #if CAGRA_MCTA_TRACE
     const long long scan_from = clock64();
 #endif
-    pool_scan<T>(a, q, s_qq, smem + a.smem_pool, s_init_best);
+    pool_scan<T>(a, q, qq, smem + a.smem_pool, s_init_best);
     stamp(kTracePoolScanned);
 #if CAGRA_MCTA_TRACE
     if (trace && tid == 0) trace[kTraceScanClocks] = uint64_t(clock64() - scan_from);
 #endif
-    pool_claim(a, keys, smem + a.smem_pool, s_init_best, cand_i, cand_d);
+    pool_claim(a, keys, smem + a.smem_pool, s_init_best, cand_i, cand_d, &s_parent);
   } else if (half)
-    init_finish<T, kInitHalf>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
+    init_finish<T, kInitHalf>(a, q, qq, keys, state, first, s_init_best, cand_i, cand_d);
   else
-    init_finish<T, kTeam>(a, q, s_qq, keys, state, first, s_init_best, cand_i, cand_d);
+    init_finish<T, kTeam>(a, q, qq, keys, state, first, s_init_best, cand_i, cand_d);
   __syncthreads();
   stamp(kTraceInitDone);
 
@@ -190,20 +203,25 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     uint32_t* in_i = cand_i + b * a.cand_cap;
     const uint32_t n = s_n[b];
     const bool pick = iter < a.max_iterations;
-    if (tid < 32) {
+    if (iter == 0 && picked0) {
+      // s_parent from pool_claim, flagged in the candidates; the barrier after it was this one
+    } else {
+      if (tid < 32) {
 #if CAGRA_MCTA_TRACE
-      const long long pick_from = clock64();
+        const long long pick_from = clock64();
 #endif
-      const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far) : kNoId;
+        const uint32_t parent = pick ? pick_parent(ld, li, in_d, in_i, n, far) : kNoId;
 #if CAGRA_MCTA_TRACE
-      if (trace && tid == 0 && iter == 0) trace[kTracePickClocks] = uint64_t(clock64() - pick_from);
+        if (trace && tid == 0 && iter < 2)
+          trace[iter == 0 ? kTracePickClocks : kTracePickClocks1] = uint64_t(clock64() - pick_from);
 #endif
-      if (tid == 0) {
-        s_parent = parent;
-        s_n[b ^ 1] = 0;  // last read at iteration iter - 1
+        if (tid == 0) {
+          s_parent = parent;
+          s_n[b ^ 1] = 0;  // last read at iteration iter - 1
+        }
       }
+      __syncthreads();
     }
-    __syncthreads();
     const uint32_t parent = s_parent;
     const bool expand = pick && (parent != kNoId || iter < a.min_iterations);
     if (iter == 0) stamp(kTracePicked0);
@@ -226,7 +244,14 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
       if (!expand && a.h_lists && !allowed) {
         merge_head(ld, li, in_d, in_i, n, far, a.list_k);  // only list_k entries leave the CTA
       } else {
+#if CAGRA_MCTA_TRACE
+        const long long list_from = clock64();
+#endif
         merge_list(ld, li, in_d, in_i, n, far);
+#if CAGRA_MCTA_TRACE
+        if (trace && tid == 0 && iter < 2)
+          trace[kTraceMergeClocks0 + iter] = uint64_t(clock64() - list_from);
+#endif
         if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
       }
 #if CAGRA_MCTA_TRACE
@@ -246,8 +271,15 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     __syncthreads();
     if (!expand) break;
     if (iter == 0) stamp(kTraceClaimed0);
-    compute_candidates<T, kTeam>(a, q, s_qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1]);
+#if CAGRA_MCTA_TRACE
+    const long long dist_from = clock64();
+#endif
+    compute_candidates<T, kTeam>(a, q, qq, out_i, cand_d + (b ^ 1) * a.cand_cap, s_n[b ^ 1]);
     __syncthreads();
+#if CAGRA_MCTA_TRACE
+    if (trace && tid == 0 && iter < 2)
+      trace[kTraceDistClocks0 + iter] = uint64_t(clock64() - dist_from);
+#endif
     if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }
 

@@ -49,7 +49,14 @@ enum multi_cta_trace_slot : uint32_t {
   kTraceLastMerged,       // warp 0's last merge done (before the barrier after it)
   kTraceLastCandidates,   // not a time: the last merge's candidates | (those of the first 32
                           // nearer than entry list_k - 1) << 32
-  kMultiCtaTraceSlots = 33
+  kTracePickClocks1,      // not a time: warp 0's pick_parent at iteration 1, SM clock cycles
+  kTraceMergeClocks0,     // not a time: warp 0's merge_list at iteration 0, SM clock cycles
+  kTraceMergeClocks1,     // not a time: the same at iteration 1
+  kTraceDistClocks0,      // not a time: thread 0, the claims' barrier to the distances' at
+                          // iteration 0, SM clock cycles
+  kTraceDistClocks1,      // not a time: the same at iteration 1
+  kTraceHeadClocks,       // not a time: thread 0, the body's start to the initial nodes issued
+  kMultiCtaTraceSlots = 40
 };
 constexpr uint32_t kTraceIterations = kTracePublished - kTraceIteration0;
 
@@ -109,6 +116,10 @@ struct multi_cta_args {
   uint32_t list_k;            // entries per CTA in h_lists: min(k, 32)
   uint32_t tag;               // the call's tag in h_lists (never 0)
   uint32_t has_query_state;   // 1: query_state holds the seed state (batch 1 from the host)
+  uint32_t query_ready;       // 1: the raw query (smem_raw) is already in its distance layout
+                              // and query_norm is |q|^2 (the persistent kernel, byte rows of
+                              // whole 16-byte chunks: the host sends both), nothing to convert
+  int32_t query_norm;         // with query_ready: |q|^2
   uint32_t init_half_team;    // 1: an initial node's distance takes half a team (its row fits
                               // the half team's head loads), so twice the nodes load at once
   uint32_t pool_rows_per_cta; // 0: random initial nodes (n_init); else the nearest row of each
@@ -132,13 +143,14 @@ struct multi_cta_args {
  *  it is allocated, after an error and before the call tags come round again). */
 struct persistent_launch {
   const uint64_t* h_words = nullptr;      // mapped [n_words]: the query, then its seed state (two
-                                          // words, low half first), as words data | seq << 32
+                                          // words, low half first) and |q|^2, as words
+                                          // data | seq << 32
   const uint32_t* h_stop = nullptr;       // mapped flag: the kernel leaves when it is non-zero
   uint32_t* d_hash = nullptr;             // [3 << hash_bits], all kEmptySlot at launch and exit
   unsigned long long* d_leave = nullptr;  // [2]: the leave word (first_seq of the launch that
                                           // left), then the idle exit count (0 at launch)
   uint64_t* d_words = nullptr;            // [n_words]: the relayed job, seqs of earlier launches
-  uint32_t n_words = 0;                   // 4-byte words of the query + 2
+  uint32_t n_words = 0;                   // 4-byte words of the query + 3 (state, norm)
   uint32_t first_seq = 1;                 // the first job's seq, the launch's generation (not 0)
   uint64_t lifetime_ns = 0;               // the kernel leaves after this long without a job
 };

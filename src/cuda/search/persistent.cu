@@ -91,7 +91,7 @@ void launch_persistent(index_state& st, const multi_cta_launch& lp, uint32_t n_w
 // four byte stores (no store forwarding): the post took 0.4-0.6 us of the call (SIFT-wall-1M,
 // H200, traced), ~80 ns in isolation once the copy is one load (scripts/dev/host-costs.cu).
 void write_job_words(volatile uint64_t* words, const uint8_t* query, size_t q_bytes, uint64_t state,
-                     uint32_t seq) {
+                     int32_t norm, uint32_t seq) {
   const uint32_t whole = static_cast<uint32_t>(q_bytes / 4);
   const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4);
   const uint64_t tag = uint64_t{seq} << 32;
@@ -107,6 +107,17 @@ void write_job_words(volatile uint64_t* words, const uint8_t* query, size_t q_by
   }
   words[q_words] = (state & 0xFFFFFFFFu) | tag;
   words[q_words + 1] = (state >> 32) | tag;
+  words[q_words + 2] = uint64_t{static_cast<uint32_t>(norm)} | tag;
+}
+
+int32_t byte_query_norm(dtype type, const uint8_t* query, size_t q_bytes) {
+  int32_t sum = 0;
+  for (size_t i = 0; i < q_bytes; ++i) {
+    const int32_t v =
+        type == dtype::i8 ? int32_t(static_cast<int8_t>(query[i])) : int32_t(query[i]);
+    sum += v * v;
+  }
+  return sum;
 }
 
 #if CAGRA_MCTA_TRACE
@@ -148,8 +159,13 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     use_initial_pool(st, lp, pool_rows, st.stream.get());
   }
   check_shared_memory(lp.smem, device, "multi-CTA", plan);
+  // Byte rows of whole 16-byte chunks: the query's bytes are its distance layout, so the host
+  // sends |q|^2 with them and the kernel converts nothing (multi_cta_args::query_ready).
+  const bool byte_rows = st.type == dtype::u8 || st.type == dtype::i8;
+  lp.args.query_ready = byte_rows && q_bytes == size_t{lp.args.n_chunks} * 16 ? 1 : 0;
+  const int32_t norm = lp.args.query_ready ? byte_query_norm(st.type, query, q_bytes) : 0;
   const multi_cta_args& p = lp.args;
-  const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 2;
+  const uint32_t q_words = static_cast<uint32_t>((q_bytes + 3) / 4), n_words = q_words + 3;
   const uint64_t lifetime_ns = uint64_t{std::max(plan.persistent_lifetime_us, 200u)} * 1000;
   // (A pool made again stopped the kernel above; a traced kernel is another kernel.)
 #if CAGRA_MCTA_TRACE
@@ -185,7 +201,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
 #if CAGRA_MCTA_TRACE
     testing::persistent_stamps().seeded = steady_ns();
 #endif
-    write_job_words(ps.words.data(), query, q_bytes, state, seq);  // the post
+    write_job_words(ps.words.data(), query, q_bytes, state, norm, seq);  // the post
 #if CAGRA_MCTA_TRACE
     testing::persistent_stamps().posted = steady_ns();
 #endif

@@ -48,13 +48,14 @@ namespace dev {
  *  generation of a later launch never match them; the host zeroes these words when it
  *  allocates them, after an error, and before the tags could come round again (persistent.cu). */
 struct persistent_args {
-  const uint64_t* h_words;      // [n_words] the job as LL words: the query, then the state (lo, hi)
+  const uint64_t* h_words;      // [n_words] the job as LL words: the query, then the state (lo,
+                                // hi) and |q|^2 (kJobTailWords)
   const uint32_t* h_stop;       // raised by the host: leave
   uint32_t* d_hash;             // 3 regions of 2^hash_bits slots, all empty at launch and at exit
   unsigned long long* d_leave;  // the leave word: CTA 0 writes first_seq (| kLeaveStop) there
   unsigned long long* d_exits;  // CTAs gone after an idle exit: 0 at launch, the last resets it
   uint64_t* d_words;            // [n_words] the job's words, copied by CTA 0 (LL words too)
-  uint32_t n_words;             // query words + 2
+  uint32_t n_words;             // query words + kJobTailWords
   uint32_t first_seq;           // the first job's seq, also the launch's generation (never 0)
   uint64_t lifetime_ns;
 };
@@ -62,20 +63,24 @@ struct persistent_args {
 /** In the leave word: the host stopped the kernel (else it left idle). */
 constexpr unsigned long long kLeaveStop = 1ull << 32;
 
+/** Words of a job after the query's: its seed state (two) and |q|^2 (multi_cta_args::
+ *  query_norm; 0 where the kernel converts the query itself). */
+constexpr uint32_t kJobTailWords = 3;
+
 /** The whole CTA, one poll of job seq's n words (LL words | seq << 32) at `words` (host or
  *  device memory, read uncached): each thread reads its words, all in flight together, and
- *  stores their data in raw[] (the query) and state[] (the last two). True when every word
- *  carries seq (then raw and state hold the job). */
+ *  stores their data in raw[] (the query) and state[] (the last kJobTailWords). True when every
+ *  word carries seq (then raw and state hold the job). */
 __device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint32_t seq,
                                          uint32_t* raw, uint32_t* state) {
   bool ok = true;
   for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
     const uint64_t v = reinterpret_cast<const volatile uint64_t*>(words)[w];
     ok &= uint32_t(v >> 32) == seq;
-    if (w < n - 2)
+    if (w < n - kJobTailWords)
       raw[w] = uint32_t(v);
     else
-      state[w - (n - 2)] = uint32_t(v);
+      state[w - (n - kJobTailWords)] = uint32_t(v);
   }
   return __syncthreads_and(ok);
 }
@@ -133,7 +138,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
     multi_cta_persistent(const multi_cta_args a, const persistent_args p) {
   extern __shared__ __align__(16) uint8_t smem[];
   uint32_t* raw = reinterpret_cast<uint32_t*>(smem + a.smem_raw);
-  __shared__ uint32_t s_state[2];
+  __shared__ uint32_t s_state[kJobTailWords];
   __shared__ unsigned long long s_leave;
   const uint32_t tid = threadIdx.x;
   const uint64_t region = uint64_t{1} << a.hash_bits;
@@ -164,7 +169,9 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
         if (poll_job(p.h_words, p.n_words, seq, raw, s_state)) {
           for (uint32_t w = tid; w < p.n_words; w += blockDim.x)
             p.d_words[w] =
-                (w < p.n_words - 2 ? raw[w] : s_state[w - (p.n_words - 2)]) | uint64_t{seq} << 32;
+                (w < p.n_words - kJobTailWords ? raw[w]
+                                               : s_state[w - (p.n_words - kJobTailWords)]) |
+                uint64_t{seq} << 32;
           break;
         }
         leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
@@ -203,6 +210,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
     job.tag = seq;
     job.query_state = s_state[0] | uint64_t{s_state[1]} << 32;
     job.has_query_state = 1;
+    job.query_norm = int32_t(s_state[2]);
     multi_cta_body<T, kTeam>(job, nullptr, true);
     // The list is out: the previous job's region, for job jobs + 2, emptied and fenced (system
     // scope: the host's next posts depend on this CTA's lists, written after it) while the host

@@ -17,9 +17,13 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
                        size_t q_bytes, uint32_t* ids, float* distances, int device);
 
 /** Job `seq`'s words as the persistent kernel polls them (persistent.cuh): the query's bytes
- *  4 to a word (the last word zero-padded), then its seed state, low half first, each word
- *  data | seq << 32; q_bytes / 4 rounded up + 2 words. */
+ *  4 to a word (the last word zero-padded), then its seed state, low half first, then `norm`
+ *  (multi_cta_args::query_norm), each word data | seq << 32; q_bytes / 4 rounded up + 3 words. */
 void write_job_words(volatile uint64_t* words, const uint8_t* query, size_t q_bytes, uint64_t state,
-                     uint32_t seq);
+                     int32_t norm, uint32_t seq);
+
+/** |q|^2 of a byte query (u8 or i8 elements, `type`), the integer the kernel's byte distances
+ *  start from (multi_cta_args::query_norm). */
+int32_t byte_query_norm(dtype type, const uint8_t* query, size_t q_bytes);
 
 }  // namespace cagra::cuda
