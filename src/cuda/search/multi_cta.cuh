@@ -31,7 +31,8 @@
 // group of initial nodes (node s in group s mod 32) enters the CTA's list, so iteration 0 merges 32
 // candidates however many were drawn. (With an initial-node pool, the persistent kernel at the
 // automatic shape, the CTA instead scans its slice of the pool held in shared memory, a thread a
-// row, and takes the nearest of each group: pool_scan.) Each iteration, warp 0 first names the
+// row, and takes the nearest of each group: pool_scan; pool_claim then names iteration 0's
+// parent, the nearest of them.) Each iteration, warp 0 first names the
 // parent the merged list will have (pick_parent: two warp reductions), then merges the last
 // candidates into its list 32 at a time (the CPU's drop rule, a register bitonic sort, the
 // reversed-minimum step, a 5-stage bitonic merge: shuffles only, no shared-memory list) while
