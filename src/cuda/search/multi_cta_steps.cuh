@@ -403,15 +403,15 @@ __device__ void pool_scan(const multi_cta_args& a, const void* q, int qq, const 
 }
 
 /** After pool_scan: the nearest row of each group as the CTA's first candidates (ids/dists[g],
- *  written by warp 0, which also names iteration 0's parent in *parent and flags it), its graph row
- * prefetched and the row claimed in the device hash by the CTA's last warp, without waiting for the
- * answer (one atomicCAS at the row's home slot). A waited claim cost ~0.5 us, an L2 round trip, on
- * every CTA's path, and from warp 0 an unwaited one still stalled the parent's pick (its result
- * register); the last warp has no work until the distances. The CTAs' slices are disjoint and the
- * table holds little more than the CTAs' picks when they claim, so the claim nearly always
- * succeeds; where it does not (the slot taken by another row, or another CTA's walk got there
- * first) the row may reach two lists, and the host's merge takes it once. No claims for the rows
- * not taken: another CTA's walk may still reach them. */
+ *  written by warp 0, which also names iteration 0's parent in *parent and flags it), its graph
+ *  row prefetched and the row claimed in the device hash by the CTA's last warp, without waiting
+ *  for the answer (one atomicCAS at the row's home slot). A waited claim cost ~0.5 us, an L2
+ *  round trip, on every CTA's path, and from warp 0 an unwaited one still stalled the parent's
+ *  pick (its result register); the last warp has no work until the distances. The CTAs' slices
+ *  are disjoint and the table holds little more than the CTAs' picks when they claim, so the
+ *  claim nearly always succeeds; where it does not (the slot taken by another row, or another
+ *  CTA's walk got there first) the row may reach two lists, and the host's merge takes it once.
+ *  No claims for the rows not taken: another CTA's walk may still reach them. */
 __device__ __forceinline__ void pool_claim(const multi_cta_args& a, uint32_t* keys,
                                            const uint8_t* slice, const unsigned long long* best,
                                            uint32_t* ids, float* dists, uint32_t* parent) {
