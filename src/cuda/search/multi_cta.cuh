@@ -204,8 +204,9 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     uint32_t* in_i = cand_i + b * a.cand_cap;
     const uint32_t n = s_n[b];
     const bool pick = iter < a.max_iterations;
-    // (Iteration 0 after a pool: s_parent is pool_claim's, and the barrier after it was this one.)
-    if (iter > 0 || !picked0) {
+    if (iter == 0 && picked0) {
+      // s_parent from pool_claim, flagged in the candidates; the barrier after it was this one
+    } else {
       if (tid < 32) {
 #if CAGRA_MCTA_TRACE
         const long long pick_from = clock64();
