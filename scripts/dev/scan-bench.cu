@@ -31,14 +31,19 @@ __device__ uint32_t loads_only(const uint8_t* slice) {
   return x;
 }
 
+/** Byte offsets of the calling thread's 8 chunks in its rotated rows (pool_chunk_at). */
+__device__ __forceinline__ void chunk_offsets(uint32_t (&off)[8]) {
+  const uint32_t rot = threadIdx.x % 8;
+#pragma unroll
+  for (uint32_t j = 0; j < 8; ++j) off[j] = ((j + rot) % 8) * 16;
+}
+
 /** Two rows a thread at once (16 loads in flight), q.x with the query in registers. */
 __device__ unsigned long long two_rows(const uint8_t* slice, const uint4 (&qv)[8], const int* norms,
                                        int qq) {
   unsigned long long mine = ~0ull;
-  const uint32_t rot = threadIdx.x % 8;
   uint32_t off[8];
-#pragma unroll
-  for (uint32_t j = 0; j < 8; ++j) off[j] = ((j + rot) % 8) * 16;
+  chunk_offsets(off);
   const uint32_t nt = blockDim.x;
   for (uint32_t s = threadIdx.x; s < kRows; s += 2 * nt) {
     const uint32_t s2 = s + nt;
@@ -65,10 +70,8 @@ __device__ unsigned long long two_rows(const uint8_t* slice, const uint4 (&qv)[8
 __device__ unsigned long long three_rows(const uint8_t* slice, const uint4 (&qv)[8],
                                          const int* norms, int qq) {
   unsigned long long mine = ~0ull;
-  const uint32_t rot = threadIdx.x % 8;
   uint32_t off[8];
-#pragma unroll
-  for (uint32_t j = 0; j < 8; ++j) off[j] = ((j + rot) % 8) * 16;
+  chunk_offsets(off);
   const uint32_t nt = blockDim.x;
   for (uint32_t s = threadIdx.x; s < kRows; s += 3 * nt) {
     uint32_t r[3];
