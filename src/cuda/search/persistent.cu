@@ -186,11 +186,14 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     stop_persistent(st);
   if (!ps.running) {  // the buffers may change only while no kernel runs
     const size_t hash_size = ps.hash.size(), counters_size = ps.counters.size();
-    if (ps.words.size() < n_words) ps.words.reserve(n_words);
-    ps.stop.reserve(1);
+    // An even count of words and 16 bytes of stop flag: CTA 0 copies them 16 bytes at a time
+    // (persistent.cuh, poll_issue_async).
+    const size_t words_even = (n_words + size_t{1}) / 2 * 2;
+    if (ps.words.size() < words_even) ps.words.reserve(words_even);
+    ps.stop.reserve(4);
     ps.hash.reserve(size_t{3} << p.hash_bits);  // three regions (persistent.cuh)
     // The leave word and the exit count (8 bytes each), the job's words (8 each).
-    ps.counters.reserve(4 + 2 * size_t{n_words});
+    ps.counters.reserve(4 + 2 * words_even);
     if (ps.hash.size() != hash_size || ps.counters.size() != counters_size)
       ps.clean = false;  // new memory: initialized at the launch
     reserve_zeroed(st.io.host_lists, size_t{p.n_ctas} * p.list_k * 2);

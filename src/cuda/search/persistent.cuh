@@ -20,16 +20,17 @@ namespace dev {
  *  words (4 data bytes | seq << 32, as in NCCL's low-latency protocol: each 8-byte word arrives
  *  whole, so a word with the new seq holds new data and no flag or fence is needed). CTA 0 alone
  *  polls the host (every CTA polling made PCIe the bottleneck: 70 us a query at 16 CTAs, 400 us
- *  at 64), all the job's words at once, one word a thread, so a poll that sees the job has it
- *  whole (one PCIe round trip); it copies the words, still LL, to device memory, where the other
- *  CTAs poll them the same way in L2. The launch's job j (j = 0, 1, ...) searches with hash
- *  region j % 3 and writes its lists tagged with seq (the host merges them); then each CTA
- *  empties its share of job j - 1's region (which job j + 2 uses) and fences, before it looks
- *  for job j + 1: the emptying is off the query's path (at the start of a job it cost each CTA
- *  ~0.5 us; with two regions a fast CTA of job j + 1 could insert into the region a slow CTA
- *  still empties), and the host posts job j + 2 only after every CTA's list of job j + 1, which
- *  each CTA writes after its fence. The host posts a job only after it has all the last
- *  one's lists, so no CTA ever runs ahead into a job whose state the previous one still uses.
+ *  at 64), all the job's words at once, so a poll that sees the job has it whole (one PCIe
+ *  round trip), two such polls in flight (kAsyncPollWords); it copies the words, still LL, to
+ *  device memory, where the other CTAs poll them, one word a thread, in L2. The launch's job
+ *  j (j = 0, 1, ...) searches with hash region j % 3 and writes its lists tagged with seq (the
+ *  host merges them); then each CTA empties its share of job j - 1's region (which job j + 2
+ *  uses) and fences, before it looks for job j + 1: the emptying is off the query's path (at
+ *  the start of a job it cost each CTA ~0.5 us; with two regions a fast CTA of job j + 1 could
+ *  insert into the region a slow CTA still empties), and the host posts job j + 2 only after
+ *  every CTA's list of job j + 1, which each CTA writes after its fence. The host posts a job
+ *  only after it has all the last one's lists, so no CTA ever runs ahead into a job whose state
+ *  the previous one still uses.
  *
  *  Exit: the host raises *h_stop (only between jobs, once it has every list of the last one;
  *  then it synchronizes the stream), or CTA 0 finds no job for lifetime_ns. CTA 0 then writes
@@ -76,6 +77,74 @@ __device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint
   bool ok = true;
   for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
     const uint64_t v = reinterpret_cast<const volatile uint64_t*>(words)[w];
+    ok &= uint32_t(v >> 32) == seq;
+    if (w < n - kJobTailWords)
+      raw[w] = uint32_t(v);
+    else
+      state[w - (n - kJobTailWords)] = uint32_t(v);
+  }
+  return __syncthreads_and(ok);
+}
+
+/** CTA 0 polls the host with two polls in flight, issued kAsyncPollGapNs apart, where the job
+ *  has at most kAsyncPollWords words (else one poll at a time, poll_job). A poll samples host
+ *  memory once a PCIe round trip (~1.6 us): with one in flight a post waited for the next
+ *  sample, up to a round trip, by the phase of the host's post against the polls (whole groups
+ *  of processes a round trip apart). Two in flight sample twice as often. The polls are
+ *  cp.async copies into shared memory, not loads into registers: a register load still in
+ *  flight when the other one finds the job would hold back the first instruction that reuses
+ *  its register, up to half a round trip into the search. In isolation (scripts/dev/poll-phase.cu,
+ *  H200) a reply came 1.9-2.5 us after the post plus the work, against 2.9-5.0 us with one
+ *  register poll, by the host's time between reply and post. .cg copies read the host's memory
+ *  each time (never a stale line: the poll would not end). */
+constexpr uint32_t kAsyncPollWords = 64;
+constexpr uint64_t kAsyncPollGapNs = 750;
+
+/** Where a poll's copy of the stop flag lies in its buffer (after the words). */
+constexpr uint32_t kAsyncPollStop = kAsyncPollWords;
+
+/** A poll buffer's 8-byte words: the job's, then 16 bytes of the stop flag. */
+constexpr uint32_t kAsyncPollBufWords = kAsyncPollWords + 2;
+
+/** The whole CTA: one asynchronous poll of the job's n words and the stop flag into `buf`
+ *  (shared memory, kAsyncPollBufWords): thread t copies words 2t and 2t + 1 (the host's buffer
+ *  holds an even count), the last thread the stop flag's 16 bytes; one commit group. */
+__device__ __forceinline__ void poll_issue_async(const uint64_t* words, uint32_t n,
+                                                 const uint32_t* stop, uint64_t* buf) {
+  const uint32_t t = threadIdx.x;
+  const void* src = nullptr;
+  uint64_t* dst = nullptr;
+  if (2 * t < n) {
+    src = words + 2 * t;
+    dst = buf + 2 * t;
+  } else if (t == blockDim.x - 1) {
+    src = stop;
+    dst = buf + kAsyncPollStop;
+  }
+  if (src) {
+    const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+  }
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/** The calling thread: its copies but the last group landed (the older poll). */
+__device__ __forceinline__ void poll_wait_older() {
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+}
+
+/** The calling thread: all its copies landed. */
+__device__ __forceinline__ void poll_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+/** The whole CTA, a poll landed in `buf`: true when all n words carry seq (then raw[] and
+ *  state[] hold the job's data, as poll_job leaves them). */
+__device__ __forceinline__ bool polled_job(const uint64_t* buf, uint32_t n, uint32_t seq,
+                                           uint32_t* raw, uint32_t* state) {
+  bool ok = true;
+  for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
+    const uint64_t v = buf[w];
     ok &= uint32_t(v >> 32) == seq;
     if (w < n - kJobTailWords)
       raw[w] = uint32_t(v);
@@ -150,18 +219,61 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
     pool_norms<T>(a, smem + a.smem_pool);
     __syncthreads();
   }
+  __shared__ __align__(16) uint64_t s_poll[2][kAsyncPollBufWords];
+  // (The last thread copies the stop flag: it must have no words of its own.)
+  const bool async_poll =
+      blockIdx.x == 0 && p.n_words <= kAsyncPollWords && 2 * (blockDim.x - 1) >= p.n_words;
   uint64_t idle_since = global_ns();
   uint32_t jobs = 0;  // run by this launch
   for (uint32_t seq = p.first_seq;; seq = seq + 1 == 0 ? 1 : seq + 1) {
 #if CAGRA_MCTA_TRACE
     uint64_t poll_issued = 0;
 #endif
+    // CTA 0's two polls in flight: the older one (slot k) is waited for and checked, then
+    // issued again, at least the gap after the other one (checked next).
+    uint32_t k = 0;
+    uint64_t issued_k = 0, issued_other = 0;  // when slot k and the other slot were issued
+    if (async_poll) {
+      poll_wait_all();  // the last job's poll still in flight (long landed)
+      poll_issue_async(p.h_words, p.n_words, p.h_stop, s_poll[0]);
+      issued_k = global_ns();
+      while (global_ns() < issued_k + kAsyncPollGapNs) {
+      }
+      poll_issue_async(p.h_words, p.n_words, p.h_stop, s_poll[1]);
+      issued_other = global_ns();
+    }
     for (;;) {  // wait for job seq
       bool leave = false;
 #if CAGRA_MCTA_TRACE
       poll_issued = global_ns();  // stamped below if this poll finds the job
 #endif
-      if (blockIdx.x == 0) {
+      if (async_poll) {
+        poll_wait_older();
+        __syncthreads();  // every thread's copies of slot k landed
+#if CAGRA_MCTA_TRACE
+        poll_issued = issued_k;
+#endif
+        if (polled_job(s_poll[k], p.n_words, seq, raw, s_state)) {
+          for (uint32_t w = tid; w < p.n_words; w += blockDim.x) p.d_words[w] = s_poll[k][w];
+          break;
+        }
+        const uint32_t stop = static_cast<uint32_t>(s_poll[k][kAsyncPollStop]);
+        leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
+        if (leave) {
+          s_leave = p.first_seq | (stop != 0 ? kLeaveStop : 0ull);
+          __threadfence();  // the words of every job relayed before it, then the leave word
+          atomicExch(p.d_leave, s_leave);
+        }
+        if (!__syncthreads_or(leave)) {
+          while (global_ns() < issued_other + kAsyncPollGapNs) {
+          }
+          poll_issue_async(p.h_words, p.n_words, p.h_stop, s_poll[k]);
+          issued_k = issued_other;
+          issued_other = global_ns();
+          k ^= 1;
+          continue;
+        }
+      } else if (blockIdx.x == 0) {
         // The stop flag's read flies with the words' reads.
         const uint32_t stop = tid == 0 ? *reinterpret_cast<const volatile uint32_t*>(p.h_stop) : 0u;
         // Relay the words only once they all carry seq (a partial copy would be harmless, as the
@@ -195,6 +307,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
         // The leave word seen, the words of a job relayed before it are visible too.
         __threadfence();
         if (blockIdx.x != 0 && poll_job(p.d_words, p.n_words, seq, raw, s_state)) break;
+        poll_wait_all();
         persistent_exit(p, a.hash_bits, jobs, s_leave);
         return;
       }

@@ -91,8 +91,8 @@ struct persistent_state {
   uint64_t zeroed_at = 0;            // search_workspace::tags_issued when they were last zeroed
   persistent_key key{};              // the launch configuration it runs with
   uint32_t ctas_per_sm = 0;          // of the last launch (multi_cta_persistent_ctas_per_sm)
-  pinned_buffer<uint64_t> words;     // [query words + 2]
-  pinned_buffer<uint32_t> stop;      // [1]
+  pinned_buffer<uint64_t> words;     // [query words + kJobTailWords, rounded up to even]
+  pinned_buffer<uint32_t> stop;      // [4]: the flag, and 12 bytes that CTA 0's copy reads too
   device_buffer<uint32_t> hash;      // [3 << hash_bits]
   device_buffer<uint32_t> counters;  // the leave word, the exit count (8 bytes each), the job's
                                      // words (8 each)
