@@ -134,6 +134,44 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
   EXPECT_LT(ids[0], idx.size());
 }
 
+/** The host's share of a default batch-1 call (the persistent kernel): the public search (what a
+ *  user and `cagra bench` call: checks, the plan, the backend) against cuda::search with the plan
+ *  made once, and the plan alone, on SIFT-wall-1M where CAGRA_LATENCY_INDEX names it. */
+TEST_F(CudaLatency, PersistentHostPath) {
+  const latency_data data = latency_data_or(u8_, &set_->queries);
+  const cagra::index& idx = *data.idx;
+  const uint32_t k = 10, n_q = std::min<uint32_t>(1000, uint32_t(data.queries->rows()));
+  std::vector<dataset_view> q1;
+  std::vector<host_matrix> hq;
+  for (uint32_t i = 0; i < n_q; ++i) {
+    q1.emplace_back(data.queries->row_bytes(i), data.queries->type(), 1, data.queries->cols());
+    hq.push_back(core::queries_for(q1.back(), idx.storage_dtype(), idx.metric(), 1));
+  }
+  std::vector<uint32_t> ids(k);
+  std::vector<float> dist(k);
+  resources res;  // as `cagra bench --batch 1` has it
+  res.num_threads = 1;
+  const search_params p;  // the defaults
+  const search_plan plan = plan_search(res, p, idx, k, 1);
+  ASSERT_EQ(plan.io, search_io::persistent);
+  const int reps = 20000;
+  for (int round = 0; round < 3; ++round) {
+    uint32_t a = 0, b = 0;
+    const double api = mean_us(reps, [&] {
+      search(res, p, idx, q1[a++ % n_q], k, {ids.data(), 1, k}, {dist.data(), 1, k});
+    });
+    const double direct =
+        mean_us(reps, [&] { cuda::search(idx, hq[b++ % n_q], plan, ids.data(), dist.data(), 0); });
+    const double planning = mean_us(reps, [&] { (void)plan_search(res, p, idx, k, 1); });
+    std::printf(
+        "[ latency  ] %s, defaults, batch 1 (persistent): cagra::search %.2f us, cuda::search "
+        "with the plan made once %.2f us (the public path's share %.2f), plan_search alone "
+        "%.2f us\n",
+        data.name.c_str(), api, direct, api - direct, planning);
+  }
+  EXPECT_LT(ids[0], idx.size());
+}
+
 #if CAGRA_MCTA_TRACE
 /** Means over traced multi-CTA calls (multi_cta.hpp's stamps), in microseconds. */
 struct trace_summary {
