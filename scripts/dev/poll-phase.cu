@@ -8,7 +8,11 @@
 // depends on the work and the host's time (the groups of processes seen on one machine).
 // Modes: 0 = one poll in flight (the kernel's way), 1 = the poller pauses `pause` ns after its
 // reply before it polls again, 2 = a second warp polls a second copy of the job, started half a
-// round trip after the first. Prints, per work, the call's percentiles and the polls a job.
+// round trip after the first; one warp with several polls in flight, issued at least `pause` ns
+// apart, each checked (waited for) in turn and issued again: 3 = four polls of one copy, 4 = two
+// polls, one a copy, 5 = two polls of one copy (does a read of a line already in flight return
+// that read's data?), 6 = two polls of one copy by cp.async into shared memory (no register
+// waits for a poll still in flight once the job is found). Prints, per work, the call's percentiles and the polls a job.
 // On the GPU machine:
 //
 //   nvcc -O2 -arch=sm_90 -o /tmp/poll-phase scripts/dev/poll-phase.cu
@@ -35,15 +39,107 @@ __device__ void spin_ns(uint64_t ns) {
   }
 }
 
+/** Mode 3-5's poll: N polls of the job's words in flight in one warp (slot k reads copy k % 2
+ *  where `two`), issued at least `gap` ns apart; slot k is waited for and checked, then issued
+ *  again. Returns the polls it checked once one sees every word tagged seq; *data: word 33's. */
+template <int N>
+__device__ uint32_t pipelined_poll(const volatile uint64_t* job, const volatile uint64_t* job2,
+                                   bool two, uint64_t gap, uint32_t seq, uint32_t* data) {
+  const uint32_t lane = threadIdx.x & 31u;
+  uint64_t a[N], b[N];
+  uint64_t last = 0;
+  const auto issue = [&](int k) {
+    while (now_ns() < last + gap) {
+    }
+    const volatile uint64_t* w = two && (k & 1) ? job2 : job;
+    a[k] = w[lane];
+    b[k] = lane < kWords - 32 ? w[32 + lane] : 0ull;
+    last = now_ns();
+  };
+#pragma unroll
+  for (int k = 0; k < N; ++k) issue(k);
+  for (uint32_t polls = 1;;) {
+#pragma unroll
+    for (int k = 0; k < N; ++k, ++polls) {
+      const bool ok =
+          uint32_t(a[k] >> 32) == seq && (lane >= kWords - 32 || uint32_t(b[k] >> 32) == seq);
+      if (__all_sync(0xFFFFFFFFu, ok)) {
+        *data = uint32_t(__shfl_sync(0xFFFFFFFFu, b[k], 1));
+        return polls;
+      }
+      issue(k);
+    }
+  }
+}
+
+/** Mode 6's poll: two polls of the job's words in flight as cp.async copies (16 bytes a lane,
+ *  lanes 0-16) into two shared buffers, issued at least `gap` ns apart; the older waited for
+ *  (cp.async.wait_group 1) and checked, then issued again. */
+__device__ uint32_t async_poll(const volatile uint64_t* job, uint64_t gap, uint32_t seq,
+                               uint32_t* data, uint64_t (*buf)[kWords]) {
+  const uint32_t lane = threadIdx.x & 31u;
+  uint64_t last = 0;
+  const auto issue = [&](int k) {
+    while (now_ns() < last + gap) {
+    }
+    if (2 * lane < kWords) {
+      const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(&buf[k][2 * lane]));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst),
+                   "l"(const_cast<const uint64_t*>(job) + 2 * lane));
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+    last = now_ns();
+  };
+  issue(0);
+  issue(1);
+  for (uint32_t polls = 1;;) {
+    for (int k = 0; k < 2; ++k, ++polls) {
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+      __syncwarp();
+      const volatile uint64_t* w = buf[k];
+      const bool ok = uint32_t(w[lane] >> 32) == seq &&
+                      (lane >= kWords - 32 || uint32_t(w[32 + lane] >> 32) == seq);
+      if (__all_sync(0xFFFFFFFFu, ok)) {
+        *data = uint32_t(w[33]);
+        return polls;
+      }
+      __syncwarp();
+      issue(k);
+    }
+  }
+}
+
 /** Polls by one warp, all of the job's words in flight (lane i reads word i, lanes 0-1 also
  *  words 32-33), until a warp sees every word tagged seq or another warp claimed the job. */
 __global__ void responder(const volatile uint64_t* job, const volatile uint64_t* job2,
                           volatile uint64_t* reply, int mode, uint64_t pause_ns) {
   __shared__ uint32_t s_found, s_exit;
+  __shared__ __align__(16) uint64_t s_buf[2][kWords];
   const uint32_t warp = threadIdx.x >> 5, lane = threadIdx.x & 31u;
   if (threadIdx.x == 0) s_found = s_exit = 0;
   __syncthreads();
   for (uint32_t seq = 1;; ++seq) {
+    if (mode >= 3) {
+      if (warp == 0) {
+        uint32_t work = 0;
+        const uint32_t polls =
+            mode == 6   ? async_poll(job, pause_ns, seq, &work, s_buf)
+            : mode == 3 ? pipelined_poll<4>(job, job2, false, pause_ns, seq, &work)
+                        : pipelined_poll<2>(job, job2, mode == 4, pause_ns, seq, &work);
+        if (lane == 0) {
+          if (work == 0xFFFFFFFFu) {
+            s_exit = 1;
+          } else {
+            spin_ns(work);
+            *reply = uint64_t(seq) << 32 | polls;
+            __threadfence_system();
+          }
+        }
+      }
+      __syncthreads();
+      if (s_exit) return;
+      continue;
+    }
     if (mode == 1 && seq > 1) spin_ns(pause_ns);
     if (warp == 0 || (mode == 2 && warp == 1)) {
       const volatile uint64_t* w = warp == 0 ? job : job2;
@@ -97,7 +193,7 @@ int main(int argc, char** argv) {
     for (int j = 0; j < kWords; ++j) {
       const uint64_t v = tag | (j == kWords - 1 ? work : uint32_t(j));
       w[j] = v;
-      if (mode == 2) w2[j] = v;
+      if (mode == 2 || mode == 4) w2[j] = v;
     }
   };
   for (uint32_t work = 4000; work <= 8000; work += 200) {
@@ -112,6 +208,10 @@ int main(int argc, char** argv) {
       const volatile uint64_t* r = reply;
       uint64_t v;
       while (uint32_t((v = *r) >> 32) != seq) {
+        if (C::now() - t0 > std::chrono::seconds(2)) {
+          std::printf("no reply in 2 s (job %u): the poll never saw it\n", seq);
+          std::exit(1);
+        }
       }
       const auto t1 = C::now();
       if (i >= calls / 10) {
