@@ -12,7 +12,8 @@
 // apart, each checked (waited for) in turn and issued again: 3 = four polls of one copy, 4 = two
 // polls, one a copy, 5 = two polls of one copy (does a read of a line already in flight return
 // that read's data?), 6 = two polls of one copy by cp.async into shared memory (no register
-// waits for a poll still in flight once the job is found). Prints, per work, the call's percentiles and the polls a job.
+// waits for a poll still in flight once the job is found). Prints, per work, the call's
+// percentiles and the polls a job.
 // On the GPU machine:
 //
 //   nvcc -O2 -arch=sm_90 -o /tmp/poll-phase scripts/dev/poll-phase.cu
