@@ -68,15 +68,15 @@ constexpr unsigned long long kLeaveStop = 1ull << 32;
  *  query_norm; 0 where the kernel converts the query itself). */
 constexpr uint32_t kJobTailWords = 3;
 
-/** The whole CTA, one poll of job seq's n words (LL words | seq << 32) at `words` (host or
- *  device memory, read uncached): each thread reads its words, all in flight together, and
- *  stores their data in raw[] (the query) and state[] (the last kJobTailWords). True when every
- *  word carries seq (then raw and state hold the job). */
-__device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint32_t seq,
-                                         uint32_t* raw, uint32_t* state) {
+/** The whole CTA: job seq's n words (LL words | seq << 32), word w as read(w), each thread
+ *  its words: their data into raw[] (the query) and state[] (the last kJobTailWords). True when
+ *  every word carries seq (then raw and state hold the job). */
+template <typename Read>
+__device__ __forceinline__ bool take_job(Read read, uint32_t n, uint32_t seq, uint32_t* raw,
+                                         uint32_t* state) {
   bool ok = true;
   for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
-    const uint64_t v = reinterpret_cast<const volatile uint64_t*>(words)[w];
+    const uint64_t v = read(w);
     ok &= uint32_t(v >> 32) == seq;
     if (w < n - kJobTailWords)
       raw[w] = uint32_t(v);
@@ -84,6 +84,14 @@ __device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint
       state[w - (n - kJobTailWords)] = uint32_t(v);
   }
   return __syncthreads_and(ok);
+}
+
+/** The whole CTA, one poll of job seq's n words at `words` (host or device memory, read
+ *  uncached, all of a thread's words in flight together): take_job. */
+__device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint32_t seq,
+                                         uint32_t* raw, uint32_t* state) {
+  return take_job([&](uint32_t w) { return reinterpret_cast<const volatile uint64_t*>(words)[w]; },
+                  n, seq, raw, state);
 }
 
 /** CTA 0 polls the host with two polls in flight, issued kAsyncPollGapNs apart, where the job
@@ -138,20 +146,10 @@ __device__ __forceinline__ void poll_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
-/** The whole CTA, a poll landed in `buf`: true when all n words carry seq (then raw[] and
- *  state[] hold the job's data, as poll_job leaves them). */
+/** The whole CTA, a poll landed in `buf`: take_job. */
 __device__ __forceinline__ bool polled_job(const uint64_t* buf, uint32_t n, uint32_t seq,
                                            uint32_t* raw, uint32_t* state) {
-  bool ok = true;
-  for (uint32_t w = threadIdx.x; w < n; w += blockDim.x) {
-    const uint64_t v = buf[w];
-    ok &= uint32_t(v >> 32) == seq;
-    if (w < n - kJobTailWords)
-      raw[w] = uint32_t(v);
-    else
-      state[w - (n - kJobTailWords)] = uint32_t(v);
-  }
-  return __syncthreads_and(ok);
+  return take_job([&](uint32_t w) { return buf[w]; }, n, seq, raw, state);
 }
 
 /** The whole CTA: slots [first, last) of `v` (4 hash slots each) made empty. */
