@@ -3,12 +3,16 @@
 // the rate of a process falls into groups ~1.2 us apart (docs/cuda.md, "Two polls of the host in
 // flight") that neither the host thread's core nor the poll's phase explains. This allocates
 // BUFS mapped buffers of 2 MiB (cudaHostAlloc, as pinned_buffer does) and times, from one GPU
-// thread, 200 dependent volatile 8-byte reads of each (the round trip of a poll), twice.
+// thread, 200 dependent volatile 8-byte reads of each (the round trip of a poll), twice; with
+// `pages`, then the same for each 4 KiB page of the first buffer (is the level the allocation's
+// or the page's?).
 //
-//   nvcc -O2 -arch=sm_90 -o /tmp/pinned-rtt scripts/dev/pinned-rtt.cu && /tmp/pinned-rtt [BUFS]
+//   nvcc -O2 -arch=sm_90 -o /tmp/pinned-rtt scripts/dev/pinned-rtt.cu
+//   /tmp/pinned-rtt [BUFS [pages]]   (the `pages` mode has not run on a GPU yet)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 __device__ uint64_t now_ns() {
@@ -40,6 +44,18 @@ int main(int argc, char** argv) {
     std::printf("pass %d, round trip (ns) of each buffer:", pass);
     for (int i = 0; i < bufs; ++i) {
       rtt<<<1, 1>>>(b[i], 200, d);
+      double h = 0;
+      cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+      std::printf(" %.0f", h);
+    }
+    std::printf("\n");
+  }
+  if (argc > 2 && std::string(argv[2]) == "pages") {
+    const size_t page_words = 4096 / sizeof(uint64_t), pages = bytes / 4096;
+    for (size_t g = 0; g < pages; ++g) b[0][g * page_words] = b[0][g * page_words + 1] = 0;
+    std::printf("round trip (ns) of each 4 KiB page of buffer 0:");
+    for (size_t g = 0; g < pages; ++g) {
+      rtt<<<1, 1>>>(b[0] + g * page_words, 100, d);
       double h = 0;
       cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
       std::printf(" %.0f", h);
