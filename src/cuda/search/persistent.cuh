@@ -97,14 +97,16 @@ __device__ __forceinline__ bool poll_job(const uint64_t* words, uint32_t n, uint
 /** CTA 0 polls the host with two polls in flight, issued kAsyncPollGapNs apart, where the job
  *  has at most kAsyncPollWords words (else one poll at a time, poll_job). A poll samples host
  *  memory once a PCIe round trip (~1.6 us): with one in flight a post waited for the next
- *  sample, up to a round trip, by the phase of the host's post against the polls (whole groups
- *  of processes a round trip apart). Two in flight sample twice as often. The polls are
+ *  sample, up to a round trip, by the phase of the host's post against the polls. Two in
+ *  flight sample twice as often. The polls are
  *  cp.async copies into shared memory, not loads into registers: a register load still in
  *  flight when the other one finds the job would hold back the first instruction that reuses
  *  its register, up to half a round trip into the search. In isolation (scripts/dev/poll-phase.cu,
  *  H200) a reply came 1.9-2.5 us after the post plus the work, against 2.9-5.0 us with one
- *  register poll, by the host's time between reply and post. .cg copies read the host's memory
- *  each time (never a stale line: the poll would not end). */
+ *  register poll, by the host's time between reply and post; in the kernel, at the defaults on
+ *  SIFT-wall-1M, medians by round 1.02-1.05x on three H200 machines (docs/cuda.md, "Two polls
+ *  of the host in flight"). .cg copies read the host's memory each time (never a stale line:
+ *  the poll would not end). */
 constexpr uint32_t kAsyncPollWords = 64;
 constexpr uint64_t kAsyncPollGapNs = 750;
 
