@@ -346,6 +346,24 @@ TEST_F(CudaMultiCta, InitialPoolEveryTypeAndMetric) {
   EXPECT_EQ(plan_search(gpu, random, *u8_, 10, 1).pool_rows_per_cta, 0u);
 }
 
+// The pool below degree 32: each CTA's 32 picks fill a candidate buffer sized for a parent's
+// neighbors (fewer), so the buffers must take the picks (launch_args.cpp): degrees 16 and 30 at
+// the recall of the CPU within 2 points, well formed (the memcheck run covers it: InitialPool*).
+TEST_F(CudaMultiCta, InitialPoolBelowDegree32) {
+  for (uint32_t degree : {16u, 30u}) {
+    const cagra::index idx = build({}, small_params(degree), set_->base);
+    const search_params p = itopk(32);  // persistent, from the pool, at batch 1
+    ASSERT_GT(gpu_plan(idx, p, 10, 1).pool_rows_per_cta, 0u) << "degree " << degree;
+    const result c = cpu_run(idx, set_->queries, 10, p);
+    const result g = gpu_search(idx, set_->queries, 10, p, 1);
+    const double rc = recall(c.view(), truth(), 10), rg = recall(g.view(), truth(), 10);
+    std::printf("[ cuda     ] initial pool, degree %u: recall@10 cpu %.4f gpu %.4f\n", degree, rc,
+                rg);
+    EXPECT_GE(rg, rc - 0.02) << "degree " << degree;
+    expect_well_formed(g, idx.size(), "initial pool, degree " + std::to_string(degree));
+  }
+}
+
 // A relaunch of the persistent kernel initializes nothing: the kernel empties its visited hash
 // on the way out (persistent.cuh). One query, searched again and again at the default shape
 // (64 CTAs), must find the same neighbors every time: in one launch (the two hash halves in

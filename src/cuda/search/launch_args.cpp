@@ -80,7 +80,10 @@ multi_cta_launch make_multi_cta_launch(const index_state& st, const search_plan&
   set_common(a, st, plan, m);
   a.n_ctas = plan.ctas_per_query;
   a.n_init = plan.initial_nodes;
-  a.cand_cap = std::max(st.degree, a.n_init);
+  // Each candidate buffer takes a parent's neighbors, the random initial nodes or the pool's
+  // kMultiCtaList picks (pool_claim): below degree 32 the picks would run into the other
+  // buffer, which iteration 0's claims fill.
+  a.cand_cap = std::max({st.degree, a.n_init, plan.pool_rows_per_cta ? kMultiCtaList : 0u});
   a.list_k = std::min(plan.k, kMultiCtaList);
   a.merge_p2 = std::max(32u, next_pow2(a.n_ctas * kMultiCtaList));
   lp.team = plan.team_size;
