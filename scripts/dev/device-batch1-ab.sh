@@ -20,7 +20,8 @@
 # (several such settings separated by `;`: B runs once a round under each, as sides b1, b2, ...,
 # and its tests, memcheck and trace run under each too). Writes $OUT/batch1.jsonl (every side's
 # rows; the device tool returns at most 8 files, too few for a file a side), $OUT/hnswlib.jsonl,
-# $OUT/ab.txt, $OUT/sides.txt, $OUT/trace.txt, and prints a summary last
+# $OUT/ab.txt (the result rows, and the CLI's own `cagra: ` messages, such as an experiment's
+# verbose prints), $OUT/sides.txt, $OUT/trace.txt, and prints a summary last
 # (tests, rounds, each side's QPS range and its ratio to the first side by round, traced calls,
 # hnswlib): read the output's tail; each JSON line names its side and environment ("variant");
 # the build logs go into $OUT/build-logs.tar.gz with the tests' logs, so that the device tool
@@ -98,7 +99,7 @@ for r in $(seq "${ROUNDS:-3}"); do
       echo "== round $r $side batch $batch" >>"$O/ab.txt"
       env CAGRA_COMMIT="${run_labels[$j]}" "${benv[@]}" "${run_bins[$j]}" bench /tmp/batch1.cagra "$D/query.u8bin" "$D/gt.ibin" --backend cuda \
         --batch "$batch" -k 10 "${persist[@]}" --dataset "$NAME" --itopk "${ITOPK:-32,64}" \
-        --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[0-9.]+ " >>"$O/ab.txt"
+        --json "$O/batch1-$side.jsonl" 2>&1 | grep -E "^ +[0-9]+ +[0-9]+ +[a-z0-9]+ +[0-9.]+ |^cagra: " >>"$O/ab.txt"
     done
   done
 done
