@@ -8,7 +8,8 @@
 // or the page's?).
 //
 //   nvcc -O2 -arch=sm_90 -o /tmp/pinned-rtt scripts/dev/pinned-rtt.cu
-//   /tmp/pinned-rtt [BUFS [pages]]   (the `pages` mode has not run on a GPU yet)
+//   /tmp/pinned-rtt [BUFS [pages]]   (pages: logs/batch1-host-side-sift-wall-1m-h200-b458280.txt,
+//   section 0: the level is each page's)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
