@@ -251,6 +251,7 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
   double heads_to_merged = 0;          // every list's first entry taken, to the lists merged
   double to_entry = 0, to_seeded = 0;  // before_post's parts: to persistent_search, to the post
   double scan = 0, scan_clocks = 0;    // with a pool: the query ready to the slice scanned
+  double steps[10] = {};  // before_post in steps: kHostStepNames, to persistent_search, the seed
   // Warp 0's steps: pick_parent at iteration 0 and the last merge (SM clocks), the last
   // iteration to that merge done, the last merge's candidates and those that can enter.
   double pick_clocks = 0, merge_clocks = 0, to_merged = 0, last_cands = 0, last_can_enter = 0;
@@ -309,6 +310,21 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
     before_post += (double(hs.posted) - h0) * 1e-3;
     to_entry += (double(hs.entered) - h0) * 1e-3;
     to_seeded += (double(hs.seeded) - double(hs.entered)) * 1e-3;
+    {
+      // h0, steps 0-4 (cuda::search), entered, steps 5-7 (persistent_search), seeded.
+      const double at[11] = {h0,
+                             double(hs.step[0]),
+                             double(hs.step[1]),
+                             double(hs.step[2]),
+                             double(hs.step[3]),
+                             double(hs.step[4]),
+                             double(hs.entered),
+                             double(hs.step[5]),
+                             double(hs.step[6]),
+                             double(hs.step[7]),
+                             double(hs.seeded)};
+      for (int j = 0; j < 10; ++j) steps[j] += (at[j + 1] - at[j]) * 1e-3;
+    }
     round_trip += (double(hs.merged) - double(hs.posted)) * 1e-3;
     heads_to_merged += hs.heads_seen ? (double(hs.merged) - double(hs.heads_seen)) * 1e-3 : 0.0;
     after_merge += (h1 - double(hs.merged)) * 1e-3;
@@ -328,10 +344,12 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
     if (sm >= on_sm.size()) on_sm.resize(sm + 1, 0);
     ++on_sm[sm];
   }
-  std::printf("[ latency  ] %-22s the persistent CTAs on %zu SMs (at most %u on one)\n",
-              label.c_str(),
-              size_t(std::count_if(on_sm.begin(), on_sm.end(), [](uint32_t x) { return x > 0; })),
-              *std::max_element(on_sm.begin(), on_sm.end()));
+  std::printf(
+      "[ latency  ] %-22s the persistent CTAs on %zu SMs (at most %u on one; CTA 0 on SM "
+      "%u)\n",
+      label.c_str(),
+      size_t(std::count_if(on_sm.begin(), on_sm.end(), [](uint32_t x) { return x > 0; })),
+      *std::max_element(on_sm.begin(), on_sm.end()), uint32_t(calls.back()[cuda::kTraceSm]));
   std::printf(
       "[ latency  ] %-22s %-17s call %5.1f us = body %5.1f + outside %4.1f | CTA 0's finding "
       "poll %.2f, other CTAs start +%.2f (last +%.2f); a CTA's start to its list %.2f (slowest "
@@ -352,6 +370,16 @@ void trace_persistent(const std::string& label, const cagra::index& idx,
       to_seeded / n, (before_post - to_entry - to_seeded) / n, round_trip / n,
       (round_trip - body) / n, heads_to_merged / n, after_merge / n,
       cuda::testing::persistent_ctas_per_sm(idx));
+  std::printf("[ latency  ] %-22s %-17s the host before the post (us):", label.c_str(),
+              "persistent traced");
+  for (int j = 0; j < 10; ++j)
+    std::printf(" %s %.3f",
+                j < 5    ? cuda::testing::kHostStepNames[j]
+                : j == 5 ? "to persistent_search"
+                : j < 9  ? cuda::testing::kHostStepNames[j - 1]
+                         : "buffers and seed state",
+                steps[j] / n);
+  std::printf("\n");
   // The same code at iterations 0 and 1 (an instruction cache cold at a job's start shows as
   // iteration 0 costing more clocks than iteration 1 for the same work).
   std::printf(

@@ -7,6 +7,7 @@
 
 #include <cagra/cagra.hpp>
 
+#include "cuda/search/host_lists.hpp"  // steady_ns
 #include "cuda/search/multi_cta.hpp"   // CAGRA_MCTA_TRACE
 #include "cuda/search/single_cta.hpp"  // kSingleCtaTraceSlots
 
@@ -48,8 +49,20 @@ struct persistent_host_stamps {
   uint64_t seeded = 0;   // the launch arguments, the key and the seed state ready: the post next
   uint64_t posted = 0, merged = 0;
   uint64_t heads_seen = 0;  // every CTA's list's first entry taken (merge_host_lists)
+  /** The host's steps before the post, each stamped as it ends (kHostStepNames). */
+  uint64_t step[8] = {};
 };
+/** What persistent_host_stamps::step stamps: cuda::search's checks, its device guard, the
+ *  device index, the workspace lock, the filter; persistent_search's launch arguments, the
+ *  pool and shared-memory check, the key and the idle check. */
+constexpr const char* kHostStepNames[8] = {"checks", "device",      "index", "lock",
+                                           "filter", "launch args", "pool",  "key"};
 persistent_host_stamps& persistent_stamps();
+/** Stamps the end of the host's step i before the post (a trace build only). */
+#define CAGRA_HOST_STEP(i) \
+  (::cagra::cuda::testing::persistent_stamps().step[i] = ::cagra::cuda::steady_ns())
+#else
+#define CAGRA_HOST_STEP(i) ((void)0)
 #endif
 
 }  // namespace cagra::cuda::testing

@@ -150,6 +150,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   testing::persistent_stamps().entered = steady_ns();
 #endif
   multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
+  CAGRA_HOST_STEP(5);
   persistent_state& ps = st.persistent;
   // The initial nodes from the pool (initial_pool.hpp), which the running kernel holds: made or
   // made again (another size, rows added) only while none runs.
@@ -159,6 +160,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     use_initial_pool(st, lp, pool_rows, st.stream.get());
   }
   check_shared_memory(lp.smem, device, "multi-CTA", plan);
+  CAGRA_HOST_STEP(6);
   // Byte rows of whole 16-byte chunks: the query's bytes are its distance layout, so the host
   // sends |q|^2 with them and the kernel converts nothing (multi_cta_args::query_ready).
   const bool byte_rows = st.type == dtype::u8 || st.type == dtype::i8;
@@ -184,6 +186,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
   if (ps.running && std::chrono::steady_clock::now() - ps.answered >
                         std::chrono::nanoseconds(lifetime_ns - kIdleMarginNs))
     stop_persistent(st);
+  CAGRA_HOST_STEP(7);
   if (!ps.running) {  // the buffers may change only while no kernel runs
     const size_t hash_size = ps.hash.size(), counters_size = ps.counters.size();
     // An even count of words and 16 bytes of stop flag: CTA 0 copies them 16 bytes at a time

@@ -21,6 +21,7 @@
 #include "cuda/search/persistent.hpp"
 #include "cuda/search/run_kernels.hpp"
 #include "cuda/state.hpp"
+#include "cuda/testing.hpp"
 
 namespace cagra::cuda {
 
@@ -180,12 +181,16 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
                 (long long)queries.cols);
   check_search(idx, plan, ids, device);
   if (queries.rows == 0) return;
-
+  CAGRA_HOST_STEP(0);
   device_guard guard(device);
+  CAGRA_HOST_STEP(1);
   std::shared_ptr<index_state> st = device_index(idx, device);
+  CAGRA_HOST_STEP(2);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
+  CAGRA_HOST_STEP(3);
   if (plan.io != search_io::persistent) stop_persistent(*st);
   const device_filter df = upload_filter(*st, filter, queries.rows);
+  CAGRA_HOST_STEP(4);
   switch (plan.io) {
     case search_io::persistent:
       CAGRA_EXPECTS(queries.rows == 1 && filter.empty(),
