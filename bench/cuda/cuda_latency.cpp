@@ -170,6 +170,59 @@ TEST_F(CudaLatency, PersistentHostPath) {
   EXPECT_LT(ids[0], idx.size());
 }
 
+// Is a persistent call's time quantized by CTA 0's polls? CTA 0 restarts its two polls of the
+// host after each job, one every 750 ns (persistent.cuh), and the host posts the next job a fixed
+// time after the last one's lists: a post is seen by the first poll read that reaches the host
+// after it, so the host's own time before the post would count only where it moves the post past
+// a poll. Here the host waits `delay` more before each call (spinning), from 0 to 1.5 us in
+// 100 ns steps, interleaved over rounds; "call" is the time a call takes, the wait not counted.
+// Quantized, it falls by the delay until a poll's arrival is crossed, then jumps by a poll's
+// spacing; not quantized, it stays flat.
+TEST_F(CudaLatency, PersistentPostDelay) {
+  const latency_data data = latency_data_or(u8_, &set_->queries);
+  const cagra::index& idx = *data.idx;
+  const uint32_t k = 10, n_q = std::min<uint32_t>(1000, uint32_t(data.queries->rows()));
+  std::vector<host_matrix> hq;
+  for (uint32_t i = 0; i < n_q; ++i) {
+    const dataset_view v(data.queries->row_bytes(i), data.queries->type(), 1, data.queries->cols());
+    hq.push_back(core::queries_for(v, idx.storage_dtype(), idx.metric(), 1));
+  }
+  std::vector<uint32_t> ids(k);
+  std::vector<float> dist(k);
+  resources res;
+  res.num_threads = 1;
+  const search_plan plan = plan_search(res, search_params{}, idx, k, 1);
+  ASSERT_EQ(plan.io, search_io::persistent);
+  constexpr int kDelays = 16, kRounds = 5, kCalls = 4000;
+  std::vector<double> sum(kDelays, 0.0);
+  std::vector<std::vector<double>> by_round(kDelays);
+  uint32_t q = 0;
+  for (int i = 0; i < 2000; ++i) cuda::search(idx, hq[q++ % n_q], plan, ids.data(), dist.data(), 0);
+  for (int round = 0; round < kRounds; ++round)
+    for (int d = 0; d < kDelays; ++d) {
+      const uint64_t delay = uint64_t(d) * 100;
+      const uint64_t t0 = cuda::steady_ns();
+      for (int i = 0; i < kCalls; ++i) {
+        const uint64_t until = cuda::steady_ns() + delay;
+        while (cuda::steady_ns() < until) {
+        }
+        cuda::search(idx, hq[q++ % n_q], plan, ids.data(), dist.data(), 0);
+      }
+      const double per_call = double(cuda::steady_ns() - t0) / kCalls * 1e-3 - delay * 1e-3;
+      sum[d] += per_call;
+      by_round[d].push_back(per_call);
+    }
+  for (int d = 0; d < kDelays; ++d) {
+    std::printf(
+        "[ latency  ] %s, defaults, batch 1 (persistent): host wait %4d ns before each "
+        "call: call %.2f us (rounds",
+        data.name.c_str(), d * 100, sum[d] / kRounds);
+    for (double v : by_round[d]) std::printf(" %.2f", v);
+    std::printf(")\n");
+  }
+  EXPECT_LT(ids[0], idx.size());
+}
+
 // The batch-1 multi-CTA call taken apart on the GPU's clock (multi_cta.hpp's trace stamps: each
 // CTA's phases, the merging CTA's end); the call's host time minus the kernel's span is launch,
 // wait and host work. The latency modes are switched on one by one: the CTAs' lists polled as
