@@ -2,7 +2,8 @@
 # Benchmarks on the GPU machine, after scripts/dev/device-check.sh has built $BUILD_DIR with CUDA:
 # Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by the CUDA backend, by our CPU backend
 # on all host cores, and by hnswlib (M=16, efConstruction=200) on the same cores, in one run.
-# Batch 10K (all queries in one call) and batch 1 (one query per call). JSON lines
+# Batch 10K (all queries in one call) and batch 1 (one query per call: the CUDA backend at its
+# automatic shape and at 4-32 CTAs set by search_width, the resident kernel in both). JSON lines
 # ($OUT/fashion-mnist-DEVICE-COMMIT.jsonl) and logs go to $OUT; a QPS-at-recall table is printed last.
 #
 # Needs (carried in ignored folders): data/fashion/*.gz and third_party/include/hnswlib
@@ -44,7 +45,10 @@ for storage in input f32; do
     echo "== $storage storage: cuda, batch 10000"
     "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --repeat 5 \
       --itopk 10,12,16,24,32,48,64,96,128,256,512 --search-width "$widths" "${common[@]}"
-    echo "== $storage storage: cuda, batch 1"
+    echo "== $storage storage: cuda, batch 1, automatic shape"
+    "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --batch 1 --itopk 10,16,32,64,128 \
+      "${common[@]}"
+    echo "== $storage storage: cuda, batch 1, 4-32 CTAs (search_width)"
     "$C" bench "$idx" "$queries" "$W/gt.ibin" --backend cuda --batch 1 --itopk 10,16,32,64 \
       --search-width 4,8,16,32 "${common[@]}"
     echo "== $storage storage: cpu ($THREADS threads), batch 10000"
