@@ -5,6 +5,7 @@
 // call is made of (small pageable copies, a memset launch, a stream synchronize, the device
 // queries), each the mean of many calls after a warm-up.
 #include <cstdio>
+#include <numeric>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -138,13 +139,11 @@ TEST_F(CudaLatency, BatchOneBreakdown) {
 TEST_F(CudaLatency, PersistentHostPath) {
   const latency_data data = latency_data_or(u8_, &set_->queries);
   const cagra::index& idx = *data.idx;
-  const uint32_t k = 10, n_q = std::min<uint32_t>(1000, uint32_t(data.queries->rows()));
+  const std::vector<host_matrix> hq = one_row_queries(data, 1000);
+  const uint32_t k = 10, n_q = uint32_t(hq.size());
   std::vector<dataset_view> q1;
-  std::vector<host_matrix> hq;
-  for (uint32_t i = 0; i < n_q; ++i) {
+  for (uint32_t i = 0; i < n_q; ++i)
     q1.emplace_back(data.queries->row_bytes(i), data.queries->type(), 1, data.queries->cols());
-    hq.push_back(core::queries_for(q1.back(), idx.storage_dtype(), idx.metric(), 1));
-  }
   std::vector<uint32_t> ids(k);
   std::vector<float> dist(k);
   resources res;  // as `cagra bench --batch 1` has it
@@ -181,12 +180,8 @@ TEST_F(CudaLatency, PersistentHostPath) {
 TEST_F(CudaLatency, PersistentPostDelay) {
   const latency_data data = latency_data_or(u8_, &set_->queries);
   const cagra::index& idx = *data.idx;
-  const uint32_t k = 10, n_q = std::min<uint32_t>(1000, uint32_t(data.queries->rows()));
-  std::vector<host_matrix> hq;
-  for (uint32_t i = 0; i < n_q; ++i) {
-    const dataset_view v(data.queries->row_bytes(i), data.queries->type(), 1, data.queries->cols());
-    hq.push_back(core::queries_for(v, idx.storage_dtype(), idx.metric(), 1));
-  }
+  const std::vector<host_matrix> hq = one_row_queries(data, 1000);
+  const uint32_t k = 10, n_q = uint32_t(hq.size());
   std::vector<uint32_t> ids(k);
   std::vector<float> dist(k);
   resources res;
@@ -194,7 +189,6 @@ TEST_F(CudaLatency, PersistentPostDelay) {
   const search_plan plan = plan_search(res, search_params{}, idx, k, 1);
   ASSERT_EQ(plan.io, search_io::persistent);
   constexpr int kDelays = 16, kRounds = 5, kCalls = 4000;
-  std::vector<double> sum(kDelays, 0.0);
   std::vector<std::vector<double>> by_round(kDelays);
   uint32_t q = 0;
   for (int i = 0; i < 2000; ++i) cuda::search(idx, hq[q++ % n_q], plan, ids.data(), dist.data(), 0);
@@ -209,14 +203,14 @@ TEST_F(CudaLatency, PersistentPostDelay) {
         cuda::search(idx, hq[q++ % n_q], plan, ids.data(), dist.data(), 0);
       }
       const double per_call = double(cuda::steady_ns() - t0) / kCalls * 1e-3 - delay * 1e-3;
-      sum[d] += per_call;
       by_round[d].push_back(per_call);
     }
   for (int d = 0; d < kDelays; ++d) {
     std::printf(
         "[ latency  ] %s, defaults, batch 1 (persistent): host wait %4d ns before each "
         "call: call %.2f us (rounds",
-        data.name.c_str(), d * 100, sum[d] / kRounds);
+        data.name.c_str(), d * 100,
+        std::accumulate(by_round[d].begin(), by_round[d].end(), 0.0) / kRounds);
     for (double v : by_round[d]) std::printf(" %.2f", v);
     std::printf(")\n");
   }
@@ -234,14 +228,9 @@ TEST_F(CudaLatency, PersistentPostDelay) {
 TEST_F(CudaLatency, TracedMultiCta) {
   const latency_data data = latency_data_or(u8_, &set_->queries);
   const cagra::index* idx = data.idx;
-  const host_matrix* queries = data.queries;
   const std::string& name = data.name;
-  const uint32_t k = 10, n_q = std::min<uint32_t>(200, uint32_t(queries->rows()));
-  std::vector<host_matrix> q1;
-  for (uint32_t i = 0; i < n_q; ++i) {
-    const dataset_view v(queries->row_bytes(i), queries->type(), 1, queries->cols());
-    q1.push_back(core::queries_for(v, idx->storage_dtype(), idx->metric(), 1));
-  }
+  const std::vector<host_matrix> q1 = one_row_queries(data, 200);
+  const uint32_t k = 10, n_q = uint32_t(q1.size());
   std::vector<uint32_t> ids(k);
   std::vector<float> dist(k);
   uint64_t* d_trace = nullptr;

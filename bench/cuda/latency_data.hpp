@@ -3,13 +3,18 @@
 // (scripts/dev/device-latency.sh), else the suite's bigann10k index (L2-resident).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cagra/cagra.hpp>
 #include <cagra/io.hpp>
+
+#include "core/convert.hpp"
 
 namespace cagra::test {
 
@@ -47,6 +52,18 @@ inline latency_data latency_data_or(const cagra::index* idx, const host_matrix* 
     d.name = index_path;
   }
   return d;
+}
+
+/** The first `max_rows` queries of `d`, each a one-row matrix in its index's storage layout
+ *  (what cuda::search takes, converted once here rather than in every timed call). */
+inline std::vector<host_matrix> one_row_queries(const latency_data& d, uint32_t max_rows) {
+  const uint32_t n = std::min<uint32_t>(max_rows, uint32_t(d.queries->rows()));
+  std::vector<host_matrix> rows;
+  for (uint32_t i = 0; i < n; ++i) {
+    const dataset_view v(d.queries->row_bytes(i), d.queries->type(), 1, d.queries->cols());
+    rows.push_back(core::queries_for(v, d.idx->storage_dtype(), d.idx->metric(), 1));
+  }
+  return rows;
 }
 
 }  // namespace cagra::test
