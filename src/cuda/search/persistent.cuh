@@ -198,6 +198,20 @@ __device__ __forceinline__ void persistent_exit(const persistent_args& p, uint32
   if (jobs > 0) empty_slots(dirty, 0, n4);
 }
 
+/** CTA 0's thread 0, its poll found no job (`stop`: the host's stop flag as polled): whether the
+ *  kernel leaves, the stop flag raised or no job for lifetime_ns. If so, the leave word
+ *  (first_seq, | kLeaveStop on a stop) is published after the words of every job relayed before
+ *  it and kept in `leave_word`. The other threads: false. */
+__device__ __forceinline__ bool announce_leave(const persistent_args& p, uint32_t stop,
+                                               uint64_t idle_since,
+                                               unsigned long long& leave_word) {
+  if (threadIdx.x != 0 || (stop == 0 && global_ns() - idle_since <= p.lifetime_ns)) return false;
+  leave_word = p.first_seq | (stop != 0 ? kLeaveStop : 0ull);
+  __threadfence();  // the words of every job relayed before it, then the leave word
+  atomicExch(p.d_leave, leave_word);
+  return true;
+}
+
 // At most two CTAs an SM (a pool slice takes up to 108 KiB of shared memory): registers for two,
 // so that the pool scan (a row's loads in flight, and the byte query held in registers) and the
 // loop do not spill (with the launch kernels' bound of four, 64 registers, they spilled ~500
@@ -257,13 +271,8 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
           for (uint32_t w = tid; w < p.n_words; w += blockDim.x) p.d_words[w] = s_poll[k][w];
           break;
         }
-        const uint32_t stop = static_cast<uint32_t>(s_poll[k][kAsyncPollStop]);
-        leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
-        if (leave) {
-          s_leave = p.first_seq | (stop != 0 ? kLeaveStop : 0ull);
-          __threadfence();  // the words of every job relayed before it, then the leave word
-          atomicExch(p.d_leave, s_leave);
-        }
+        leave = announce_leave(p, static_cast<uint32_t>(s_poll[k][kAsyncPollStop]), idle_since,
+                               s_leave);
         if (!__syncthreads_or(leave)) {
           while (global_ns() < issued_other + kAsyncPollGapNs) {
           }
@@ -286,12 +295,7 @@ __global__ void __launch_bounds__(kMultiCtaMaxBlock, 2)
                 uint64_t{seq} << 32;
           break;
         }
-        leave = tid == 0 && (stop != 0 || global_ns() - idle_since > p.lifetime_ns);
-        if (leave) {
-          s_leave = p.first_seq | (stop != 0 ? kLeaveStop : 0ull);
-          __threadfence();  // the words of every job relayed before it, then the leave word
-          atomicExch(p.d_leave, s_leave);
-        }
+        leave = announce_leave(p, stop, idle_since, s_leave);
       } else {
         // The leave word's read flies with the words' reads (read first: a job relayed before
         // it is looked for again below).
