@@ -150,10 +150,13 @@ def plot_curves(points, args):
     series = {}
     for p in points:
         series.setdefault(p["_series"], []).append(p)
-    for name in sorted(series):
+    # Past matplotlib's 10 default colours two curves would share one: take 20, and vary the marker.
+    colors = plt.get_cmap("tab20").colors if len(series) > 10 else [None] * len(series)
+    markers = "os^Dv"
+    for i, name in enumerate(sorted(series)):
         pts = sorted(series[name], key=lambda p: (p["recall"], -p["qps"]))
-        ax.plot([p["recall"] for p in pts], [p["qps"] for p in pts], marker="o", markersize=4,
-                label=name)
+        ax.plot([p["recall"] for p in pts], [p["qps"] for p in pts], marker=markers[i % 5],
+                markersize=4, color=colors[i], label=name)
     ax.set_yscale("log")
     ax.set_xlabel(f"recall@{k}")
     ax.set_ylabel("queries per second (log)")
