@@ -232,6 +232,12 @@ typedef struct cagra_search_params {
    *  microseconds, in [200, 10000000]; default 1000 (docs/params.md). Appended: the struct grows
    *  by 8 bytes, 4 of them padding (recompile callers). */
   uint32_t persistent_lifetime_us;
+  /** Searches of device memory (cagra_index_search_device, cagra_sharded_index_search_device):
+   *  a CUDA stream (a cudaStream_t of resources.device) whose work queued before the call the
+   *  search waits for before it reads the queries and writes the results; NULL (the default) =
+   *  the legacy default stream. The results are complete when the call returns, as before.
+   *  Host searches do not use it. Appended: the struct grows by 8 bytes (recompile callers). */
+  void* cuda_stream;
 } cagra_search_params_t;
 
 /** Parameters of cagra_index_extend (docs/living_index.md). 0 = automatic. */
@@ -340,8 +346,9 @@ cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
 
 /** cagra_index_search with `queries`, `neighbors` and `distances` (NULL to skip) in CUDA device
  *  memory on device params->resources.device, with no host round trip (the CUDA backend; the
- *  filter stays in host memory). The queries are read after the work queued on the legacy
- *  default stream; the results are complete when the call returns. Same results as the host
+ *  filter stays in host memory). The queries are read after the work queued on
+ *  params->cuda_stream (NULL: the legacy default stream); the results are complete when the
+ *  call returns. Same results as the host
  *  search of the same queries. Errors as cagra_index_search, and UNSUPPORTED when this build has
  *  no CUDA backend or no GPU is visible, INVALID_ARGUMENT with backend CAGRA_BACKEND_CPU. */
 cagra_status_t cagra_index_search_device(const cagra_index_t* index,

@@ -93,8 +93,9 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
  *  with no host round trip: `automatic` means CUDA, backend::cpu is an error ("device memory
  *  needs the CUDA backend"), mixed host/device views are an error. Device queries must be f32,
  *  f16, u8 or i8 for an f32/f16 index and the index's own dtype for a u8/i8 index; they are
- *  read after the work queued on the legacy default stream, and the results are complete when
- *  search returns (it synchronizes). Same results as the same queries in host memory.
+ *  read after the work queued on res.cuda_stream (by default the legacy default stream), and
+ *  the results are complete when search returns (it synchronizes). Same results as the same
+ *  queries in host memory.
  *  @param[in]  queries   [nq, dim]; any dtype that converts exactly to the index's storage
  *  @param[in]  k         neighbors per query, 1 <= k <= itopk_size
  *  @param[out] neighbors [nq, k] ids, nearest first (kInvalidId where fewer than k were found)

@@ -62,6 +62,12 @@ struct resources {
   std::vector<int> devices;
   /** Called on long steps with the stage name and the completed fraction in [0, 1]. */
   std::function<void(const char* stage, double fraction)> progress;
+  /** A search of device memory (queries and results in memory_space::device) orders itself
+   *  after this CUDA stream (a cudaStream_t of `device`): it reads the queries and writes the
+   *  results only after the work queued on the stream before the call. Null (the default) =
+   *  the legacy default stream, cupy's and torch's default. The call still returns with the
+   *  results complete, so they are ready on any stream. Host-memory calls do not use it. */
+  void* cuda_stream = nullptr;
 };
 
 /** The most CPU threads a call uses: 4 x the hardware threads this process may run on, at most

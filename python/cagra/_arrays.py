@@ -4,6 +4,7 @@ host copies of torch and cupy arrays, and the library's dtype names."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -116,6 +117,34 @@ def _framework(x: ArrayLike) -> str:
     # CUDA search results are handed back as the queries' own array type where it is one of these.
     top = type(x).__module__.partition(".")[0]
     return top if top in ("torch", "cupy") else ""
+
+
+def _stream(stream: Any, queries: Any) -> int:
+    """The CUDA stream (a cudaStream_t as an int, 0 = the legacy default stream) that a search of
+    CUDA ``queries`` waits for: ``stream`` given as an int handle, a ``torch.cuda.Stream`` (its
+    ``cuda_stream``) or a ``cupy.cuda.Stream`` (its ``ptr``); ``None``: the stream current in the
+    queries' framework (``torch.cuda.current_stream`` of their device, cupy's
+    ``get_current_stream``), else 0."""
+    if stream is None:
+        framework = _framework(queries)
+        module = sys.modules.get(framework) if framework else None
+        if framework == "torch" and module is not None and getattr(queries, "is_cuda", False):
+            return int(module.cuda.current_stream(queries.device).cuda_stream)
+        if framework == "cupy" and module is not None:
+            return int(module.cuda.get_current_stream().ptr)
+        return 0
+    for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
+        if hasattr(stream, attr):
+            stream = getattr(stream, attr)
+            break
+    if isinstance(stream, bool) or not isinstance(stream, (int, np.integer)):
+        raise TypeError(
+            "stream must be None, an int (a cudaStream_t), a torch.cuda.Stream or a "
+            f"cupy.cuda.Stream, got {type(stream).__name__}"
+        )
+    if not 0 <= int(stream) < 2**64:
+        raise ValueError(f"stream must be a cudaStream_t handle in [0, 2**64), got {int(stream)}")
+    return int(stream)
 
 
 def _ids(x: ArrayLike, name: str) -> np.ndarray:

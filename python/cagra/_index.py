@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _cagra as _ext
-from ._arrays import ArrayLike, _framework, _vectors
+from ._arrays import ArrayLike, _framework, _stream, _vectors
 from ._filter import _filter_words
 from ._hnswlib import HnswlibExport
 from ._io import PathLike
@@ -120,6 +120,7 @@ class Index(LivingIndex, HnswlibExport):
         filter: ArrayLike | None = None,
         filter_algo: str = _DEFAULT_FILTER_ALGO,
         devices: list[int] | None = None,
+        stream: Any = None,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` (one batch).
 
@@ -203,6 +204,13 @@ class Index(LivingIndex, HnswlibExport):
                 searched in parallel, and a smaller batch goes whole to the next device in
                 turn. The results are those of a one-device search. Host queries only; the
                 CPU backend ignores the list.
+            stream: CUDA queries only: the CUDA stream whose work queued before the call
+                the search waits for before it reads the queries and writes the results. An
+                int (a ``cudaStream_t``), a ``torch.cuda.Stream`` or a ``cupy.cuda.Stream``;
+                ``None`` (the default): the stream current in the queries' framework
+                (``torch.cuda.current_stream()``, cupy's ``get_current_stream()``, e.g.
+                inside ``with torch.cuda.stream(s):``), else the legacy default stream. It
+                must be a stream of the queries' device. Host queries do not use it.
 
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
@@ -214,8 +222,8 @@ class Index(LivingIndex, HnswlibExport):
             DLPack producer on a GPU) are searched in place on the GPU, with no host copy,
             and the results stay on that GPU: torch tensors for torch queries, cupy arrays
             for cupy queries, else arrays with ``__dlpack__`` (``torch.from_dlpack``,
-            ``cupy.from_dlpack``). They are ready when the call returns; the queries must
-            be ready on the default CUDA stream. CUDA queries need the CUDA backend
+            ``cupy.from_dlpack``). They are ready when the call returns, on any stream;
+            the queries are read after ``stream``'s earlier work. CUDA queries need the CUDA backend
             (``backend="cpu"`` raises CagraError) and, for a uint8/int8 index, the index's
             own dtype.
         """
@@ -251,6 +259,7 @@ class Index(LivingIndex, HnswlibExport):
             words,
             per_query,
             _devices(devices),
+            _stream(stream, queries),
         )
 
     def explain(

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _cagra as _ext
-from ._arrays import ArrayLike, _framework, _vectors
+from ._arrays import ArrayLike, _framework, _stream, _vectors
 from ._filter import _filter_words
 from ._io import PathLike
 from ._options import (
@@ -120,11 +120,13 @@ class ShardedIndex:
         filter: ArrayLike | None = None,
         filter_algo: str = _DEFAULT_FILTER_ALGO,
         devices: list[int] | None = None,
+        stream: Any = None,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` over all shards.
 
         The keywords are those of :meth:`cagra.Index.search` (each shard is searched with
-        them), less ``persistent``. ``filter`` covers the global rows (``size`` of them).
+        them), less ``persistent``; ``stream`` orders the search of CUDA queries after that
+        stream's work, as there. ``filter`` covers the global rows (``size`` of them).
         ``devices``: the CUDA devices (a list of distinct ordinals; ``None``: device 0); shard
         ``s`` runs on ``devices[s % len(devices)]``. The CPU backend ignores it.
 
@@ -170,6 +172,7 @@ class ShardedIndex:
             words,
             per_query,
             _devices(devices),
+            _stream(stream, queries),
         )
 
     def save(self, path: PathLike) -> None:

@@ -70,10 +70,10 @@ NB_MODULE(_cagra, m) {
   m.def("compact", &compact, "index"_a, "backend"_a, "num_threads"_a);
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
         "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false,
-        "devices"_a = std::vector<int>());
+        "devices"_a = std::vector<int>(), "stream"_a = 0);
   m.def("search_sharded", &search_sharded, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a,
         "num_threads"_a, "framework"_a = "", "filter_words"_a.none() = nb::none(),
-        "filter_per_query"_a = false, "devices"_a = std::vector<int>());
+        "filter_per_query"_a = false, "devices"_a = std::vector<int>(), "stream"_a = 0);
   m.def("explain_build", &explain_build, "rows"_a, "dim"_a, "dtype"_a, "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,

@@ -118,7 +118,7 @@ void expect_cuda_search(cagra::backend target) {
 nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, const std::string& framework,
-                           const cagra::row_filter& filter) {
+                           const cagra::row_filter& filter, uint64_t stream) {
   expect_cuda_search(target);
   const int64_t nq = q.rows();
   const int device = q.device_id();
@@ -128,6 +128,7 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     nb::gil_scoped_release nogil;
     cagra::resources res = make_resources(target, num_threads);
     res.device = device;
+    res.cuda_stream = reinterpret_cast<void*>(uintptr_t(stream));
     const auto dev = cagra::memory_space::device;
     cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
                   {static_cast<float*>(distances.p), nq, k, dev}, filter);
@@ -160,7 +161,7 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
 nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query, std::vector<int> devices) {
+                 bool filter_per_query, std::vector<int> devices, uint64_t stream) {
   vectors_in q(std::move(queries), "queries");
   // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
   std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
@@ -179,10 +180,11 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
       throw cagra::error(
           "queries are a CUDA array, searched on the GPU that holds them: a devices list of " +
           std::to_string(devices.size()) + " devices takes host queries (numpy)");
-    return search_on_device(idx, q, k, params, target, num_threads, framework, filter);
+    return search_on_device(idx, q, k, params, target, num_threads, framework, filter, stream);
   }
 #else
   (void)framework;
+  (void)stream;
 #endif
   const int64_t nq = q.rows();
   std::vector<float> distances(static_cast<size_t>(nq) * k);
@@ -209,7 +211,7 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
 nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
                          const cagra::search_params& params, cagra::backend target, int num_threads,
                          const std::string& framework, std::optional<filter_words_in> filter_words,
-                         bool filter_per_query, std::vector<int> devices) {
+                         bool filter_per_query, std::vector<int> devices, uint64_t stream) {
   vectors_in q(std::move(queries), "queries");
   const cagra::sharded_index& idx = p.idx;
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
@@ -227,6 +229,7 @@ nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
       nb::gil_scoped_release nogil;
       cagra::resources res = make_resources(target, num_threads, std::move(devices));
       res.device = device;
+      res.cuda_stream = reinterpret_cast<void*>(uintptr_t(stream));
       const auto dev = cagra::memory_space::device;
       cagra::search(res, params, idx, q.device_view(), k,
                     {static_cast<uint32_t*>(ids.p), nq, k, dev},
@@ -238,6 +241,7 @@ nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
   }
 #else
   (void)framework;
+  (void)stream;
 #endif
   std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
   std::vector<float> distances(ids.size());

@@ -4,7 +4,9 @@ results (torch tensors for torch, cupy arrays for cupy) with exactly the ids and
 the same numpy queries, and no host copy (the extension counts the copies it makes); build
 still copies a CUDA dataset to the host (it runs on the CPU). The refusals are tested everywhere
 with a fake producer (host memory labelled as CUDA memory); real torch and cupy CUDA arrays only
-where those packages and a GPU are present (scripts/dev/device-check.sh runs them)."""
+where those packages and a GPU are present (scripts/dev/device-check.sh runs them). The
+``stream`` argument: CUDA queries written on a side stream are read only after that stream's
+work, whether the stream is torch's current one or passed explicitly."""
 
 from __future__ import annotations
 
@@ -259,3 +261,64 @@ def test_torch_host_tensors(setup):
     _, queries, index = setup
     got = index.search(torch.from_numpy(queries), 10)
     np.testing.assert_array_equal(got[0], index.search(queries, 10)[0])
+
+
+def test_stream_argument_is_checked(setup):
+    # Host queries do not use the stream, but a value that is no stream is an error everywhere.
+    _, queries, index = setup
+    expected = index.search(queries, 5)
+    got = index.search(queries, 5, stream=0)
+    np.testing.assert_array_equal(got[0], expected[0])
+    with pytest.raises(TypeError, match="stream must be None, an int"):
+        index.search(queries, 5, stream="default")
+    with pytest.raises(ValueError, match=r"stream must be a cudaStream_t handle in \[0, 2\*\*64\)"):
+        index.search(queries, 5, stream=-1)
+
+
+def _queries_behind_a_busy_stream(torch, queries, side):
+    """CUDA queries that `side` writes only after ~0.1 s of GPU sleep (zeros until then)."""
+    if not hasattr(torch.cuda, "_sleep"):
+        pytest.skip("this torch has no torch.cuda._sleep")
+    pinned = torch.from_numpy(queries).pin_memory()
+    with torch.cuda.stream(side):
+        q = torch.zeros(queries.shape, dtype=torch.float32, device="cuda")
+        torch.cuda._sleep(200_000_000)  # GPU cycles: ~0.1 s
+        q.copy_(pinned, non_blocking=True)
+    assert not side.query(), "the queries' copy should still be queued"
+    return q
+
+
+@pytest.mark.parametrize("algo", ["single_cta", "multi_cta"])
+def test_torch_queries_written_on_a_side_stream(setup, algo):
+    # Inside `with torch.cuda.stream(side)` the search waits for `side` (torch's current stream);
+    # outside it, stream=side does the same. Reading the zeros instead would give other answers.
+    torch = _needs_gpu("torch")
+    data, queries, index = setup
+    expected = index.search(queries, 10, backend="cuda", algo=algo)
+    truth = cagra.brute_force(data, queries, 10)[0]
+    side = torch.cuda.Stream()
+    q = _queries_behind_a_busy_stream(torch, queries, side)
+    with torch.cuda.stream(side):
+        inside = index.search(q, 10, algo=algo)
+    q = _queries_behind_a_busy_stream(torch, queries, side)
+    outside = index.search(q, 10, algo=algo, stream=side)
+    for ids, dist in (inside, outside):
+        got_ids, got_dist = _torch_to_numpy(ids), _torch_to_numpy(dist)
+        if algo == "single_cta":
+            np.testing.assert_array_equal(got_ids, expected[0])
+            np.testing.assert_array_equal(got_dist, expected[1])
+        else:  # the multi-CTA kernel's CTAs race for nodes: compare the answers' quality
+            assert cagra.recall(got_ids, truth) >= cagra.recall(expected[0], truth) - 0.02
+    side.synchronize()
+
+
+def test_sharded_torch_queries_written_on_a_side_stream(setup):
+    torch = _needs_gpu("torch")
+    data, queries, _ = setup
+    sharded = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, shards=3)
+    expected = sharded.search(queries, 10, backend="cuda", algo="single_cta")
+    side = torch.cuda.Stream()
+    q = _queries_behind_a_busy_stream(torch, queries, side)
+    ids, dist = sharded.search(q, 10, algo="single_cta", stream=side)
+    np.testing.assert_array_equal(_torch_to_numpy(ids), expected[0])
+    np.testing.assert_array_equal(_torch_to_numpy(dist), expected[1])

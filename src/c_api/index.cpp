@@ -39,7 +39,7 @@ cagra_status_t search_rows(const cagra_index_t* index, const cagra_search_params
     const cagra::dataset_view q = query_view(index, queries, dtype, num_queries, dim, space, f);
     require(neighbors != nullptr, f, "neighbors is NULL");
     require_cuda_for_device(space, f, "cagra_index_search");
-    const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
+    const cagra::resources res = to_search_resources(params, f);
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);
     const int64_t kk = k;
@@ -143,7 +143,7 @@ cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
     const cagra::dataset_view q =
         query_view(index, queries, dtype, num_queries, dim, cagra::memory_space::host, f);
     require(labels != nullptr, f, "labels is NULL");
-    const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
+    const cagra::resources res = to_search_resources(params, f);
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);
     const int64_t kk = k;

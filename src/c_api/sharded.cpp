@@ -28,7 +28,7 @@ cagra_status_t sharded_search(const cagra_sharded_index_t* index,
     require(neighbors != nullptr, f, "neighbors is NULL");
     require_cuda_for_device(space, f, "cagra_sharded_index_search");
     const cagra::dataset_view q{queries, to_dtype(dtype, f), num_queries, dim, space};
-    const cagra::resources res = to_resources(params ? &params->resources : nullptr, f);
+    const cagra::resources res = to_search_resources(params, f);
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);
     const int64_t kk = k;

@@ -29,14 +29,16 @@ static_assert(offsetof(cagra_build_params_t, resources) + sizeof(cagra_resources
                   offsetof(cagra_extend_params_t, resources) + sizeof(cagra_resources_t) ==
                       sizeof(cagra_extend_params_t),
               "each params struct ends with its cagra_resources_t (new fields after it)");
-static_assert(offsetof(cagra_search_params_t, traversal) + 4 ==
-                      offsetof(cagra_search_params_t, rerank) &&
-                  offsetof(cagra_search_params_t, rerank) + 4 ==
-                      offsetof(cagra_search_params_t, persistent_lifetime_us) &&
-                  offsetof(cagra_search_params_t, persistent_lifetime_us) + 8 ==
-                      sizeof(cagra_search_params_t),
-              "cagra_search_params_t: traversal, rerank and persistent_lifetime_us appended after "
-              "resources (then 4 bytes of padding)");
+static_assert(
+    offsetof(cagra_search_params_t, traversal) + 4 == offsetof(cagra_search_params_t, rerank) &&
+        offsetof(cagra_search_params_t, rerank) + 4 ==
+            offsetof(cagra_search_params_t, persistent_lifetime_us) &&
+        (sizeof(void*) != 8 ||
+         (offsetof(cagra_search_params_t, persistent_lifetime_us) + 8 ==
+              offsetof(cagra_search_params_t, cuda_stream) &&
+          offsetof(cagra_search_params_t, cuda_stream) + 8 == sizeof(cagra_search_params_t))),
+    "cagra_search_params_t: traversal, rerank, persistent_lifetime_us (then 4 bytes of "
+    "padding on 64-bit targets) and cuda_stream appended after resources");
 
 namespace cagra::c_api {
 namespace {
@@ -157,6 +159,12 @@ index_params to_index_params(const cagra_build_params_t* p) {
   ip.knn.partition_rows = p->knn_partition_rows;
   if (p->knn_checkpoint_dir) ip.knn.checkpoint_dir = p->knn_checkpoint_dir;
   return ip;
+}
+
+resources to_search_resources(const cagra_search_params_t* p, const char* function) {
+  resources res = to_resources(p ? &p->resources : nullptr, function);
+  if (p) res.cuda_stream = p->cuda_stream;
+  return res;
 }
 
 search_params to_search_params(const cagra_search_params_t* p, const char* f) {
@@ -288,6 +296,7 @@ cagra_status_t cagra_search_params_default(cagra_search_params_t* params) {
     params->traversal = static_cast<cagra_traversal_t>(d.traversal);
     params->rerank = d.rerank;
     params->persistent_lifetime_us = d.persistent_lifetime_us;
+    params->cuda_stream = nullptr;
   });
 }
 

@@ -114,6 +114,9 @@ dtype to_dtype(cagra_dtype_t t, const char* function);
  *  no NULL list with a count, ordinals >= 0 and distinct); a CUDA backend on a machine without
  *  one is CAGRA_ERROR_UNSUPPORTED. */
 resources to_resources(const cagra_resources_t* r, const char* function);
+/** to_resources of a search's params->resources (NULL params = defaults), with the search's
+ *  params->cuda_stream. */
+resources to_search_resources(const cagra_search_params_t* p, const char* function);
 /** The C++ parameters of the C structs (NULL = defaults); an enum value outside its C enum is an
  *  invalid argument. */
 index_params to_index_params(const cagra_build_params_t* p);

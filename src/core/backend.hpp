@@ -63,6 +63,9 @@ struct device_shard_search {
   std::function<void(size_t, const void*, uint32_t*, float*)> search_shard;
   uint32_t* ids = nullptr;     ///< [nq, k], device memory on the root
   float* distances = nullptr;  ///< [nq, k] or null
+  /** The caller's stream on the root (resources::cuda_stream), which the queries' broadcast
+   *  waits for; null: the legacy default stream. */
+  void* caller_stream = nullptr;
 };
 
 /** One backend. Inputs are already validated and converted (core/convert.hpp): vectors in a

@@ -77,14 +77,15 @@ void exact_search(const index& idx, dataset_view queries, const search_plan& pla
  *  arithmetic, so results equal those of the same host queries bit for bit); the index's own
  *  dtype for a u8/i8 index (anything else throws: the exactness check is host-only). NaN/Inf
  *  and, for cosine, all-zero rows throw as on the host. `ids` / `distances` (may be null) are
- *  device [nq, k] buffers that the kernels write directly. Ordering: the work waits for what the
- *  legacy default stream (cupy's and torch's default) holds when called, runs on the index's
- *  stream, and is synchronized before returning, so the results are ready for any stream. With
+ *  device [nq, k] buffers that the kernels write directly. Ordering: the work waits for what
+ *  `stream` (resources::cuda_stream; null: the legacy default stream, cupy's and torch's
+ *  default) holds when called, runs on the index's stream, and is synchronized before
+ *  returning, so the results are ready for any stream. With
  *  `int8` (plan.traversal == int8: the index's int8 copy) the prepared f32 rows are encoded,
  *  walked on the copy and re-ranked from the stored rows, all on the device. */
 void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                    const row_filter& filter, uint32_t* ids, float* distances, int device,
-                   const core::int8_copy* int8 = nullptr);
+                   void* stream, const core::int8_copy* int8 = nullptr);
 
 /** Exact re-ranking on GPU `device` (search/rerank.cu; core::backend_ops::rerank): host queries
  *  (f32, idx's query type) and candidates go up, each query's candidates' distances are computed

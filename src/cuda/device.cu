@@ -65,6 +65,24 @@ size_t free_memory(int device) {
   return free_b;
 }
 
+cudaStream_t caller_stream(void* stream, int device) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (s == nullptr) return cudaStreamLegacy;
+  if (s == cudaStreamLegacy || s == cudaStreamPerThread) return s;  // the current device's
+  int of = -1;
+  const cudaError_t e = cudaStreamGetDevice(s, &of);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    CAGRA_FAIL("resources::cuda_stream is not a CUDA stream CUDA knows (%s)",
+               cudaGetErrorString(e));
+  }
+  CAGRA_EXPECTS(of == device,
+                "resources::cuda_stream is a stream of CUDA device %d, but the search runs on "
+                "device %d (resources::device, where the queries are)",
+                of, device);
+  return s;
+}
+
 device_info cuda_info(int device) {
   const int n = device_count();
   CAGRA_EXPECTS(device >= 0 && device < n, "CUDA device %d does not exist (%d visible)", device, n);

@@ -125,6 +125,12 @@ class cuda_event {
   cudaEvent_t e_ = nullptr;
 };
 
+/** The stream a call on the caller's device memory orders itself after: `stream`
+ *  (resources::cuda_stream, checked to be a stream of `device`; cudaStreamLegacy and
+ *  cudaStreamPerThread are taken as they are), or the legacy default stream when it is null.
+ *  Throws cagra::error for a stream of another device or a handle CUDA does not know. */
+cudaStream_t caller_stream(void* stream, int device);
+
 class device_guard {
  public:
   explicit device_guard(int device) {

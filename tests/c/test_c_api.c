@@ -27,7 +27,7 @@ void test_library(void) {
   CHECK_OK(cagra_search_params_default(&sp));
   CHECK(sp.itopk_size == 64 && sp.search_width == 1 && sp.persistent == 1);
   CHECK(sp.traversal == CAGRA_TRAVERSAL_EXACT && sp.rerank == 0);
-  CHECK(sp.persistent_lifetime_us == 1000);
+  CHECK(sp.persistent_lifetime_us == 1000 && sp.cuda_stream == NULL);
   CHECK_OK(cagra_extend_params_default(&ep));
   CHECK(ep.chunk_size == 0 && ep.resources.num_threads == 0);
   /* No device list by default: `device` alone, as before the list existed. */

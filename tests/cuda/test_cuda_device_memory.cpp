@@ -5,12 +5,17 @@
 // f16 and byte queries, single-CTA; multi-CTA too, exactly where the host path itself repeats
 // (its CTAs race for nodes, so two host runs may differ), else by recall. And the errors: a dtype
 // the device path does not convert, mixed host/device views, the CPU backend, host memory labelled
-// as device memory, wrong shapes, NaN and all-zero cosine rows. Needs a GPU: label `cuda`.
+// as device memory, wrong shapes, NaN and all-zero cosine rows. And resources::cuda_stream: the
+// queries read only after the caller's stream's earlier work. Needs a GPU: label `cuda`.
+#include <cuda_runtime_api.h>
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -210,6 +215,70 @@ TEST_F(CudaDevice, AutomaticBackendNoDistancesAndBigBatch) {
   const result hb = host_search(*u8_, big, 10, p), db = device_search(*u8_, big, 10, p);
   EXPECT_EQ(db.ids, hb.ids);
   EXPECT_EQ(db.dist, hb.dist);
+}
+
+/** resources::cuda_stream: the search reads the queries only after the work queued on the
+ *  caller's stream. The stream is held 200 ms by a host function, then copies the queries from
+ *  pinned memory into a zeroed device buffer; the search, called while that copy still waits,
+ *  must return the results of the real queries (the zeros would give others). Both kernels. */
+TEST_F(CudaDevice, WaitsForTheCallersStream) {
+  const int64_t nq = set_->queries.rows();
+  const uint32_t k = 10;
+  const size_t bytes = set_->queries.size_bytes();
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  void* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, bytes), cudaSuccess);
+  std::memcpy(pinned, set_->queries.data(), bytes);
+  for (search_algo a : kAlgos) {
+    const search_params p = with_algo(a);
+    const result h = host_search(*u8_, set_->queries, k, p);
+    device_array dq(bytes), ids(nq * k * 4), dist(nq * k * 4);
+    ASSERT_EQ(cudaMemset(dq.get(), 0, bytes), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto hold = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(200)); };
+    ASSERT_EQ(cudaLaunchHostFunc(s, hold, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dq.get(), pinned, bytes, cudaMemcpyHostToDevice, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamQuery(s), cudaErrorNotReady);  // the copy is still queued
+    resources r = on(backend::cuda);
+    r.cuda_stream = s;
+    search(r, p, *u8_, dataset_view(dq.get(), dtype::u8, nq, 128, memory_space::device), k,
+           {static_cast<uint32_t*>(ids.get()), nq, int64_t{k}, memory_space::device},
+           {static_cast<float*>(dist.get()), nq, int64_t{k}, memory_space::device});
+    const result d{ids.to_host<uint32_t>(size_t(nq) * k), dist.to_host<float>(size_t(nq) * k)};
+    if (a == search_algo::single_cta) {
+      EXPECT_EQ(d.ids, h.ids);
+      EXPECT_EQ(d.dist, h.dist);
+    } else {  // CTAs race for nodes: the answer, not the walk, is compared
+      const knn_graph gt =
+          brute_force_knn(on(backend::cpu), u8_->metric(), u8_->vectors().view(), set_->queries, k);
+      EXPECT_GE(recall_of(d, nq, k, gt.view()), recall_of(h, nq, k, gt.view()) - 0.01);
+    }
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  }
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  int devices = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess);
+  if (devices < 2) return;
+  // A stream of another device than the search's: an error, before any work.
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  device_array dq(set_->queries), ids(nq * k * 4);
+  resources r = on(backend::cuda);
+  r.cuda_stream = s;
+  std::string msg;
+  try {
+    search(r, with_algo(search_algo::automatic), *u8_,
+           dataset_view(dq.get(), dtype::u8, nq, 128, memory_space::device), k,
+           {static_cast<uint32_t*>(ids.get()), nq, int64_t{k}, memory_space::device}, {});
+  } catch (const cagra::error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("resources::cuda_stream is a stream of CUDA device 1"), std::string::npos)
+      << msg;
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
 /** The message of the cagra::error that `f` throws ("" when it throws none). */

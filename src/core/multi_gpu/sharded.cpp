@@ -227,12 +227,16 @@ void search_device_queries(const resources& res, const std::vector<int>& devices
     dataset_view qv = queries;
     qv.data = q;
     const int64_t w = job.shard_k[s];
-    search(core::single_device(res, job.shard_device[s], threads), params, shard, qv,
-           job.shard_k[s], {ids, nq, w, memory_space::device}, {dist, nq, w, memory_space::device},
-           f);
+    // A shard on the queries' device reads them in place, after the caller's stream; the
+    // others read the broadcast copy, which the broadcast waited for that stream to make.
+    resources on = core::single_device(res, job.shard_device[s], threads);
+    if (q != job.queries) on.cuda_stream = nullptr;
+    search(on, params, shard, qv, job.shard_k[s], {ids, nq, w, memory_space::device},
+           {dist, nq, w, memory_space::device}, f);
   };
   job.ids = neighbors.data;
   job.distances = distances.data;
+  job.caller_stream = res.cuda_stream;
   core::backend_for(backend::cuda).search_shards_on_devices(job);
 }
 

@@ -232,9 +232,9 @@ void search_shards_on_devices(const core::device_shard_search& job) {
         device_guard guard(g->devices[r]);
         queries[r].reserve(q_bytes);
       }
-    {  // the caller wrote the queries on the legacy default stream (cupy's and torch's default)
+    {  // the caller wrote the queries on its stream (by default the legacy default stream)
       device_guard guard(root);
-      cuda_event().order(cudaStreamLegacy, g->streams[size_t(root_rank)]);
+      cuda_event().order(caller_stream(job.caller_stream, root), g->streams[size_t(root_rank)]);
     }
     nccl_try(api.group_start(), "ncclGroupStart");
     for (size_t r = 0; r < g->devices.size(); ++r) {

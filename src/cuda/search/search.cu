@@ -210,7 +210,7 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
 
 void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                    const row_filter& filter, uint32_t* ids, float* distances, int device,
-                   const core::int8_copy* int8) {
+                   void* caller, const core::int8_copy* int8) {
   CAGRA_EXPECTS((plan.traversal == traversal_type::int8) == (int8 != nullptr),
                 "internal error: an int8-traversal plan needs the index's int8 copy");
   CAGRA_EXPECTS(queries.space == memory_space::device,
@@ -247,6 +247,7 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
                 "neighbors/distances must be 4-byte aligned device memory");
 
   device_guard guard(device);
+  const cudaStream_t after = caller_stream(caller, device);
   expect_device_memory(queries.data, device, "queries");
   expect_device_memory(ids, device, "neighbors");
   if (distances) expect_device_memory(distances, device, "distances");
@@ -262,9 +263,9 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
   search_workspace& w = st->io;
   const cudaStream_t stream = st->stream.get();
   stop_persistent(*st);
-  // The caller's arrays were written on the legacy default stream (cupy's and torch's default):
-  // our non-blocking stream waits for it. Work on other streams is the caller's to finish.
-  w.after_default_stream.order(cudaStreamLegacy, stream);
+  // The caller's arrays were written on its stream (resources::cuda_stream; by default the
+  // legacy default stream, cupy's and torch's default): our non-blocking stream waits for it.
+  w.after_caller_stream.order(after, stream);
 
   const size_t q_elems = size_t(nq) * idx.dim();
   const uint8_t* d_queries = static_cast<const uint8_t*>(queries.data);

@@ -32,10 +32,10 @@ struct search_workspace {
   device_buffer<float> distances;       // [nq, k]
   device_buffer<uint32_t> filter;       // a filtered search's bitsets: [1 or nq, ceil(N / 32)]
   std::vector<uint32_t> filter_shared;  // the shared bitset in `filter`, if it holds one
-  // Device-memory queries only (search_device): the legacy default stream -> index stream
-  // ordering, and the first bad rows found by the query check ([0]: NaN/Inf, [1]: all zeros for
-  // cosine).
-  cuda_event after_default_stream;
+  // Device-memory queries only (search_device): the caller's stream (resources::cuda_stream,
+  // else the legacy default stream) -> index stream ordering, and the first bad rows found by
+  // the query check ([0]: NaN/Inf, [1]: all zeros for cosine).
+  cuda_event after_caller_stream;
   device_buffer<unsigned long long> query_flags;
   // Small host batches (search_io::mapped, host_merge): queries and results in mapped pinned host
   // memory that the kernels read and write in place (no copy operations on the latency path).
