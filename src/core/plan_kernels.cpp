@@ -269,13 +269,14 @@ search_io choose_io(const search_plan& s, const search_params& p, int64_t batch,
                     int sm_count) {
   if (space == memory_space::device) return search_io::device;
   const bool multi = s.algo == search_algo::multi_cta;
-  // The resident kernel serves unfiltered queries (it holds no filter between calls): a
-  // filtered batch-1 search launches the multi-CTA kernel. Its CTAs must all be resident at
-  // once (CTA 0 hands each job to the others, and a CTA still waiting for an SM would never
-  // answer): one CTA per SM always fits, so it runs only where the query's CTAs are at most the
-  // SMs (itopk 4096 takes 128 CTAs; a GPU of fewer SMs launches per query instead).
+  // The resident kernel serves unfiltered queries and queries under one shared bitset (it reads
+  // the workspace's device copy, which stays while the bitset does: cuda/search/search.cu); a
+  // per-query filter launches the multi-CTA kernel. Its CTAs must all be resident at once (CTA 0
+  // hands each job to the others, and a CTA still waiting for an SM would never answer): one
+  // CTA per SM always fits, so it runs only where the query's CTAs are at most the SMs (itopk
+  // 4096 takes 128 CTAs; a GPU of fewer SMs launches per query instead).
   const bool fits = sm_count <= 0 || s.ctas_per_query <= static_cast<uint32_t>(sm_count);
-  if (multi && p.persistent && batch == 1 && s.filter == filter_kind::none && fits)
+  if (multi && p.persistent && batch == 1 && s.filter != filter_kind::per_query && fits)
     return search_io::persistent;
   if (batch > gpu::kMappedMaxQueries) return search_io::copy;
   return multi && batch <= gpu::kHostMergeMaxQueries ? search_io::host_merge : search_io::mapped;

@@ -127,14 +127,16 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
   smp.num_random_samplings = 2;
   EXPECT_EQ(plan(smp, 1, sift).initial_nodes, 64u);
   // A filtered graph search takes the automatic count too (64 at batch 1, 8 at 100), with the
-  // same iteration floor; its grown list raises the count where it needs more lists. A forced
-  // kernel keeps the old count there as well.
+  // same iterations: at batch 1 under one bitset the resident kernel's, from the pool (2, as
+  // unfiltered); its grown list raises the count where it needs more lists. A forced kernel
+  // keeps the old count there as well.
   const auto filtered = [&](const search_params& p, int64_t batch, int64_t allowed) {
     return core::make_search_plan(backend::cuda, p, sift, 10, batch, memory_space::host, 132,
                                   filter_kind::shared, allowed);
   };
   EXPECT_EQ(filtered(search_params{}, 1, 900000).ctas_per_query, 64u);
-  EXPECT_EQ(filtered(search_params{}, 1, 900000).max_iterations, 4u);
+  EXPECT_EQ(filtered(search_params{}, 1, 900000).max_iterations, 2u);
+  EXPECT_EQ(filtered(search_params{}, 1, 900000).io, search_io::persistent);
   EXPECT_EQ(filtered(search_params{}, 100, 700000).ctas_per_query, 8u);
   EXPECT_EQ(filtered(search_params{}, 100, 700000).max_iterations, 13u);  // (64 + 16 + 20) / 8
   EXPECT_EQ(filtered(forced, 1, 900000).ctas_per_query, 2u);
@@ -148,9 +150,10 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
 }
 
 // search_params::persistent is on by default: a default batch-1 host search on the GPU's
-// multi-CTA kernel goes through the resident kernel (io persistent), whatever its shape; off, a
-// filter, a larger batch, queries in device memory, the single-CTA kernel or the CPU take their
-// usual paths (core/plan_kernels.cpp, choose_io). Planned for a 132-SM GPU without one.
+// multi-CTA kernel goes through the resident kernel (io persistent), whatever its shape, and so
+// does one under a shared filter; off, a filter per query, a larger batch, queries in device
+// memory, the single-CTA kernel or the CPU take their usual paths (core/plan_kernels.cpp,
+// choose_io). Planned for a 132-SM GPU without one.
 TEST(Plan, PersistentIsTheBatchOneDefault) {
   EXPECT_TRUE(search_params{}.persistent);
   const core::index_shape sift{1000000, 128, 32, dtype::u8, metric::l2};
@@ -197,7 +200,11 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
       core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 132,
                              filter_kind::shared, 900000);
   EXPECT_EQ(filtered.algo, search_algo::multi_cta);
-  EXPECT_EQ(filtered.io, search_io::host_merge) << "the resident kernel holds no filter";
+  EXPECT_EQ(filtered.io, search_io::persistent) << "one bitset: the resident kernel reads it";
+  const search_plan per_query =
+      core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 132,
+                             filter_kind::per_query, 900000);
+  EXPECT_EQ(per_query.io, search_io::host_merge) << "a bitset per query: a launch";
   EXPECT_EQ(
       core::make_search_plan(backend::cpu, search_params{}, sift, 10, 1, memory_space::host, 0).io,
       search_io::none);

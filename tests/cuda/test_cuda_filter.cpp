@@ -243,23 +243,53 @@ TEST_F(CudaFilter, SanitizerCase) {
   expect_allowed(run_on(backend::cuda, *u8_, q, per_query, ex), per_query, "exact, per query");
 }
 
-TEST_F(CudaFilter, PersistentPlanFallsBackToALaunchWithAFilter) {
-  const row_bitset b = random_subset(u8_->size(), 0.5, 37);
-  search_params p;
-  p.persistent = true;
-  p.algo = search_algo::multi_cta;  // 2 CTAs (not the automatic 64): a == a2 below
+/** The resident batch-1 kernel under a shared filter: it reads the workspace's device copy of
+ *  the bitset on every job, so a call with another bitset must stop it before the copy. One
+ *  query at a time, the filters alternating between a half of the rows and its complement (a
+ *  stale bitset would return only disallowed rows), then none, then one again; a per-query
+ *  filter launches the kernel instead. Every answer allowed, recall near the exact one. */
+TEST_F(CudaFilter, PersistentKernelServesOneSharedFilter) {
+  const int64_t n = u8_->size();
+  const row_bitset half = random_subset(n, 0.5, 37);
+  row_bitset other(n);
+  for (int64_t r = 0; r < n; ++r) other.set(r, !half.test(r));
   resources res;
   res.target = backend::cuda;
-  EXPECT_EQ(plan_search(res, p, *u8_, kK, 1).io, search_io::persistent);
-  const search_plan fp = plan_search(res, p, *u8_, kK, 1, memory_space::host, b.view());
-  EXPECT_NE(fp.io, search_io::persistent);
-  const host_matrix q = head(set_->queries, 1);
-  // Unfiltered (the resident kernel), filtered (a launch), unfiltered again.
-  const result a = run_on(backend::cuda, *u8_, q, row_filter{}, p);
-  const result f = run_on(backend::cuda, *u8_, q, b.view(), p);
-  const result a2 = run_on(backend::cuda, *u8_, q, row_filter{}, p);
-  expect_allowed(f, b.view(), "batch 1 after persistent");
-  EXPECT_EQ(a.ids, a2.ids);
+  const search_params p;  // the defaults: persistent, the automatic shape
+  EXPECT_EQ(plan_search(res, p, *u8_, kK, 1, memory_space::host, half.view()).io,
+            search_io::persistent);
+  const row_filter per_query = row_filter::per_query(half.words().data(), 1, n);
+  EXPECT_NE(plan_search(res, p, *u8_, kK, 1, memory_space::host, per_query).io,
+            search_io::persistent);
+  search_params exact;
+  exact.filter = filter_algo::exact;
+  const int64_t nq = 40;
+  const host_matrix queries = head(set_->queries, nq);
+  const result truth[3] = {run_on(backend::cpu, *u8_, queries, half.view(), exact),
+                           run_on(backend::cpu, *u8_, queries, other.view(), exact),
+                           run_on(backend::cpu, *u8_, queries, row_filter{}, exact)};
+  int64_t hits[3] = {}, wanted[3] = {};
+  for (int64_t q = 0; q < nq; ++q) {
+    const host_matrix one = slice(queries, q, 1);
+    // A few queries under one filter (the kernel stays), then its complement, then none.
+    const int phase = int(q % 8), which = phase < 3 ? 0 : phase < 7 ? 1 : 2;
+    const row_filter f = which == 0 ? half.view() : which == 1 ? other.view() : row_filter{};
+    const result r = run_on(backend::cuda, *u8_, one, f, p);
+    if (which < 2) expect_allowed(r, f, which == 0 ? "persistent, half" : "persistent, complement");
+    for (uint32_t j = 0; j < kK; ++j) {
+      const uint32_t t = truth[which].ids[q * kK + j];
+      if (t == kInvalidId) continue;
+      ++wanted[which];
+      hits[which] += std::find(r.ids.begin(), r.ids.end(), t) != r.ids.end();
+    }
+    // The same query under a per-query filter (a launch) between the resident calls.
+    if (phase == 1)
+      expect_allowed(run_on(backend::cuda, *u8_, one, per_query, p), per_query, "per query");
+  }
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_GT(wanted[w], 0);
+    EXPECT_GE(double(hits[w]) / double(wanted[w]), 0.9) << "filter " << w;
+  }
 }
 
 }  // namespace

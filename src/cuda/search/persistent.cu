@@ -145,11 +145,14 @@ void stop_persistent(index_state& st) noexcept {
 }
 
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
-                       size_t q_bytes, uint32_t* ids, float* distances, int device) {
+                       size_t q_bytes, uint32_t* ids, float* distances, int device,
+                       const uint32_t* filter) {
 #if CAGRA_MCTA_TRACE
   testing::persistent_stamps().entered = steady_ns();
 #endif
   multi_cta_launch lp = make_multi_cta_launch(st, plan, m);
+  lp.args.d_filter = filter;  // one bitset for every job of the launch (stride 0)
+  lp.args.filter_stride = 0;
   CAGRA_HOST_STEP(5);
   persistent_state& ps = st.persistent;
   // The initial nodes from the pool (initial_pool.hpp), which the running kernel holds: made or
@@ -175,10 +178,11 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
 #else
   const uint64_t traced = 0;
 #endif
-  const persistent_key key{p.n_ctas,          p.n_init,    p.max_iterations, p.min_iterations,
-                           p.hash_bits,       p.k,         p.seed,           uint64_t(p.metric),
-                           lp.team,           lp.block,    lp.smem,          n_words,
-                           uint64_t(st.type), lifetime_ns, traced,           p.pool_rows_per_cta};
+  persistent_key key{p.n_ctas,          p.n_init,    p.max_iterations, p.min_iterations,
+                     p.hash_bits,       p.k,         p.seed,           uint64_t(p.metric),
+                     lp.team,           lp.block,    lp.smem,          n_words,
+                     uint64_t(st.type), lifetime_ns, traced,           p.pool_rows_per_cta};
+  key[16] = reinterpret_cast<uint64_t>(p.d_filter);  // its bitset stays while it runs: search.cu
   if (ps.running && key != ps.key) stop_persistent(st);
   // A kernel (nearly) idle for its lifetime has left, or is about to: a stop then a launch,
   // rather than a job that it may miss (found out only once the stream is seen finished). Its

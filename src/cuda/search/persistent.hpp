@@ -12,9 +12,13 @@ namespace cagra::cuda {
 
 /** One batch-1 query (`q_bytes` of the query type) through the index's persistent kernel,
  *  launched on first use and again when the plan changes or it left on its own. The caller
- *  holds st.workspace_mutex and has made `device` current; ids/distances are host [plan.k]. */
+ *  holds st.workspace_mutex and has made `device` current; ids/distances are host [plan.k].
+ *  `filter`: null, or the device copy of the query's bitset of allowed rows (the workspace's
+ *  shared filter, search.cu), which must not change while the kernel runs: the caller stops
+ *  the kernel before it copies another bitset there. */
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
-                       size_t q_bytes, uint32_t* ids, float* distances, int device);
+                       size_t q_bytes, uint32_t* ids, float* distances, int device,
+                       const uint32_t* filter);
 
 /** Job `seq`'s words as the persistent kernel polls them (persistent.cuh): the query's bytes
  *  4 to a word (the last word zero-padded), then its seed state, low half first, then `norm`

@@ -24,18 +24,27 @@
 #include "cuda/testing.hpp"
 
 namespace cagra::cuda {
+namespace {
+
+/** Whether the workspace's device filter already holds `f`: no filter, or a shared bitset equal
+ *  to the one copied there last (the comparison reads 125 KB of host memory at 1M rows). */
+bool filter_in_workspace(const index_state& st, const row_filter& f) {
+  if (f.empty()) return true;
+  const size_t words = size_t(row_filter::words_for(f.rows));
+  const search_workspace& w = st.io;
+  return !f.queries && w.filter_shared.size() == words &&
+         std::memcmp(w.filter_shared.data(), f.words, words * sizeof(uint32_t)) == 0;
+}
 
 /** A filtered search's bitsets (host memory) copied into the workspace; no filter: {}. A shared
- *  bitset equal to the one already there is not copied again (batch-1 calls with one filter:
- *  the comparison reads 125 KB of host memory at 1M rows, the copy took ~0.1 ms). */
-device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
+ *  bitset already there (`in_workspace`: filter_in_workspace, asked by the caller) is not copied
+ *  again (batch-1 calls with one filter: the copy took ~0.1 ms). */
+device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq, bool in_workspace) {
   if (f.empty()) return {};
   const size_t words = size_t(row_filter::words_for(f.rows));
   const size_t total = words * (f.queries ? size_t(nq) : 1);
   search_workspace& w = st.io;
-  const bool same = !f.queries && w.filter_shared.size() == words &&
-                    std::memcmp(w.filter_shared.data(), f.words, words * sizeof(uint32_t)) == 0;
-  if (same) return {w.filter.data(), 0};
+  if (in_workspace) return {w.filter.data(), 0};
   // A kernel of the last call may still read the buffer.
   st.stream.sync();
   w.filter_shared.clear();
@@ -44,6 +53,12 @@ device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
                                  cudaMemcpyHostToDevice, st.stream.get()));
   if (!f.queries) w.filter_shared.assign(f.words, f.words + words);
   return {w.filter.data(), f.queries ? words : 0};
+}
+
+}  // namespace
+
+device_filter upload_filter(index_state& st, const row_filter& f, int64_t nq) {
+  return upload_filter(st, f, nq, filter_in_workspace(st, f));
 }
 
 /** Checks shared by the entry points. */
@@ -188,16 +203,20 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
   CAGRA_HOST_STEP(2);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   CAGRA_HOST_STEP(3);
-  if (plan.io != search_io::persistent) stop_persistent(*st);
-  const device_filter df = upload_filter(*st, filter, queries.rows);
+  // The resident kernel reads the device filter on every job: it keeps running only while the
+  // bitset there stays the same (a filtered batch-1 stream under one filter).
+  const bool in_workspace = filter_in_workspace(*st, filter);
+  if (plan.io != search_io::persistent || !in_workspace) stop_persistent(*st);
+  const device_filter df = upload_filter(*st, filter, queries.rows, in_workspace);
   CAGRA_HOST_STEP(4);
   switch (plan.io) {
     case search_io::persistent:
-      CAGRA_EXPECTS(queries.rows == 1 && filter.empty(),
+      CAGRA_EXPECTS(queries.rows == 1 && df.stride == 0,
                     "internal error: a persistent plan for %lld queries%s", (long long)queries.rows,
-                    filter.empty() ? "" : " with a filter");
+                    df.stride ? " with a filter per query" : "");
       persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
-                        size_t(queries.rows) * queries.row_bytes(), ids, distances, device);
+                        size_t(queries.rows) * queries.row_bytes(), ids, distances, device,
+                        df.words);
       return;
     case search_io::mapped:
     case search_io::host_merge:

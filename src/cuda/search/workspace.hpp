@@ -75,10 +75,10 @@ struct multi_cta_workspace {
   device_buffer<float> dists;    // [chunk, n_ctas, 32]
 };
 
-/** What a running persistent kernel was launched with (its plan's shape, buffers and lifetime,
- *  persistent.cu): a call with another key stops it and launches again. A fixed array: it is
- *  made and compared on every batch-1 call. */
-using persistent_key = std::array<uint64_t, 16>;
+/** What a running persistent kernel was launched with (its plan's shape, buffers, filter and
+ *  lifetime, persistent.cu): a call with another key stops it and launches again. A fixed
+ *  array: it is made and compared on every batch-1 call. */
+using persistent_key = std::array<uint64_t, 17>;
 
 /** The persistent batch-1 kernel (search_params::persistent, persistent.cu): its job words (the
  *  query, tagged with the job's seq = the search workspace's result_tag), stop flag and state. */
