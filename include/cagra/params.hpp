@@ -158,9 +158,10 @@ struct search_params {
   /** Seed of the random initial nodes, mixed with a hash of the query's own bytes: a query draws
    *  the same nodes (and gets the same answer) whatever batch or position it comes in. */
   uint64_t seed = 0;
-  /** GPU, one host query per call on the multi-CTA kernel (batch 1, no filter): the search
-   *  kernel stays resident between calls, polling for the next query, instead of being launched
-   *  per call (saves the launch, the synchronize and cold instruction caches; docs/cuda.md).
+  /** GPU, one host query per call on the multi-CTA kernel (batch 1, no filter or one shared
+   *  bitset): the search kernel stays resident between calls, polling for the next query,
+   *  instead of being launched per call (saves the launch, the synchronize and cold instruction
+   *  caches; docs/cuda.md). A call with another bitset than the last relaunches it.
    *  Its CTAs hold their SMs until the index is searched another way or destroyed, or 1 ms
    *  passes without a query (a sparser stream of queries launches it per query), and
    *  cudaDeviceSynchronize or cudaFree elsewhere in the process waits for it meanwhile. false: a
