@@ -145,8 +145,9 @@ class Index(LivingIndex, HnswlibExport):
             num_random_samplings: random samples per initial slot; 0 = automatic.
             seed: seed of the random initial nodes. Same seed, same results.
             persistent: GPU, one host query per call through the multi-CTA kernel (no
-                filter): keep the kernel resident between calls, polling for the next query
-                (the lowest batch-1 latency: 19 us against 23 us on SIFT-1M, docs/cuda.md).
+                filter, or one shared filter: another filter than the last relaunches it):
+                keep the kernel resident between calls, polling for the next query (the
+                lowest batch-1 latency: 12-13 us on SIFT-wall-1M, H200, docs/cuda.md).
                 Its CTAs hold their SMs until the index is searched another way or 1 ms
                 passes without a query, and a device synchronize elsewhere in the process
                 (``torch.cuda.synchronize``) waits for it meanwhile. ``False``: a launch per
