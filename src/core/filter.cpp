@@ -14,7 +14,7 @@ void check_rows(int64_t rows) {
 }
 }  // namespace
 
-row_bitset::row_bitset(int64_t rows, bool allow_all) : rows_(rows) {
+row_bitset::row_bitset(int64_t rows, bool allow_all) : rows_(rows), count_(allow_all ? rows : 0) {
   check_rows(rows);
   words_.assign(static_cast<size_t>(row_filter::words_for(rows)), allow_all ? ~0u : 0u);
   if (allow_all && (rows & 31)) words_.back() = (1u << (rows & 31)) - 1u;  // no bits past rows
@@ -54,10 +54,9 @@ void row_bitset::set(int64_t row, bool allowed) {
                 (long long)row, (long long)rows_);
   const uint32_t bit = 1u << (row & 31);
   uint32_t& w = words_[static_cast<size_t>(row >> 5)];
+  if (((w & bit) != 0) != allowed) count_ += allowed ? 1 : -1;
   w = allowed ? (w | bit) : (w & ~bit);
 }
-
-int64_t row_bitset::count() const { return core::allowed_count(view(), 0); }
 
 }  // namespace cagra
 
@@ -169,7 +168,10 @@ row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
 }
 
 int64_t fewest_allowed(const row_filter& f, int64_t batch) {
-  if (!f.queries) return allowed_count(f, 0);
+  // The caller's count of a shared bitset stands for the plan's (row_filter::allowed_rows);
+  // lists sized by a count (allowed_ids) count for themselves.
+  if (!f.queries)
+    return f.allowed_rows >= 0 ? std::min(f.allowed_rows, f.rows) : allowed_count(f, 0);
   int64_t fewest = f.rows;
   for (int64_t q = 0; q < batch; ++q) fewest = std::min(fewest, allowed_count(f, q));
   return fewest;

@@ -280,6 +280,26 @@ TEST_F(Filter, BadFiltersAreClearErrors) {
       "unknown filter algorithm 7");
 }
 
+// row_filter::allowed_rows stands for the plan's count of a shared bitset. A wrong one misplans
+// the search but never returns a disallowed row, and the exact path's row list (sized by its
+// own count) is right whatever the caller said.
+TEST_F(Filter, AWrongKnownCountNeverReturnsDisallowedRows) {
+  const row_bitset b = random_subset(idx_->size(), 0.5, 7);
+  const int64_t nq = 20;
+  const host_matrix q = head(set_->queries, nq);
+  search_params exact;
+  exact.filter = filter_algo::exact;
+  const result oracle = run(*idx_, q, b.view(), exact);
+  for (int64_t said : {int64_t{0}, int64_t{3}, b.count() / 10, idx_->size(), int64_t{1} << 40}) {
+    row_filter f = b.view();
+    f.allowed_rows = said;
+    const result auto_path = run(*idx_, q, f);
+    expect_valid(auto_path, f, nq, kK);
+    const result exact_path = run(*idx_, q, f, exact);
+    EXPECT_EQ(exact_path.ids, oracle.ids) << "said " << said;
+  }
+}
+
 TEST(FilterBitset, SetTestCountAndWords) {
   row_bitset b(70, true);
   EXPECT_EQ(b.count(), 70);
@@ -292,7 +312,8 @@ TEST(FilterBitset, SetTestCountAndWords) {
   const uint8_t mask[5] = {0, 1, 0, 1, 1};
   const row_bitset m = row_bitset::from_mask(mask, 5);
   EXPECT_EQ(m.words()[0], 0x1Au);
-  // The count reads 8 words at a time: sizes around those blocks, against a row-by-row count.
+  // The plan's count (of a bitset without a known count) reads 8 words at a time: sizes around
+  // those blocks, against a row-by-row count; the bitset's own count follows every set().
   for (int64_t n : {1, 31, 32, 255, 256, 257, 288, 1000, 4099}) {
     row_bitset r(n);
     int64_t expected = 0;
@@ -301,9 +322,24 @@ TEST(FilterBitset, SetTestCountAndWords) {
         r.set(i);
         ++expected;
       }
+    EXPECT_EQ(core::allowed_count(row_filter::shared(r.words().data(), n), 0), expected) << n;
     EXPECT_EQ(r.count(), expected) << n;
+    EXPECT_EQ(r.view().allowed_rows, expected) << n;
     EXPECT_EQ(row_bitset(n, true).count(), n) << n;
   }
+  // Setting a set bit or clearing a clear one changes nothing.
+  row_bitset c(40);
+  c.set(5);
+  c.set(5);
+  c.set(6, false);
+  c.set(39);
+  c.set(39, false);
+  c.set(39, false);
+  EXPECT_EQ(c.count(), 1);
+  EXPECT_EQ(row_bitset::from_mask(mask, 5).count(), 3);
+  const int64_t ids[4] = {2, 2, 7, 0};
+  EXPECT_EQ(row_bitset::from_ids(ids, 4, 10).count(), 3);
+  EXPECT_EQ(row_filter::shared(c.words().data(), 40).allowed_rows, -1) << "unknown: counted";
 }
 
 // allowed_ids (the exact path's row list) reads two words at a time and masks the last one:
