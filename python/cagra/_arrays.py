@@ -131,7 +131,8 @@ def _stream(stream: Any, queries: Any) -> int:
         if framework == "torch" and module is not None and getattr(queries, "is_cuda", False):
             return int(module.cuda.current_stream(queries.device).cuda_stream)
         if framework == "cupy" and module is not None:
-            return int(module.cuda.get_current_stream().ptr)
+            with queries.device:  # cupy's current stream is per device: the queries' one
+                return int(module.cuda.get_current_stream().ptr)
         return 0
     for attr in ("cuda_stream", "ptr"):  # torch.cuda.Stream, cupy.cuda.Stream
         if hasattr(stream, attr):
