@@ -232,11 +232,9 @@ typedef struct cagra_search_params {
    *  microseconds, in [200, 10000000]; default 1000 (docs/params.md). Appended: the struct grows
    *  by 8 bytes, 4 of them padding (recompile callers). */
   uint32_t persistent_lifetime_us;
-  /** Searches of device memory (cagra_index_search_device, cagra_sharded_index_search_device):
-   *  a CUDA stream (a cudaStream_t of resources.device) whose work queued before the call the
-   *  search waits for before it reads the queries and writes the results; NULL (the default) =
-   *  the legacy default stream. The results are complete when the call returns, as before.
-   *  Host searches do not use it. Appended: the struct grows by 8 bytes (recompile callers). */
+  /** *_search_device only: a cudaStream_t of resources.device whose earlier work the search
+   *  waits for; NULL (the default) = the legacy default stream. The results are complete when
+   *  the call returns. Appended: the struct grows by 8 bytes (recompile callers). */
   void* cuda_stream;
 } cagra_search_params_t;
 
