@@ -81,6 +81,9 @@ class index {
   /** The rows not deleted as a bitset (cagra/filter.hpp layout: set = live), or an empty vector
    *  when nothing is deleted. Search honours it on top of any user filter. */
   const std::vector<uint32_t>& live_rows() const { return live_; }
+  /** Names the content of live_rows() (cagra/filter.hpp, row_filter::stamp): a new value
+   *  whenever it changes. */
+  uint64_t live_rows_stamp() const { return live_stamp_; }
 
   /** Backend cache slot (used by backends; not for users). */
   std::shared_ptr<detail::backend_state>& backend_cache() const { return cache_; }
@@ -98,6 +101,7 @@ class index {
   /** (label, row) sorted by label, for row_of; empty when labels_ is. */
   std::vector<std::pair<int64_t, uint32_t>> label_rows_;
   std::vector<uint32_t> live_;  // bitset of live rows; empty when deleted_ == 0
+  uint64_t live_stamp_ = 0;     // live_rows_stamp(): renewed by every write access to live_
   int64_t deleted_ = 0;
   /** In-degree of every row, kept by extend between calls (derived from graph_; empty = not
    *  computed, or stale after another change). */

@@ -81,6 +81,13 @@ def _filter_words(filter: Any, rows: int, nq: int | None) -> tuple[np.ndarray | 
     )
 
 
+def _filter_hint(filter: Any) -> tuple[int, int]:
+    """A search filter's known count and stamp (a shared :class:`Filter`), else (-1, 0)."""
+    if isinstance(filter, Filter):
+        return filter._count, filter._stamp
+    return -1, 0
+
+
 class Filter:
     """A search filter packed once, for many searches: ``cagra.Filter(mask_or_ids, rows)``.
 
@@ -91,9 +98,11 @@ class Filter:
     takes what ``filter=`` takes (a bool mask ``[rows]`` or ``[nq, rows]``, or allowed row ids)
     and keeps its own copy: changing the mask afterwards does not change the filter. A search
     checks that ``rows`` is its index's size (and a per-query filter's ``nq`` its batch).
+    A shared ``Filter`` also hands over its count and a name for its bits, so that a GPU search
+    that keeps the last bitset on the device neither counts nor compares it on each call.
     """
 
-    __slots__ = ("_words", "per_query", "rows")
+    __slots__ = ("_count", "_stamp", "_words", "per_query", "rows")
 
     def __init__(self, filter: Any, rows: int) -> None:
         if isinstance(filter, Filter):
@@ -110,6 +119,10 @@ class Filter:
         self.per_query: bool = per_query
         #: The index size it was made for.
         self.rows: int = rows
+        # A shared bitset's count and stamp (cagra/filter.hpp row_filter::allowed_rows, stamp):
+        # the words are read-only, so one stamp names them for the Filter's life.
+        self._count = -1 if per_query else self.count()
+        self._stamp = 0 if per_query else _ext.new_filter_stamp()
 
     @property
     def queries(self) -> int | None:

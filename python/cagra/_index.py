@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from . import _cagra as _ext
 from ._arrays import ArrayLike, _framework, _stream, _vectors
-from ._filter import _filter_words
+from ._filter import _filter_hint, _filter_words
 from ._hnswlib import HnswlibExport
 from ._io import PathLike
 from ._living import LivingIndex
@@ -261,6 +261,7 @@ class Index(LivingIndex, HnswlibExport):
             per_query,
             _devices(devices),
             _stream(stream, queries),
+            *_filter_hint(filter),
         )
 
     def explain(

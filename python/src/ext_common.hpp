@@ -186,7 +186,8 @@ void compact(py_index& p, cagra::backend target, int num_threads);
 nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query, std::vector<int> devices, uint64_t stream);
+                 bool filter_per_query, std::vector<int> devices, uint64_t stream,
+                 int64_t filter_count, uint64_t filter_stamp);
 nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
                          const cagra::search_params& params, cagra::backend target, int num_threads,
                          const std::string& framework, std::optional<filter_words_in> filter_words,

@@ -21,9 +21,10 @@ namespace cagra_py {
 namespace {
 
 /** The row_filter over `words` (none: no filter) for `idx`; the words stay owned by the caller's
- *  array. The shape is checked here against the index; the batch is checked by the library. */
+ *  array. The shape is checked here against the index; the batch is checked by the library.
+ *  `count` and `stamp`: a shared cagra.Filter's (row_filter::allowed_rows, stamp), else -1, 0. */
 cagra::row_filter to_row_filter(const std::optional<filter_words_in>& words, bool per_query,
-                                int64_t rows) {
+                                int64_t rows, int64_t count = -1, uint64_t stamp = 0) {
   if (!words) return {};
   const int64_t expected = cagra::row_filter::words_for(rows);
   const size_t want_ndim = per_query ? 2 : 1;
@@ -33,7 +34,7 @@ cagra::row_filter to_row_filter(const std::optional<filter_words_in>& words, boo
                        std::to_string(rows) + " rows (one bit per row, 32 rows a word)");
   if (per_query)
     return cagra::row_filter::per_query(words->data(), static_cast<int64_t>(words->shape(0)), rows);
-  return cagra::row_filter::shared(words->data(), rows);
+  return cagra::row_filter::shared(words->data(), rows, count, stamp);
 }
 
 #ifdef CAGRA_PY_CUDA
@@ -161,7 +162,8 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
 nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query, std::vector<int> devices, uint64_t stream) {
+                 bool filter_per_query, std::vector<int> devices, uint64_t stream,
+                 int64_t filter_count, uint64_t filter_stamp) {
   vectors_in q(std::move(queries), "queries");
   // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
   std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
@@ -173,7 +175,8 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
   // `filter_words` (held by this frame) keeps the bitset alive while the GIL is released.
-  const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx.size());
+  const cagra::row_filter filter =
+      to_row_filter(filter_words, filter_per_query, idx.size(), filter_count, filter_stamp);
 #ifdef CAGRA_PY_CUDA
   if (q.on_device()) {
     if (devices.size() > 1)

@@ -339,6 +339,34 @@ def test_prepared_filter_gives_the_same_results(setup):
     np.testing.assert_array_equal(search(index, queries, filter=prepared)[0], before)
 
 
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_prepared_filters_one_query_at_a_time(setup, backend):
+    # A shared Filter hands the search its count and a stamp naming its bits (two Filters never
+    # share one), so a GPU search keeping the last bitset on the device skips counting and
+    # comparing it. One query at a time under two Filters in turn: every answer allowed, and
+    # the mask's answers (the CPU exactly; the GPU's CTAs race for rows, so nearly).
+    if backend == "cuda" and not cagra.cuda_available():
+        pytest.skip("needs the CUDA backend and a GPU")
+    index, _, queries = setup
+    mask = random_mask(0.5, seed=11)
+    a, b = cagra.Filter(mask, N), cagra.Filter(~mask, N)
+    assert a._count == int(mask.sum()) and b._count == N - a._count
+    assert a._stamp and b._stamp and a._stamp != b._stamp
+    assert cagra.Filter(mask, N)._stamp not in (a._stamp, b._stamp)
+    per_query = cagra.Filter(mask[None, :].repeat(2, axis=0), N)
+    assert (per_query._count, per_query._stamp) == (-1, 0)
+    same = 0
+    for i in range(8):
+        f, m = (a, mask) if i % 3 else (b, ~mask)
+        got = index.search(queries[i : i + 1], K, backend=backend, filter=f)[0]
+        want = index.search(queries[i : i + 1], K, backend=backend, filter=m)[0]
+        assert m[got[got != cagra.INVALID_ID]].all()
+        same += len(np.intersect1d(got, want))
+        if backend == "cpu":
+            np.testing.assert_array_equal(got, want)
+    assert same >= 0.9 * 8 * K
+
+
 def test_prepared_filter_errors(setup):
     index, _, queries = setup
     with pytest.raises(cagra.CagraError, match="made for 9999 rows but the index has 10000"):

@@ -3,6 +3,7 @@
 #include "core/filter.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace cagra {
@@ -14,7 +15,13 @@ void check_rows(int64_t rows) {
 }
 }  // namespace
 
-row_bitset::row_bitset(int64_t rows, bool allow_all) : rows_(rows), count_(allow_all ? rows : 0) {
+uint64_t row_filter::new_stamp() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+row_bitset::row_bitset(int64_t rows, bool allow_all)
+    : rows_(rows), count_(allow_all ? rows : 0), stamp_(row_filter::new_stamp()) {
   check_rows(rows);
   words_.assign(static_cast<size_t>(row_filter::words_for(rows)), allow_all ? ~0u : 0u);
   if (allow_all && (rows & 31)) words_.back() = (1u << (rows & 31)) - 1u;  // no bits past rows
@@ -26,7 +33,7 @@ row_bitset row_bitset::from_ids(const int64_t* ids, int64_t n, int64_t rows) {
     CAGRA_EXPECTS(ids[i] >= 0 && ids[i] < rows,
                   "allowed id %lld (position %lld) is outside the index's rows [0, %lld)",
                   (long long)ids[i], (long long)i, (long long)rows);
-    b.set(ids[i]);
+    b.assign(ids[i], true);
   }
   return b;
 }
@@ -37,7 +44,7 @@ row_bitset row_bitset::from_ids(const uint32_t* ids, int64_t n, int64_t rows) {
     CAGRA_EXPECTS(int64_t{ids[i]} < rows,
                   "allowed id %u (position %lld) is outside the index's rows [0, %lld)", ids[i],
                   (long long)i, (long long)rows);
-    b.set(ids[i]);
+    b.assign(ids[i], true);
   }
   return b;
 }
@@ -45,17 +52,23 @@ row_bitset row_bitset::from_ids(const uint32_t* ids, int64_t n, int64_t rows) {
 row_bitset row_bitset::from_mask(const uint8_t* mask, int64_t rows) {
   row_bitset b(rows);
   for (int64_t i = 0; i < rows; ++i)
-    if (mask[i]) b.set(i);
+    if (mask[i]) b.assign(i, true);
   return b;
 }
 
 void row_bitset::set(int64_t row, bool allowed) {
   CAGRA_EXPECTS(row >= 0 && row < rows_, "row %lld is outside the bitset's rows [0, %lld)",
                 (long long)row, (long long)rows_);
+  if (assign(row, allowed)) stamp_ = row_filter::new_stamp();
+}
+
+bool row_bitset::assign(int64_t row, bool allowed) {
   const uint32_t bit = 1u << (row & 31);
   uint32_t& w = words_[static_cast<size_t>(row >> 5)];
-  if (((w & bit) != 0) != allowed) count_ += allowed ? 1 : -1;
-  w = allowed ? (w | bit) : (w & ~bit);
+  if (((w & bit) != 0) == allowed) return false;
+  count_ += allowed ? 1 : -1;
+  w ^= bit;
+  return true;
 }
 
 }  // namespace cagra
@@ -156,7 +169,9 @@ row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
                         std::vector<uint32_t>& storage) {
   if (idx.deleted_count() == 0) return user;
   const std::vector<uint32_t>& live = idx.live_rows();
-  if (user.empty()) return row_filter::shared(live.data(), idx.size());
+  // The index's own bitset comes with its count and stamp (no count, no comparison a call).
+  if (user.empty())
+    return row_filter::shared(live.data(), idx.size(), idx.live_size(), idx.live_rows_stamp());
   const size_t words = live.size();
   const int64_t sets = user.queries ? batch : 1;
   storage.resize(size_t(sets) * words);

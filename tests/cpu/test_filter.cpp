@@ -342,6 +342,56 @@ TEST(FilterBitset, SetTestCountAndWords) {
   EXPECT_EQ(row_filter::shared(c.words().data(), 40).allowed_rows, -1) << "unknown: counted";
 }
 
+// The stamp names a bitset's bits (row_filter::stamp): the CUDA backend skips comparing a
+// shared bitset with its device copy when the stamp is the one copied, so any change must
+// renew it, and distinct bitsets must never share one.
+TEST(FilterBitset, StampNamesTheBits) {
+  row_bitset a(100), b(100);
+  EXPECT_NE(a.stamp(), 0u);
+  EXPECT_NE(a.stamp(), b.stamp());
+  EXPECT_EQ(a.view().stamp, a.stamp());
+  const uint64_t first = a.stamp();
+  a.set(3, false);  // already clear: the same bits, the same stamp
+  EXPECT_EQ(a.stamp(), first);
+  a.set(3);
+  EXPECT_NE(a.stamp(), first);
+  const row_bitset copy = a;  // the same bits
+  EXPECT_EQ(copy.stamp(), a.stamp());
+  const uint64_t before = a.stamp();
+  a.set(3, false);
+  EXPECT_NE(a.stamp(), before);
+  EXPECT_EQ(copy.stamp(), before);
+  EXPECT_NE(a.stamp(), copy.stamp());
+  const int64_t ids[2] = {1, 2};
+  EXPECT_NE(row_bitset::from_ids(ids, 2, 10).stamp(), row_bitset::from_ids(ids, 2, 10).stamp());
+  EXPECT_NE(row_filter::new_stamp(), row_filter::new_stamp());
+  EXPECT_EQ(row_filter::shared(a.words().data(), 100).stamp, 0u) << "raw words: none";
+}
+
+// The index's deleted rows reach the search as its live-row bitset with the count and a stamp
+// that every removal renews; a user filter combined with them is counted and compared.
+TEST(FilterBitset, DeletedRowsComeWithTheirCountAndStamp) {
+  cagra::index idx = ring_index();
+  std::vector<uint32_t> storage;
+  EXPECT_TRUE(core::visible_rows(idx, {}, 1, storage).empty());
+  const int64_t gone[2] = {4, 9};
+  remove(cpu(), idx, gone, 1);
+  const row_filter live = core::visible_rows(idx, {}, 1, storage);
+  EXPECT_EQ(live.allowed_rows, idx.size() - 1);
+  EXPECT_EQ(live.stamp, idx.live_rows_stamp());
+  EXPECT_NE(live.stamp, 0u);
+  remove(cpu(), idx, gone + 1, 1);
+  const row_filter after = core::visible_rows(idx, {}, 1, storage);
+  EXPECT_EQ(after.allowed_rows, idx.size() - 2);
+  EXPECT_NE(after.stamp, live.stamp);
+  EXPECT_FALSE(after.allows(0, 9));
+  const row_bitset user(idx.size(), true);
+  const row_filter both = core::visible_rows(idx, user.view(), 1, storage);
+  EXPECT_EQ(both.stamp, 0u);
+  EXPECT_EQ(both.allowed_rows, -1);
+  EXPECT_FALSE(both.allows(0, 4));
+}
+
 // allowed_ids (the exact path's row list) reads two words at a time and masks the last one:
 // sizes around those boundaries, with bits set past the last row (a caller's raw words may have
 // them), against a row-by-row scan.

@@ -292,5 +292,52 @@ TEST_F(CudaFilter, PersistentKernelServesOneSharedFilter) {
   }
 }
 
+/** A row_bitset changed between batch-1 calls (its stamp renewed by set()) is copied again:
+ *  after each call the query's nearest answer is disallowed, and the next call never returns it. */
+TEST_F(CudaFilter, ARowBitsetChangedBetweenCallsIsCopiedAgain) {
+  row_bitset allowed = random_subset(u8_->size(), 0.5, 43);
+  const search_params p;
+  for (int64_t q = 0; q < 20; ++q) {
+    const host_matrix one = slice(set_->queries, q, 1);
+    const result r = run_on(backend::cuda, *u8_, one, allowed.view(), p);
+    expect_allowed(r, allowed.view(), "before");
+    ASSERT_NE(r.ids[0], kInvalidId);
+    allowed.set(r.ids[0], false);
+    expect_allowed(run_on(backend::cuda, *u8_, one, allowed.view(), p), allowed.view(), "after");
+  }
+}
+
+/** A stale stamp (row_filter::stamp kept while the words change under it) must not return a
+ *  disallowed row: the words alternate between a half of the rows and its complement under
+ *  one stamp, so the device copy the stamp names is always the other half. Batch 1 (the
+ *  resident kernel) and batch 4 (a launch), each answer checked and recall near the exact one. */
+TEST_F(CudaFilter, AStaleStampNeverReturnsDisallowedRows) {
+  const int64_t n = u8_->size();
+  const row_bitset half = random_subset(n, 0.5, 47);
+  std::vector<uint32_t> words = half.words(), complement(words.size());
+  for (size_t i = 0; i < words.size(); ++i) complement[i] = ~words[i];
+  if (n & 31) complement.back() &= (1u << (n & 31)) - 1u;
+  const uint64_t stamp = row_filter::new_stamp();
+  search_params exact;
+  exact.filter = filter_algo::exact;
+  const search_params p;
+  const int64_t nq = 24;
+  const host_matrix queries = head(set_->queries, nq);
+  for (const int64_t batch : {int64_t{1}, int64_t{4}}) {
+    int64_t hits = 0, wanted = 0;
+    for (int64_t q = 0; q < nq; q += batch) {
+      if (q) std::swap(words, complement);  // the same stamp over the other half
+      const row_filter now = row_filter::shared(words.data(), n, -1, stamp);
+      const host_matrix some = slice(queries, q, batch);
+      const result r = run_on(backend::cuda, *u8_, some, now, p);
+      expect_allowed(r, now, batch == 1 ? "stale stamp, batch 1" : "stale stamp, batch 4");
+      const result truth = run_on(backend::cpu, *u8_, some, now, exact);
+      hits += int64_t(recall_vs(r, truth) * double(batch * kK) + 0.5);
+      wanted += batch * kK;
+    }
+    EXPECT_GE(double(hits) / double(wanted), 0.9) << "batch " << batch;
+  }
+}
+
 }  // namespace
 }  // namespace cagra::test

@@ -91,6 +91,24 @@ TEST_F(CudaLiving, RemovedRowsAreNeverReturnedOnAnyPath) {
     check(rows_found(backend::cuda, idx, slice(set_->queries, i, 1), persistent), "batch 1");
 }
 
+/** Batch-1 calls between removals, at the defaults (the resident kernel, which keeps the
+ *  live-row bitset on the device while its stamp stays the same): each removal of a query's
+ *  nearest row renews the stamp, so the next call copies the bitset again and never returns it. */
+TEST_F(CudaLiving, RemovalsBetweenBatchOneCallsAreSeen) {
+  cagra::index idx = build(on(backend::cuda), params32(), set_->base);
+  const int64_t first = 4;
+  remove(on(backend::cuda), idx, &first, 1);  // the bitset exists from the first call on
+  for (int64_t i = 0; i < 20; ++i) {
+    const host_matrix one = slice(set_->queries, i, 1);
+    const std::vector<uint32_t> before = rows_found(backend::cuda, idx, one, {});
+    ASSERT_NE(before[0], kInvalidId);
+    const int64_t nearest = before[0];
+    remove(on(backend::cuda), idx, &nearest, 1);
+    for (const uint32_t id : rows_found(backend::cuda, idx, one, {}))
+      ASSERT_TRUE(id != uint32_t(nearest) && id != uint32_t(first)) << "query " << i;
+  }
+}
+
 TEST_F(CudaLiving, SearchesSeeTheIndexAfterExtendAndCompact) {
   const host_matrix& base = set_->base;
   cagra::index idx = build(on(backend::cuda), params32(), slice(base, 0, 6000));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <cagra/filter.hpp>
 #include <cagra/index.hpp>
 
 namespace cagra::detail {
@@ -14,7 +15,11 @@ struct index_editor {
   static host_matrix& vectors(index& i) { return i.vectors_; }
   static std::vector<uint32_t>& graph(index& i) { return i.graph_; }
   static std::vector<int64_t>& labels(index& i) { return i.labels_; }
-  static std::vector<uint32_t>& live(index& i) { return i.live_; }
+  /** The live-row bitset, to change: its stamp (index::live_rows_stamp) is renewed here. */
+  static std::vector<uint32_t>& live(index& i) {
+    i.live_stamp_ = row_filter::new_stamp();
+    return i.live_;
+  }
   static int64_t& deleted(index& i) { return i.deleted_; }
   /** extend's in-degree cache (cagra/index.hpp): size() counts when valid, else empty. */
   static std::vector<uint32_t>& in_degree(index& i) { return i.in_degree_; }

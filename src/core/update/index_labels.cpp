@@ -75,8 +75,9 @@ void index_editor::append_labels(index& i, const int64_t* labels, int64_t n) {
 
 void index_editor::start_tombstones(index& i) {
   const int64_t n = i.size();
-  i.live_.assign(size_t((n + 31) / 32), ~0u);
-  if (n & 31) i.live_.back() = (1u << (n & 31)) - 1u;
+  std::vector<uint32_t>& live = index_editor::live(i);
+  live.assign(size_t((n + 31) / 32), ~0u);
+  if (n & 31) live.back() = (1u << (n & 31)) - 1u;
   i.deleted_ = 0;
 }
 

@@ -32,6 +32,7 @@ struct search_workspace {
   device_buffer<float> distances;       // [nq, k]
   device_buffer<uint32_t> filter;       // a filtered search's bitsets: [1 or nq, ceil(N / 32)]
   std::vector<uint32_t> filter_shared;  // the shared bitset in `filter`, if it holds one
+  uint64_t filter_stamp = 0;            // its row_filter::stamp (0: none)
   // Device-memory queries only (search_device): the caller's stream (resources::cuda_stream,
   // else the legacy default stream) -> index stream ordering, and the first bad rows found by
   // the query check ([0]: NaN/Inf, [1]: all zeros for cosine).
