@@ -244,6 +244,8 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
 #endif
       if (!expand && a.h_lists && !allowed) {
         merge_head(ld, li, in_d, in_i, n, far, a.list_k);  // only list_k entries leave the CTA
+      } else if (!expand && allowed) {
+        merge_list(rd, ri, in_d, in_i, n, far, allowed);  // only the allowed list leaves the CTA
       } else {
 #if CAGRA_MCTA_TRACE
         const long long list_from = clock64();
