@@ -50,7 +50,7 @@ bool stamp_in_workspace(const index_state& st, const row_filter& f, size_t answe
 /** Whether every answer (kInvalidId slots aside) is a row the shared bitset `f` allows. */
 bool answers_allowed(const row_filter& f, const uint32_t* ids, size_t n) {
   for (size_t i = 0; i < n; ++i)
-    if (ids[i] != kInvalidId && !f.allows(0, ids[i])) return false;
+    if (ids[i] != kInvalidId && (int64_t{ids[i]} >= f.rows || !f.allows(0, ids[i]))) return false;
   return true;
 }
 
