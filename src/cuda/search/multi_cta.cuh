@@ -191,14 +191,11 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
   // buffer; (3) every team computes distances of those. The merge is off the critical path.
   float ld = far;  // warp 0: the list, entry `lane`
   uint32_t li = kNoId;
-  // A filtered search (filter.cuh): the CTA also keeps the 32 nearest allowed rows it has found,
-  // which it publishes instead of its list. (Compacting the list itself kept only the allowed
-  // rows among its 32 nearest: at 10% selectivity about 3 per CTA, recall@10 0.906 at batch 1 on
-  // SIFT-wall-1M, H100.) The CTA's last warp keeps that list, merging beside warp 0's merge and
-  // warp 1's claims (both merges on warp 0 made the merge step longer than the claims); it
-  // claims only where the degree passes the other warps' threads.
+  // A filtered search (filter.cuh): warp 0 also keeps the 32 nearest allowed rows this CTA has
+  // found, which it publishes instead of its list. (Compacting the list itself kept only the
+  // allowed rows among its 32 nearest: at 10% selectivity about 3 per CTA, recall@10 0.906 at
+  // batch 1 on SIFT-wall-1M, H100.)
   const uint32_t* allowed = a.d_filter ? a.d_filter + qi * a.filter_stride : nullptr;
-  const uint32_t filter_warp = nt >= 64 ? nt / 32 - 1 : 0, warp = tid >> 5;
   float rd = far;
   uint32_t ri = kNoId;
   for (uint32_t iter = 0;; ++iter) {
@@ -247,7 +244,9 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
 #endif
       if (!expand && a.h_lists && !allowed) {
         merge_head(ld, li, in_d, in_i, n, far, a.list_k);  // only list_k entries leave the CTA
-      } else if (expand || !allowed) {  // under a filter the last merge is the allowed list's
+      } else if (!expand && allowed) {
+        merge_list(rd, ri, in_d, in_i, n, far, allowed);  // only the allowed list leaves the CTA
+      } else {
 #if CAGRA_MCTA_TRACE
         const long long list_from = clock64();
 #endif
@@ -256,23 +255,20 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
         if (trace && tid == 0 && iter < 2)
           trace[kTraceMergeClocks0 + iter] = uint64_t(clock64() - list_from);
 #endif
+        if (allowed) merge_list(rd, ri, in_d, in_i, n, far, allowed);
       }
-      if (allowed && filter_warp == 0) merge_list(rd, ri, in_d, in_i, n, far, allowed);
 #if CAGRA_MCTA_TRACE
       if (trace && tid == 0 && !expand) {
         trace[kTraceLastMergeClocks] = uint64_t(clock64() - merge_from);
         trace[kTraceLastMerged] = global_ns();
       }
 #endif
-    } else {
-      if (allowed && warp == filter_warp) merge_list(rd, ri, in_d, in_i, n, far, allowed);
-      if (expand && parent != kNoId) {
-        const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
-        for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
-          const uint32_t id = row[t];
-          prefetch_row(a, id);
-          if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
-        }
+    } else if (expand && parent != kNoId) {
+      const uint32_t* row = a.d_graph + uint64_t{parent} * a.degree;
+      for (uint32_t t = tid - 32; t < a.degree; t += nt - 32) {
+        const uint32_t id = row[t];
+        prefetch_row(a, id);
+        if (device_hash_insert(keys, a.hash_bits, id)) out_i[atomicAdd(&s_n[b ^ 1], 1u)] = id;
       }
     }
     __syncthreads();
@@ -290,27 +286,24 @@ __device__ __forceinline__ void multi_cta_body(const multi_cta_args& a, const ui
     if (iter < kTraceIterations) stamp(kTraceIteration0 + iter);
   }
 
-  // The list that leaves the CTA: warp 0's, or under a filter the allowed one (filter_warp's).
-  const bool out_warp = warp == (allowed ? filter_warp : 0);
-  const uint32_t lane = tid & 31;
-  if (allowed) {
+  if (allowed) {  // only allowed rows leave the CTA
     ld = rd;
     li = ri;
   }
   if (a.h_lists) {  // the host merges: each CTA sends its best list_k, tagged; nothing else
-    if (out_warp && lane < a.list_k) {
+    if (tid < a.list_k) {
       const uint64_t tag = uint64_t{a.tag} << 32;
       const uint32_t id = li == kNoId ? kNoId : li & kIdMask;
-      reinterpret_cast<ulonglong2*>(a.h_lists)[(qi * a.n_ctas + blockIdx.x) * a.list_k + lane] =
+      reinterpret_cast<ulonglong2*>(a.h_lists)[(qi * a.n_ctas + blockIdx.x) * a.list_k + tid] =
           make_ulonglong2(id | tag, __float_as_uint(ld) | tag);
     }
     stamp(kTracePublished);
     return;
   }
   const uint64_t part = uint64_t{blockIdx.y} * a.n_ctas * kMultiCtaList;
-  if (out_warp) {
-    a.d_part_ids[part + blockIdx.x * kMultiCtaList + lane] = li == kNoId ? kNoId : li & kIdMask;
-    a.d_part_dists[part + blockIdx.x * kMultiCtaList + lane] = ld;
+  if (tid < 32) {
+    a.d_part_ids[part + blockIdx.x * kMultiCtaList + tid] = li == kNoId ? kNoId : li & kIdMask;
+    a.d_part_dists[part + blockIdx.x * kMultiCtaList + tid] = ld;
   }
   stamp(kTracePublished);
   // The last CTA of the query merges (threadfence reduction: each CTA publishes its list before
