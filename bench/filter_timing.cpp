@@ -1,19 +1,54 @@
-// Time of the host count of a filter bitset (cagra::row_bitset::count, the count the search plan
-// makes on every filtered call: docs/benchmarks.md "Filtered search at small batches"): a
-// bitset of ROWS rows with every third row allowed, counted CALLS times (one bit changed between
-// calls), three runs. Then the exact filtered path's list of allowed rows (core::allowed_ids
-// through bench_hooks, built on every call of that path) of bitsets allowing 1% and 0.1% of the
-// rows (every 100th / 1000th row, offset by a hash), CALLS / 4 times, three runs. A developer's
-// measurement; the bench target `filter_timing` (CAGRA_BUILD_BENCH):
+// Host time of a filtered call's filter work: cagra::plan_search of one query (the plan counts a
+// shared bitset unless told its count; an index with deleted rows ANDs them into the filter,
+// docs/filter.md), on a ROWS-row index (8-d u8 rows, a ring graph: the plan does not read them)
+// without and with 1% of its rows deleted, under raw words (counted) and a row_bitset (count and
+// stamp known), CALLS calls, three runs. The CUDA backend's comparison of a shared bitset with
+// its device copy is not in it. Then the exact filtered path's list of allowed rows
+// (core::allowed_ids through bench_hooks, built on every call of that path) of bitsets allowing
+// 1% and 0.1% of the rows (every 100th / 1000th row, offset by a hash), CALLS / 4 times, three
+// runs. A developer's measurement; the bench target `filter_timing` (CAGRA_BUILD_BENCH):
 //
 //   build/filter_timing [ROWS (1000000)] [CALLS (2000)]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 
+#include <cagra/cagra.hpp>
 #include <cagra/filter.hpp>
+#include <cagra/plan.hpp>
 
 #include "core/bench_hooks.hpp"
+
+namespace {
+
+/** A ROWS-row index the plan can take: 8-d u8 zeros, each row linked to the next two. */
+cagra::index ring(int64_t rows) {
+  cagra::host_matrix v(cagra::dtype::u8, rows, 8);
+  std::vector<uint32_t> g(size_t(rows) * 2);
+  for (int64_t r = 0; r < rows; ++r) {
+    g[size_t(r) * 2] = uint32_t((r + 1) % rows);
+    g[size_t(r) * 2 + 1] = uint32_t((r + 2) % rows);
+  }
+  return cagra::index(cagra::metric::l2, std::move(v), std::move(g), 2);
+}
+
+void time_plans(const char* what, const cagra::index& idx, const cagra::row_filter& f, int calls) {
+  cagra::resources res;
+  res.target = cagra::backend::cpu;
+  for (int run = 0; run < 3; ++run) {
+    int64_t sum = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i)
+      sum += cagra::plan_search(res, {}, idx, 10, 1, cagra::memory_space::host, f).allowed_rows;
+    const auto t1 = std::chrono::steady_clock::now();
+    std::printf("%-44s %8.2f us a call (allowed %lld)\n", what,
+                std::chrono::duration<double, std::micro>(t1 - t0).count() / calls,
+                (long long)(sum / calls));
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const int64_t rows = argc > 1 ? std::atoll(argv[1]) : 1000000;
@@ -24,17 +59,19 @@ int main(int argc, char** argv) {
   }
   cagra::row_bitset b(rows);
   for (int64_t i = 0; i < rows; i += 3) b.set(i);
-  int64_t sum = 0;
-  for (int run = 0; run < 3; ++run) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < calls; ++i) {
-      sum += b.count();
-      b.set(i % rows);
-    }
-    const auto t1 = std::chrono::steady_clock::now();
-    std::printf("count of a %lld-row bitset: %.2f us a call (checksum %lld)\n", (long long)rows,
-                std::chrono::duration<double, std::micro>(t1 - t0).count() / calls, (long long)sum);
-  }
+  const cagra::row_filter raw = cagra::row_filter::shared(b.words().data(), rows);
+  cagra::index idx = ring(rows);
+  time_plans("no filter", idx, {}, calls);
+  time_plans("raw words (counted)", idx, raw, calls);
+  time_plans("row_bitset (count known)", idx, b.view(), calls);
+  std::vector<int64_t> gone(size_t(rows / 100));
+  for (size_t i = 0; i < gone.size(); ++i) gone[i] = int64_t(i) * 100 + 7;
+  cagra::resources cpu;
+  cpu.target = cagra::backend::cpu;
+  cagra::remove(cpu, idx, gone.data(), int64_t(gone.size()));
+  time_plans("1% deleted, no filter", idx, {}, calls);
+  time_plans("1% deleted, raw words (ANDed, counted)", idx, raw, calls);
+  time_plans("1% deleted, row_bitset (the kept AND)", idx, b.view(), calls);
   for (const int64_t every : {int64_t{100}, int64_t{1000}}) {
     cagra::row_bitset sparse(rows);
     for (int64_t i = 0; i < rows; ++i)

@@ -273,7 +273,7 @@ void search(const resources& res, const search_params& params, const index& idx,
              neighbors, distances, filter);
     return;
   }
-  std::vector<uint32_t> storage;
+  core::visible_storage storage;
   const row_filter visible = core::visible_rows(idx, filter, queries.rows, storage);
   const search_plan plan = core::plan_visible(res, params, idx, k, queries.rows, space, visible);
   const core::backend_ops& be = core::backend_for(plan.target);

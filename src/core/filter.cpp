@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 
 namespace cagra {
 
@@ -165,21 +167,73 @@ std::vector<uint32_t> allowed_ids(const row_filter& f) {
   return ids;
 }
 
+namespace {
+
+/** A shared bitset ANDed with an index's live rows, with its count and a stamp of its own. */
+struct kept_and {
+  uint64_t live_stamp = 0;
+  std::vector<uint32_t> user;  // the caller's words it was made from
+  std::vector<uint32_t> words;
+  int64_t count = 0;
+  uint64_t stamp = 0;
+};
+
+/** The AND of the stamped shared bitset `user` and `idx`'s live rows: one of the last two made
+ *  when its live rows are the same (their stamp) and so are the words (compared: the caller's
+ *  stamp only says that keeping it is worth it, so words changed under a kept stamp still get
+ *  their own AND), else made and kept. A batch-1 stream under one filter on an index with
+ *  deletions then neither ANDs nor counts a call, and the CUDA backend finds the AND's stamp. */
+std::shared_ptr<const kept_and> and_with_live(const index& idx, const row_filter& user) {
+  static std::mutex mutex;
+  static std::shared_ptr<const kept_and> kept[2];
+  static unsigned next = 0;
+  const std::vector<uint32_t>& live = idx.live_rows();
+  const size_t n = live.size();
+  std::shared_ptr<const kept_and> candidates[2];
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    candidates[0] = kept[0];
+    candidates[1] = kept[1];
+  }
+  for (const auto& c : candidates)
+    if (c && c->live_stamp == idx.live_rows_stamp() && c->user.size() == n &&
+        std::memcmp(c->user.data(), user.words, n * sizeof(uint32_t)) == 0)
+      return c;
+  auto made = std::make_shared<kept_and>();
+  made->live_stamp = idx.live_rows_stamp();
+  made->user.assign(user.words, user.words + n);
+  made->words.resize(n);
+  for (size_t w = 0; w < n; ++w) made->words[w] = user.words[w] & live[w];
+  made->count = count_bits(made->words.data(), idx.size());
+  made->stamp = row_filter::new_stamp();
+  std::lock_guard<std::mutex> lock(mutex);
+  kept[next++ % 2] = made;
+  return made;
+}
+
+}  // namespace
+
 row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
-                        std::vector<uint32_t>& storage) {
+                        visible_storage& storage) {
   if (idx.deleted_count() == 0) return user;
   const std::vector<uint32_t>& live = idx.live_rows();
   // The index's own bitset comes with its count and stamp (no count, no comparison a call).
   if (user.empty())
     return row_filter::shared(live.data(), idx.size(), idx.live_size(), idx.live_rows_stamp());
+  if (!user.queries && user.stamp) {
+    std::shared_ptr<const kept_and> a = and_with_live(idx, user);
+    const row_filter f = row_filter::shared(a->words.data(), idx.size(), a->count, a->stamp);
+    storage.held = std::move(a);
+    return f;
+  }
   const size_t words = live.size();
   const int64_t sets = user.queries ? batch : 1;
-  storage.resize(size_t(sets) * words);
+  storage.words.resize(size_t(sets) * words);
   for (int64_t q = 0; q < sets; ++q)
     for (size_t w = 0; w < words; ++w)
-      storage[size_t(q) * words + w] = user.words[size_t(q) * words + w] & live[w];
-  return user.queries ? row_filter::per_query(storage.data(), batch, idx.size())
-                      : row_filter::shared(storage.data(), idx.size());
+      storage.words[size_t(q) * words + w] = user.words[size_t(q) * words + w] & live[w];
+  return user.queries ? row_filter::per_query(storage.words.data(), batch, idx.size())
+                      : row_filter::shared(storage.words.data(), idx.size());
 }
 
 int64_t fewest_allowed(const row_filter& f, int64_t batch) {

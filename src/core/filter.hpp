@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <cagra/filter.hpp>
@@ -25,12 +26,21 @@ int64_t allowed_count(const row_filter& f, int64_t q);
 /** The rows a shared bitset allows, ascending. */
 std::vector<uint32_t> allowed_ids(const row_filter& f);
 
+/** What visible_rows hands out: words it wrote, or a kept AND it shares (held while used). */
+struct visible_storage {
+  std::vector<uint32_t> words;
+  std::shared_ptr<const void> held;
+};
+
 /** The rows a search of `idx` under the (checked) filter `user` may return: `user` itself when
- *  no row is deleted, the index's live rows when `user` is empty, otherwise their AND, written
- *  into `storage` (one bitset, or one per query of `batch` for a per-query filter). Deleted rows
- *  are the same thing to the search as rows a filter leaves out (DESIGN.md §8). */
+ *  no row is deleted, the index's live rows when `user` is empty, otherwise their AND (one
+ *  bitset, or one per query of `batch` for a per-query filter). The AND of a shared bitset that
+ *  has a stamp is kept for the next calls with the same live rows and the same words (compared),
+ *  with its count and a stamp of its own; others are written into `storage` and counted by the
+ *  plan. Deleted rows are the same thing to the search as rows a filter leaves out (DESIGN.md
+ *  §8). */
 row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
-                        std::vector<uint32_t>& storage);
+                        visible_storage& storage);
 
 /** The fewest rows any query of the batch is allowed (`batch` queries). */
 int64_t fewest_allowed(const row_filter& f, int64_t batch);

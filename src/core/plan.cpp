@@ -217,7 +217,7 @@ search_plan plan_search(const resources& res, const search_params& params, const
                         uint32_t k, int64_t batch, memory_space space, const row_filter& filter) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
   if (!filter.empty()) core::check_filter(filter, idx.size(), batch);
-  std::vector<uint32_t> storage;
+  core::visible_storage storage;
   return core::plan_visible(res, params, idx, k, batch, space,
                             core::visible_rows(idx, filter, batch, storage));
 }

@@ -369,10 +369,12 @@ TEST(FilterBitset, StampNamesTheBits) {
 }
 
 // The index's deleted rows reach the search as its live-row bitset with the count and a stamp
-// that every removal renews; a user filter combined with them is counted and compared.
+// that every removal renews. A stamped shared filter's AND with them is kept with its count and a
+// stamp of its own while both stay the same (the words compared); other filters are ANDed and
+// counted each call.
 TEST(FilterBitset, DeletedRowsComeWithTheirCountAndStamp) {
   cagra::index idx = ring_index();
-  std::vector<uint32_t> storage;
+  core::visible_storage storage;
   EXPECT_TRUE(core::visible_rows(idx, {}, 1, storage).empty());
   const int64_t gone[2] = {4, 9};
   remove(cpu(), idx, gone, 1);
@@ -385,11 +387,66 @@ TEST(FilterBitset, DeletedRowsComeWithTheirCountAndStamp) {
   EXPECT_EQ(after.allowed_rows, idx.size() - 2);
   EXPECT_NE(after.stamp, live.stamp);
   EXPECT_FALSE(after.allows(0, 9));
-  const row_bitset user(idx.size(), true);
+  row_bitset user(idx.size(), true);
+  user.set(0, false);
   const row_filter both = core::visible_rows(idx, user.view(), 1, storage);
-  EXPECT_EQ(both.stamp, 0u);
-  EXPECT_EQ(both.allowed_rows, -1);
+  EXPECT_NE(both.stamp, 0u);
+  EXPECT_EQ(both.allowed_rows, idx.size() - 3);
+  EXPECT_FALSE(both.allows(0, 0));
   EXPECT_FALSE(both.allows(0, 4));
+  EXPECT_TRUE(both.allows(0, 5));
+  core::visible_storage again;
+  const row_filter kept = core::visible_rows(idx, user.view(), 1, again);
+  EXPECT_EQ(kept.stamp, both.stamp) << "the same words and live rows: the kept AND";
+  EXPECT_EQ(kept.words, both.words);
+  // Raw words under the same stamp but changed: their own AND, never the kept one.
+  std::vector<uint32_t> raw = user.words();
+  raw[0] |= 1u;  // row 0 allowed again
+  row_filter stale = row_filter::shared(raw.data(), idx.size(), -1, user.stamp());
+  const row_filter fresh = core::visible_rows(idx, stale, 1, again);
+  EXPECT_NE(fresh.stamp, both.stamp);
+  EXPECT_TRUE(fresh.allows(0, 0));
+  EXPECT_EQ(fresh.allowed_rows, idx.size() - 2);
+  // Another removal: a new AND.
+  const int64_t more = 7;
+  remove(cpu(), idx, &more, 1);
+  const row_filter after_remove = core::visible_rows(idx, user.view(), 1, again);
+  EXPECT_NE(after_remove.stamp, both.stamp);
+  EXPECT_FALSE(after_remove.allows(0, 7));
+  EXPECT_EQ(after_remove.allowed_rows, idx.size() - 4);
+  // Without a stamp: ANDed into the storage, counted by the plan.
+  const row_filter plain =
+      core::visible_rows(idx, row_filter::shared(raw.data(), idx.size()), 1, storage);
+  EXPECT_EQ(plain.stamp, 0u);
+  EXPECT_EQ(plain.allowed_rows, -1);
+  EXPECT_EQ(plain.words, storage.words.data());
+  EXPECT_FALSE(plain.allows(0, 4));
+}
+
+// A stream of one-query searches under a row_bitset on an index with deleted rows (the kept
+// AND of visible_rows): each call's nearest row is then removed or filtered out in turn, and the
+// next call never returns it.
+TEST(FilterBitset, AKeptAndFollowsRemovalsAndFilterChanges) {
+  cagra::index idx = ring_index();
+  const int64_t first = 3;
+  remove(cpu(), idx, &first, 1);
+  row_bitset user(idx.size(), true);
+  const host_matrix q = slice(idx.vectors(), 5, 1);
+  for (int step = 0; step < 8; ++step) {
+    const result r = run(idx, q, user.view(), {}, 3);
+    for (const uint32_t id : r.ids) {
+      ASSERT_NE(id, kInvalidId) << "step " << step;
+      ASSERT_TRUE(user.test(id)) << "step " << step << ": row " << id << " filtered out";
+      ASSERT_FALSE(idx.is_deleted(id)) << "step " << step << ": row " << id << " deleted";
+    }
+    const int64_t nearest = r.ids[0];
+    if (step % 2)
+      remove(cpu(), idx, &nearest, 1);
+    else
+      user.set(nearest, false);
+  }
+  EXPECT_EQ(idx.deleted_count(), 5);
+  EXPECT_EQ(user.count(), idx.size() - 4);
 }
 
 // allowed_ids (the exact path's row list) reads two words at a time and masks the last one:

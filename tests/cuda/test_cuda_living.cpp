@@ -109,6 +109,33 @@ TEST_F(CudaLiving, RemovalsBetweenBatchOneCallsAreSeen) {
   }
 }
 
+/** The same under a row_bitset of the caller's (the AND with the live rows kept between calls,
+ *  core::visible_rows): the query's nearest row is removed or filtered out in turn. */
+TEST_F(CudaLiving, RemovalsAndFilterChangesBetweenBatchOneCallsAreSeen) {
+  cagra::index idx = build(on(backend::cuda), params32(), set_->base);
+  const int64_t first = 4;
+  remove(on(backend::cuda), idx, &first, 1);
+  row_bitset user = random_subset(idx.size(), 0.5, 53);
+  for (int64_t i = 0; i < 20; ++i) {
+    const host_matrix one = slice(set_->queries, i, 1);
+    std::vector<uint32_t> ids(kK);
+    search(on(backend::cuda), {}, idx, one, kK, {ids.data(), 1, kK}, {}, user.view());
+    ASSERT_NE(ids[0], kInvalidId);
+    for (const uint32_t id : ids)
+      ASSERT_TRUE(id == kInvalidId || (user.test(id) && !idx.is_deleted(id)))
+          << "query " << i << ": row " << id;
+    const int64_t nearest = ids[0];
+    if (i % 2)
+      remove(on(backend::cuda), idx, &nearest, 1);
+    else
+      user.set(nearest, false);
+    search(on(backend::cuda), {}, idx, one, kK, {ids.data(), 1, kK}, {}, user.view());
+    for (const uint32_t id : ids)
+      ASSERT_TRUE(id == kInvalidId || (user.test(id) && !idx.is_deleted(id)))
+          << "query " << i << ", after: row " << id;
+  }
+}
+
 TEST_F(CudaLiving, SearchesSeeTheIndexAfterExtendAndCompact) {
   const host_matrix& base = set_->base;
   cagra::index idx = build(on(backend::cuda), params32(), slice(base, 0, 6000));
