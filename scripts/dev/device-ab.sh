@@ -23,7 +23,8 @@
 # default plan, itopk 32 and 64, instead of the CTA and persistent points), METRIC (l2;
 # cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin), DEGREE (32:
 # the index's graph degree), HNSW=1 (then hnswlib's batch 1 on one thread, built on all cores:
-# $OUT/ab-NAME-hnswlib.jsonl; carry third_party/include).
+# $OUT/ab-NAME-hnswlib.jsonl; carry third_party/include), DELETED (a --deleted-share for every
+# point: both sides' CLIs must know --deleted-share).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -71,6 +72,7 @@ say "index (B, GPU, graph degree $DEGREE)"
 B_COMMIT=${B_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo b)}
 A_COMMIT=${A_COMMIT:-a}
 COMMON=(--backend cuda --dataset "$NAME")
+[[ -n ${DELETED:-} ]] && COMMON+=(--deleted-share "$DELETED")
 # The persistent kernel on or off in BIN's syntax: `--persistent on|off`, or the older flag.
 persistent() {  # persistent BIN on|off
   if "$1" bench --help 2>&1 | grep -q -- '--persistent on|off'; then

@@ -407,6 +407,25 @@ TEST(CliPipeline, Bigann10kBuildSearchEvalInfoBenchGt) {
                "--persistent-lifetime-us", "20000"});
   ASSERT_EQ(r.status, 0) << r.err;
 
+  // --deleted-share: a share of the rows removed first; each point's ground truth is the exact
+  // search of the rest and every returned id is checked (deleted_share, filter_violations).
+  const std::string deleted = temp_path("deleted.jsonl");
+  r = run_cli({"bench", idx, query, truth, "--itopk", "64", "--backend", "cpu", "--deleted-share",
+               "0.3", "--filter-selectivity", "1,0.5", "--json", deleted});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("deleted   2970 rows (30%)"), std::string::npos) << r.out;
+  lines.clear();
+  std::ifstream fd(deleted);
+  for (std::string line; std::getline(fd, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u);
+  for (const auto& l : lines) {
+    EXPECT_NE(l.find("\"deleted_share\":0.3,\"filter_violations\":0"), std::string::npos) << l;
+    const size_t at = l.find("\"recall\":");
+    ASSERT_NE(at, std::string::npos) << l;
+    EXPECT_GE(std::stod(l.substr(at + 9)), 0.95) << l;
+  }
+  expect_error({"bench", idx, query, truth, "--deleted-share", "1"}, 2);
+
   // --explain: one plan line per point, before its row; a sweep whose every itopk is < k is a
   // usage error (nothing left to measure), one with some >= k skips the others.
   r = run_cli({"bench", idx, query, truth, "-k", "10", "--itopk", "8,32", "--search-width", "1,2",

@@ -121,6 +121,7 @@ int run_bench(const args& a) {
   const bool explain = a.has("--explain");
   const std::vector<double> selectivities = selectivity_list(a);
   const uint64_t filter_seed = a.uint("--filter-seed", 0, 0, UINT64_MAX);
+  const double deleted_share = a.real("--deleted-share", 0, 0, 0.99);
   const filter_algo falgo = filter_algo_option(a);
   resources res = make_resources(a);
   // Latency mode: one query per call on one thread, as an online server would run it.
@@ -138,9 +139,27 @@ int run_bench(const args& a) {
                        " shards): run --stats on one shard file");
   }
 
-  const any_index x = load_any(index_path);
+  any_index x = load_any(index_path);
   const any_index& idx = x;
   const index& single = x.single;  // labels and --stats: a single index only
+  // --deleted-share: a random share of the rows removed first (the living index's tombstones,
+  // drawn as the filters are, from the seed after --filter-seed); every point's ground truth is
+  // then the exact search of what is left.
+  const bool deletions = deleted_share > 0;
+  if (deletions) {
+    if (x.is_sharded)
+      throw usage_error("--deleted-share: removes rows of a single index; '" + index_path +
+                        "' is sharded");
+    const row_bitset gone = random_allowed_rows(single.size(), deleted_share, filter_seed + 1);
+    std::vector<int64_t> labels;
+    labels.reserve(size_t(gone.count()));
+    for (int64_t r = 0; r < single.size(); ++r)
+      if (gone.test(r)) labels.push_back(single.label_of(r));
+    remove(res, x.single, labels.data(), int64_t(labels.size()));
+    std::printf("deleted   %lld rows (%.4g%%), seed %llu\n", static_cast<long long>(labels.size()),
+                100.0 * double(labels.size()) / double(single.size()),
+                static_cast<unsigned long long>(filter_seed + 1));
+  }
   host_matrix queries = read_vectors(queries_path);
   check_queries(idx, queries, queries_path);
   io::neighbors_file truth = io::read_neighbors(truth_path);
@@ -239,8 +258,10 @@ int run_bench(const args& a) {
   for (double share : shares) {
     row_bitset allowed;
     host_matrix filtered_truth;
-    if (share > 0 && share < 1) {
-      allowed = random_allowed_rows(idx.size(), share, filter_seed);
+    if ((share > 0 && share < 1) || deletions) {
+      // Unfiltered points of an index with deleted rows: every row allowed, for the truth only.
+      allowed = share > 0 && share < 1 ? random_allowed_rows(idx.size(), share, filter_seed)
+                                       : row_bitset(idx.size(), true);
       search_params ex;
       ex.filter = filter_algo::exact;
       filtered_truth = host_matrix(dtype::u32, nq, k);
@@ -248,19 +269,26 @@ int run_bench(const args& a) {
       const double t0 = now_seconds();
       idx.search(res, ex, queries.view(), k, filtered_truth.as<uint32_t>(), {tmp.data(), nq, k},
                  allowed.view());
-      std::printf(
-          "filter    %.4g%% of rows allowed (%lld), seed %llu; exact filtered ground "
-          "truth in %.2f s\n",
-          100.0 * double(allowed.count()) / double(idx.size()),
-          static_cast<long long>(allowed.count()), static_cast<unsigned long long>(filter_seed),
-          now_seconds() - t0);
+      if (share > 0 && share < 1)
+        std::printf(
+            "filter    %.4g%% of rows allowed (%lld), seed %llu; exact filtered ground "
+            "truth in %.2f s\n",
+            100.0 * double(allowed.count()) / double(idx.size()),
+            static_cast<long long>(allowed.count()), static_cast<unsigned long long>(filter_seed),
+            now_seconds() - t0);
+      else
+        std::printf("filter    none; exact ground truth of the rows left in %.2f s\n",
+                    now_seconds() - t0);
     } else if (share >= 1) {
       std::printf("filter    100%% of rows allowed: the unfiltered search\n");
     }
-    const row_filter fview = allowed.rows() > 0 ? allowed.view() : row_filter{};
-    const matrix_view<const uint32_t> truth_ids =
-        fview.empty() ? truth.ids.as<const uint32_t>() : filtered_truth.as<const uint32_t>();
+    const bool filtered = share > 0 && share < 1;
+    const row_filter fview = filtered ? allowed.view() : row_filter{};
+    const matrix_view<const uint32_t> truth_ids = filtered_truth.rows()
+                                                      ? filtered_truth.as<const uint32_t>()
+                                                      : truth.ids.as<const uint32_t>();
     rec.selectivity = share < 0 ? -1 : fview.empty() ? 1.0 : double(allowed.count()) / idx.size();
+    rec.deleted_share = deletions ? double(single.deleted_count()) / double(single.size()) : -1;
     for (uint32_t team : teams) {
       for (size_t w = 0; w < walks.size(); ++w) {
         const auto [sampling, traversal] = walks[w];
@@ -332,10 +360,12 @@ int run_bench(const args& a) {
                 if (id != kInvalidId) id = static_cast<uint32_t>(single.label_of(id));
             }
             rec.recall = recall({(by_label ? found : ids).data(), nq, k}, truth_ids, k);
-            if (share >= 0) {  // every returned id of every query checked against the filter
+            if (share >= 0 || deletions) {  // every returned id checked: filter, deleted rows
               rec.filter_violations = 0;
               for (uint32_t id : ids)
-                rec.filter_violations += id != kInvalidId && !fview.empty() && !allowed.test(id);
+                rec.filter_violations +=
+                    id != kInvalidId &&
+                    ((!fview.empty() && !allowed.test(id)) || (deletions && single.is_deleted(id)));
             }
             rec.qps = best.seconds > 0 ? nq / best.seconds : 0;
             rec.latency_ms = best.calls > 0 ? best.seconds * 1e3 / best.calls : 0;
@@ -448,6 +478,9 @@ const command_spec& bench_command() {
            "filtered search: per share of rows (e.g. 0.5,0.1,0.01; 1 = unfiltered) a random "
            "allowed subset, its exact ground truth, then the sweep"},
           {"--filter-seed", nullptr, "S", "seed of the random allowed subsets (default 0)"},
+          {"--deleted-share", nullptr, "X",
+           "remove a random share X in [0, 0.99] of the rows first (seed --filter-seed + 1; a "
+           "single index), each point's ground truth then the exact search of the rest"},
           {"--filter-algo", nullptr, "A", "filtered search path: auto (default), graph or exact"},
       },
       {"INDEX", "QUERIES", "GROUNDTRUTH"},

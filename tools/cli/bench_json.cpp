@@ -104,9 +104,9 @@ std::string to_json(const bench_record& r) {
     << ",\"latency_ms\":" << json_number(r.latency_ms, "%.6g")
     << ",\"build_s\":" << (r.build_s < 0 ? std::string("null") : json_number(r.build_s, "%.6g"));
   if (!r.plan.empty()) o << ",\"plan\":" << json_quote(r.plan);
-  if (r.selectivity >= 0)
-    o << ",\"selectivity\":" << json_number(r.selectivity, "%.6g")
-      << ",\"filter_violations\":" << r.filter_violations;
+  if (r.selectivity >= 0) o << ",\"selectivity\":" << json_number(r.selectivity, "%.6g");
+  if (r.deleted_share >= 0) o << ",\"deleted_share\":" << json_number(r.deleted_share, "%.6g");
+  if (r.filter_violations >= 0) o << ",\"filter_violations\":" << r.filter_violations;
   if (r.dists_per_query >= 0) {
     o << ",\"stats\":{\"dists_per_query\":" << json_number(r.dists_per_query, "%.2f")
       << ",\"parents_per_query\":" << json_number(r.parents_per_query, "%.2f")

@@ -62,6 +62,8 @@ struct bench_record {
   // of rows the point's filter allows, and how many returned ids it did not allow (must be 0).
   double selectivity = -1;
   int64_t filter_violations = -1;
+  // `cagra bench --deleted-share` only (< 0: none, left out): the share of rows deleted.
+  double deleted_share = -1;
 };
 
 /** A JSON string literal of `s` (quotes added, escaped per RFC 8259). */
