@@ -2,8 +2,10 @@
 // shared bitset unless told its count; an index with deleted rows ANDs them into the filter,
 // docs/filter.md), on a ROWS-row index (8-d u8 rows, a ring graph: the plan does not read them)
 // without and with 1% of its rows deleted, under raw words (counted) and a row_bitset (count and
-// stamp known), CALLS calls, three runs. The CUDA backend's comparison of a shared bitset with
-// its device copy is not in it. Then the exact filtered path's list of allowed rows
+// stamp known), CALLS calls, three runs; with deletions, also core::visible_rows alone with the
+// kept AND found by comparing the words and by the stamp alone (as cagra::search finds it when
+// it checks the answers). The CUDA backend's comparison of a shared bitset with its device copy is
+// not in it. Then the exact filtered path's list of allowed rows
 // (core::allowed_ids through bench_hooks, built on every call of that path) of bitsets allowing
 // 1% and 0.1% of the rows (every 100th / 1000th row, offset by a hash), CALLS / 4 times, three
 // runs. A developer's measurement; the bench target `filter_timing` (CAGRA_BUILD_BENCH):
@@ -72,6 +74,19 @@ int main(int argc, char** argv) {
   time_plans("1% deleted, no filter", idx, {}, calls);
   time_plans("1% deleted, raw words (ANDed, counted)", idx, raw, calls);
   time_plans("1% deleted, row_bitset (the kept AND)", idx, b.view(), calls);
+  for (const bool trusted : {false, true})
+    for (int run = 0; run < 3; ++run) {
+      int64_t sum = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i)
+        sum += cagra::bench_hooks::visible_allowed_rows(idx, b.view(), trusted);
+      const auto t1 = std::chrono::steady_clock::now();
+      std::printf(
+          "%-44s %8.2f us a call (allowed %lld)\n",
+          trusted ? "  its AND found by the stamp (search)" : "  its AND found by the words",
+          std::chrono::duration<double, std::micro>(t1 - t0).count() / calls,
+          (long long)(sum / calls));
+    }
   for (const int64_t every : {int64_t{100}, int64_t{1000}}) {
     cagra::row_bitset sparse(rows);
     for (int64_t i = 0; i < rows; ++i)

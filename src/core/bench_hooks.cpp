@@ -49,6 +49,15 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_thr
 
 std::vector<uint32_t> allowed_ids(const row_filter& f) { return core::allowed_ids(f); }
 
+int64_t visible_allowed_rows(const index& idx, const row_filter& f, bool stamp_trusted) {
+  if (!f.empty()) core::check_filter(f, idx.size(), 1);
+  core::visible_storage storage;
+  const row_filter v = core::visible_rows(
+      idx, f, 1, storage,
+      stamp_trusted ? core::stamp_trust::answers_checked : core::stamp_trust::compare);
+  return v.empty() ? idx.size() : core::fewest_allowed(v, 1);
+}
+
 std::vector<uint32_t> initial_pool_rows(uint64_t n, uint32_t p) {
   return core::initial_pool_rows(n, p);
 }

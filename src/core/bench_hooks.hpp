@@ -39,6 +39,12 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_thr
  *  list), for bench/filter_timing.cpp. */
 std::vector<uint32_t> allowed_ids(const row_filter& f);
 
+/** The allowed rows of the filter a one-query search of `idx` under `f` runs with
+ *  (core::visible_rows: a stamped shared filter's kept AND with the live rows, found by comparing
+ *  the words, or with `stamp_trusted` by the stamp alone, as search() does when it checks the
+ *  answers), for bench/filter_timing.cpp. */
+int64_t visible_allowed_rows(const index& idx, const row_filter& f, bool stamp_trusted);
+
 /** The multi-CTA latency path's initial-node pool of p rows of an n-row index
  *  (core::initial_pool_rows), for bench/multi_cta_sim.cpp. */
 std::vector<uint32_t> initial_pool_rows(uint64_t n, uint32_t p);

@@ -236,6 +236,44 @@ std::vector<uint32_t> optimize(const resources& res, const knn_graph& knn, uint3
   return be.optimize(with, graph_degree, reorder, {}, res);
 }
 
+namespace {
+
+/** search() once the filter holds the index's deleted rows (core::visible_rows): plan, convert
+ *  the queries where needed, and run the backend. */
+void search_visible(const resources& res, const search_params& params, const index& idx,
+                    dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
+                    matrix_view<float> distances, const row_filter& visible) {
+  const memory_space space = queries.space;
+  const search_plan plan = core::plan_visible(res, params, idx, k, queries.rows, space, visible);
+  const core::backend_ops& be = core::backend_for(plan.target);
+  if (space == memory_space::device) {
+    if (plan.traversal == traversal_type::int8)
+      core::search_int8(be, idx, queries, plan, visible, neighbors.data, distances.data, res);
+    else
+      be.search_device(idx, queries, plan, visible, neighbors.data, distances.data, res);
+    return;
+  }
+  // Rows that need no conversion are searched in place: copying them cost a pass over the batch
+  // and fresh pages every call (1.3 MB a 10K-query call of 128-d bytes, 15 MB of 384-d f32).
+  // Cosine rows that the GPU normalizes itself go as they are (checked there too).
+  const int nt = threads(res);
+  search_plan call = plan;
+  call.normalize_on_device = idx.metric() == metric::cosine && queries.type == dtype::f32 &&
+                             be.normalizes_on_device(plan, queries.rows);
+  host_matrix converted;
+  if (core::queries_as_is(queries, idx.storage_dtype(), idx.metric()))
+    core::check_finite(queries, "queries", nt);
+  else if (!call.normalize_on_device)
+    converted = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
+  const dataset_view rows = converted.rows() ? converted.view() : queries;
+  if (plan.traversal == traversal_type::int8)
+    core::search_int8(be, idx, rows, call, visible, neighbors.data, distances.data, res);
+  else
+    be.search(idx, rows, call, visible, neighbors.data, distances.data, res, nullptr);
+}
+
+}  // namespace
+
 void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<uint32_t> neighbors,
             matrix_view<float> distances, const row_filter& filter) {
@@ -273,34 +311,21 @@ void search(const resources& res, const search_params& params, const index& idx,
              neighbors, distances, filter);
     return;
   }
-  core::visible_storage storage;
-  const row_filter visible = core::visible_rows(idx, filter, queries.rows, storage);
-  const search_plan plan = core::plan_visible(res, params, idx, k, queries.rows, space, visible);
-  const core::backend_ops& be = core::backend_for(plan.target);
-  if (space == memory_space::device) {
-    if (plan.traversal == traversal_type::int8)
-      core::search_int8(be, idx, queries, plan, visible, neighbors.data, distances.data, res);
-    else
-      be.search_device(idx, queries, plan, visible, neighbors.data, distances.data, res);
-    return;
+  // A kept AND of a stamped shared filter with the live rows, found by the stamp alone, holds
+  // a stale stamp's old words: the answers are checked against the caller's words, and if one is
+  // a row they disallow, the call runs again with the words compared (core::visible_rows).
+  const bool check_answers = space == memory_space::host && !filter.empty() && !filter.queries &&
+                             core::answer_check_pays(size_t(queries.rows) * k, idx.size());
+  for (bool by_stamp = check_answers;; by_stamp = false) {
+    core::visible_storage storage;
+    const row_filter visible = core::visible_rows(
+        idx, filter, queries.rows, storage,
+        by_stamp ? core::stamp_trust::answers_checked : core::stamp_trust::compare);
+    search_visible(res, params, idx, queries, k, neighbors, distances, visible);
+    if (!storage.by_stamp ||
+        core::answers_allowed(filter, neighbors.data, size_t(queries.rows) * k))
+      return;
   }
-  // Rows that need no conversion are searched in place: copying them cost a pass over the batch
-  // and fresh pages every call (1.3 MB a 10K-query call of 128-d bytes, 15 MB of 384-d f32).
-  // Cosine rows that the GPU normalizes itself go as they are (checked there too).
-  const int nt = threads(res);
-  search_plan call = plan;
-  call.normalize_on_device = idx.metric() == metric::cosine && queries.type == dtype::f32 &&
-                             be.normalizes_on_device(plan, queries.rows);
-  host_matrix converted;
-  if (core::queries_as_is(queries, idx.storage_dtype(), idx.metric()))
-    core::check_finite(queries, "queries", nt);
-  else if (!call.normalize_on_device)
-    converted = core::queries_for(queries, idx.storage_dtype(), idx.metric(), nt);
-  const dataset_view rows = converted.rows() ? converted.view() : queries;
-  if (plan.traversal == traversal_type::int8)
-    core::search_int8(be, idx, rows, call, visible, neighbors.data, distances.data, res);
-  else
-    be.search(idx, rows, call, visible, neighbors.data, distances.data, res, nullptr);
 }
 
 void search(const resources& res, const search_params& params, const index& idx,

@@ -172,41 +172,56 @@ namespace {
 /** A shared bitset ANDed with an index's live rows, with its count and a stamp of its own. */
 struct kept_and {
   uint64_t live_stamp = 0;
-  std::vector<uint32_t> user;  // the caller's words it was made from
+  uint64_t user_stamp = 0;     // the caller's stamp of the words it was made from
+  std::vector<uint32_t> user;  // those words
   std::vector<uint32_t> words;
   int64_t count = 0;
   uint64_t stamp = 0;
 };
 
 /** The AND of the stamped shared bitset `user` and `idx`'s live rows: one of the last two made
- *  when its live rows are the same (their stamp) and so are the words (compared: the caller's
- *  stamp only says that keeping it is worth it, so words changed under a kept stamp still get
- *  their own AND), else made and kept. A batch-1 stream under one filter on an index with
- *  deletions then neither ANDs nor counts a call, and the CUDA backend finds the AND's stamp. */
-std::shared_ptr<const kept_and> and_with_live(const index& idx, const row_filter& user) {
+ *  when its live rows are the same (their stamp) and so are the words (compared, or with
+ *  `by_stamp` named by the caller's stamp alone), else made and kept in place of one made under
+ *  the same stamps (whose words then changed under the caller's stamp) or of the older one. A
+ *  batch-1 stream under one filter on an index with deletions then neither ANDs nor counts a
+ *  call, and the CUDA backend finds the AND's stamp. `found_by_stamp`: the words not compared. */
+std::shared_ptr<const kept_and> and_with_live(const index& idx, const row_filter& user,
+                                              bool by_stamp, bool& found_by_stamp) {
   static std::mutex mutex;
   static std::shared_ptr<const kept_and> kept[2];
   static unsigned next = 0;
   const std::vector<uint32_t>& live = idx.live_rows();
   const size_t n = live.size();
+  const uint64_t live_stamp = idx.live_rows_stamp();
   std::shared_ptr<const kept_and> candidates[2];
   {
     std::lock_guard<std::mutex> lock(mutex);
     candidates[0] = kept[0];
     candidates[1] = kept[1];
   }
-  for (const auto& c : candidates)
-    if (c && c->live_stamp == idx.live_rows_stamp() && c->user.size() == n &&
-        std::memcmp(c->user.data(), user.words, n * sizeof(uint32_t)) == 0)
+  found_by_stamp = false;
+  for (const auto& c : candidates) {
+    if (!c || c->live_stamp != live_stamp || c->user.size() != n) continue;
+    if (by_stamp && c->user_stamp == user.stamp) {
+      found_by_stamp = true;
       return c;
+    }
+    if (!by_stamp && std::memcmp(c->user.data(), user.words, n * sizeof(uint32_t)) == 0) return c;
+  }
   auto made = std::make_shared<kept_and>();
-  made->live_stamp = idx.live_rows_stamp();
+  made->live_stamp = live_stamp;
+  made->user_stamp = user.stamp;
   made->user.assign(user.words, user.words + n);
   made->words.resize(n);
   for (size_t w = 0; w < n; ++w) made->words[w] = user.words[w] & live[w];
   made->count = count_bits(made->words.data(), idx.size());
   made->stamp = row_filter::new_stamp();
   std::lock_guard<std::mutex> lock(mutex);
+  for (auto& k : kept)
+    if (k && k->live_stamp == live_stamp && k->user_stamp == user.stamp) {
+      k = made;
+      return made;
+    }
   kept[next++ % 2] = made;
   return made;
 }
@@ -214,14 +229,16 @@ std::shared_ptr<const kept_and> and_with_live(const index& idx, const row_filter
 }  // namespace
 
 row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
-                        visible_storage& storage) {
+                        visible_storage& storage, stamp_trust trust) {
+  storage.by_stamp = false;
   if (idx.deleted_count() == 0) return user;
   const std::vector<uint32_t>& live = idx.live_rows();
   // The index's own bitset comes with its count and stamp (no count, no comparison a call).
   if (user.empty())
     return row_filter::shared(live.data(), idx.size(), idx.live_size(), idx.live_rows_stamp());
   if (!user.queries && user.stamp) {
-    std::shared_ptr<const kept_and> a = and_with_live(idx, user);
+    std::shared_ptr<const kept_and> a =
+        and_with_live(idx, user, trust == stamp_trust::answers_checked, storage.by_stamp);
     const row_filter f = row_filter::shared(a->words.data(), idx.size(), a->count, a->stamp);
     storage.held = std::move(a);
     return f;
@@ -234,6 +251,12 @@ row_filter visible_rows(const index& idx, const row_filter& user, int64_t batch,
       storage.words[size_t(q) * words + w] = user.words[size_t(q) * words + w] & live[w];
   return user.queries ? row_filter::per_query(storage.words.data(), batch, idx.size())
                       : row_filter::shared(storage.words.data(), idx.size());
+}
+
+bool answers_allowed(const row_filter& f, const uint32_t* ids, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (ids[i] != kInvalidId && (int64_t{ids[i]} >= f.rows || !f.allows(0, ids[i]))) return false;
+  return true;
 }
 
 int64_t fewest_allowed(const row_filter& f, int64_t batch) {

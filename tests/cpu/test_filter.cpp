@@ -300,6 +300,51 @@ TEST_F(Filter, AWrongKnownCountNeverReturnsDisallowedRows) {
   }
 }
 
+// One-query calls under a stamped shared filter on an index with deleted rows find the filter's
+// AND with the live rows by the stamp alone, since their answers are checked. Words changed
+// under the same stamp leave that AND stale: each step filters out the row the last call found
+// nearest, keeping the stamp, and the stale AND's answer sends the call round again with the
+// words compared, so no call returns a row its words disallow.
+TEST_F(Filter, AStaleStampOnAnIndexWithDeletionsNeverReturnsDisallowedRows) {
+  index_params p;
+  p.graph_degree = 16;
+  p.intermediate_graph_degree = 32;
+  cagra::index idx = build(cpu(), p, head(set_->base, 2000));
+  const int64_t gone = 11;
+  remove(cpu(), idx, &gone, 1);
+  row_bitset user(idx.size(), true);
+  std::vector<uint32_t> words = user.words();
+  const uint64_t stamp = user.stamp();
+  const host_matrix q = slice(set_->queries, 0, 1);
+  uint32_t last = kInvalidId;
+  for (int step = 0; step < 6; ++step) {
+    const row_filter f = row_filter::shared(words.data(), idx.size(), -1, stamp);
+    const result r = run(idx, q, f);
+    for (const uint32_t id : r.ids) {
+      ASSERT_NE(id, kInvalidId) << "step " << step;
+      ASSERT_TRUE(f.allows(0, id)) << "step " << step << ": row " << id << " filtered out";
+      ASSERT_FALSE(idx.is_deleted(id)) << "step " << step << ": row " << id << " deleted";
+    }
+    last = r.ids[0];
+    words[last / 32] &= ~(1u << (last % 32));
+  }
+  const row_filter f = row_filter::shared(words.data(), idx.size(), -1, stamp);
+  core::visible_storage s;
+  const row_filter trusted = core::visible_rows(idx, f, 1, s, core::stamp_trust::answers_checked);
+  EXPECT_TRUE(s.by_stamp);
+  EXPECT_TRUE(trusted.allows(0, last)) << "the AND of the words before the last change";
+  const row_filter compared = core::visible_rows(idx, f, 1, s);
+  EXPECT_FALSE(s.by_stamp);
+  EXPECT_FALSE(compared.allows(0, last));
+  EXPECT_FALSE(compared.allows(0, gone));
+  uint32_t allowed = 0;
+  while (!compared.allows(0, allowed)) ++allowed;
+  const uint32_t ids[4] = {allowed, kInvalidId, last, uint32_t(idx.size())};
+  EXPECT_TRUE(core::answers_allowed(compared, ids, 2)) << "empty slots are skipped";
+  EXPECT_FALSE(core::answers_allowed(compared, ids, 3));
+  EXPECT_FALSE(core::answers_allowed(compared, ids + 3, 1)) << "a row past the index";
+}
+
 TEST(FilterBitset, SetTestCountAndWords) {
   row_bitset b(70, true);
   EXPECT_EQ(b.count(), 70);

@@ -136,6 +136,30 @@ TEST_F(CudaLiving, RemovalsAndFilterChangesBetweenBatchOneCallsAreSeen) {
   }
 }
 
+/** The same under raw words whose stamp stays while they change (a stale stamp): the kept AND
+ *  is then found by the stamp alone and is stale, and the answer it lets through (the row just
+ *  filtered out) sends the call round again with the words compared (core::visible_rows). */
+TEST_F(CudaLiving, AStaleStampOnAnIndexWithDeletionsNeverReturnsDisallowedRows) {
+  cagra::index idx = build(on(backend::cuda), params32(), set_->base);
+  const int64_t first = 4;
+  remove(on(backend::cuda), idx, &first, 1);
+  std::vector<uint32_t> words = random_subset(idx.size(), 0.5, 59).words();
+  const uint64_t stamp = row_filter::new_stamp();
+  const row_filter f = row_filter::shared(words.data(), idx.size(), -1, stamp);
+  for (int64_t i = 0; i < 20; ++i) {
+    const host_matrix one = slice(set_->queries, i, 1);
+    std::vector<uint32_t> ids(kK);
+    for (int call = 0; call < 2; ++call) {
+      search(on(backend::cuda), {}, idx, one, kK, {ids.data(), 1, kK}, {}, f);
+      ASSERT_NE(ids[0], kInvalidId);
+      for (const uint32_t id : ids)
+        ASSERT_TRUE(id == kInvalidId || (f.allows(0, id) && !idx.is_deleted(id)))
+            << "query " << i << " call " << call << ": row " << id;
+      words[ids[0] / 32] &= ~(1u << (ids[0] % 32));  // the nearest row out, the stamp kept
+    }
+  }
+}
+
 TEST_F(CudaLiving, SearchesSeeTheIndexAfterExtendAndCompact) {
   const host_matrix& base = set_->base;
   cagra::index idx = build(on(backend::cuda), params32(), slice(base, 0, 6000));

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/filter.hpp"
 #include "core/int8_traversal.hpp"
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
@@ -41,17 +42,10 @@ bool filter_in_workspace(const index_state& st, const row_filter& f) {
  *  (answers_allowed) reads fewer words than the comparison would (at 1M rows, batches of up to
  *  ~780 queries of 10). A stamp skips the comparison, so the answers are checked instead. */
 bool stamp_in_workspace(const index_state& st, const row_filter& f, size_t answers) {
-  const size_t words = size_t(row_filter::words_for(f.rows));
   const search_workspace& w = st.io;
   return !f.empty() && !f.queries && f.stamp != 0 && w.filter_stamp == f.stamp &&
-         w.filter_shared.size() == words && answers * 4 <= words;
-}
-
-/** Whether every answer (kInvalidId slots aside) is a row the shared bitset `f` allows. */
-bool answers_allowed(const row_filter& f, const uint32_t* ids, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    if (ids[i] != kInvalidId && (int64_t{ids[i]} >= f.rows || !f.allows(0, ids[i]))) return false;
-  return true;
+         w.filter_shared.size() == size_t(row_filter::words_for(f.rows)) &&
+         core::answer_check_pays(answers, f.rows);
 }
 
 /** A filtered search's bitsets (host memory) copied into the workspace; no filter: {}. A shared
@@ -254,7 +248,7 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
       case search_io::copy: search_copy(idx, *st, plan, queries, ids, distances, device, df); break;
       default: CAGRA_FAIL("internal error: the host search got io path %s", to_string(plan.io));
     }
-    if (!by_stamp || answers_allowed(filter, ids, answers)) return;
+    if (!by_stamp || core::answers_allowed(filter, ids, answers)) return;
     st->io.filter_stamp = 0;
   }
 }
