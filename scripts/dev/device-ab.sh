@@ -24,7 +24,8 @@
 # cosine for minilm-1m: base.fbin and query.fbin are used when there is no base.u8bin), DEGREE (32:
 # the index's graph degree), HNSW=1 (then hnswlib's batch 1 on one thread, built on all cores:
 # $OUT/ab-NAME-hnswlib.jsonl; carry third_party/include), DELETED (a --deleted-share for every
-# point: both sides' CLIs must know --deleted-share).
+# point: both sides' CLIs must know --deleted-share), LARGE_FILTER (a --filter-selectivity list
+# for the large-batch points, e.g. 1,0.5,0.1).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -91,7 +92,7 @@ run() {  # run SIDE BIN: one round of every point
   local b
   for b in ${BATCHES:-0}; do
     CAGRA_COMMIT=$commit "$bin" bench "$idx" "$queries" "$gt" "${COMMON[@]}" --repeat 3 --itopk 32,64,128 \
-      --search-width "${WIDTHS:-1,2}" --batch "$b" --json "$j" $SAMPLING_ARGS >>"$L" 2>&1
+      --search-width "${WIDTHS:-1,2}" --batch "$b" --json "$j" $SAMPLING_ARGS $LARGE_FILTER_ARGS >>"$L" 2>&1
   done
   [[ ${SKIP_BATCH1:-0} == 1 ]] && return
   if [[ -n ${FILTER:-} ]]; then
@@ -110,6 +111,7 @@ run() {  # run SIDE BIN: one round of every point
 }
 # Both sides' CLIs must know --random-samplings when SAMPLINGS is set (A at d4eb4c4 or later).
 SAMPLING_ARGS=${SAMPLINGS:+--random-samplings $SAMPLINGS}
+LARGE_FILTER_ARGS=${LARGE_FILTER:+--filter-selectivity $LARGE_FILTER}
 for r in $(seq 1 "$ROUNDS"); do
   say "round $r: A then B"
   run a "$A"

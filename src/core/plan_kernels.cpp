@@ -296,10 +296,11 @@ void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& 
                : search_algo::single_cta;
   // The automatic shapes apply when the user set neither the kernel nor search_width. The
   // multi-CTA one applies to filtered walks too (docs/benchmarks.md, "Filtered search at small
-  // batches"); the single-CTA one (width 2, one sampling) only without a filter.
+  // batches"); the single-CTA one (width 2, one sampling) to walks under one shared bitset too
+  // (an index with deleted rows is searched under its live rows), not to a filter per query.
   const bool auto_shape = p.algo == search_algo::automatic && p.search_width == 1;
   if (s.algo == search_algo::single_cta) {
-    if (auto_shape && filter == filter_kind::none) {
+    if (auto_shape && filter != filter_kind::per_query) {
       s.search_width = kAutoSingleCtaWidth;
       if (p.num_random_samplings == 0) s.random_samplings = kAutoSingleCtaSamplings;
       s.initial_nodes = single_initial_nodes(s, shape);

@@ -140,8 +140,14 @@ TEST(Plan, AutomaticCtasFollowTheBatch) {
   EXPECT_EQ(filtered(search_params{}, 100, 700000).ctas_per_query, 8u);
   EXPECT_EQ(filtered(search_params{}, 100, 700000).max_iterations, 13u);  // (64 + 16 + 20) / 8
   EXPECT_EQ(filtered(forced, 1, 900000).ctas_per_query, 2u);
-  // The single-CTA kernel keeps width 1 under a filter (its automatic width 2 is unfiltered).
-  EXPECT_EQ(filtered(search_params{}, 10000, 900000).search_width, 1u);
+  // The single-CTA kernel's automatic shape (width 2, one sampling) under one shared bitset
+  // too (an index with deleted rows: its live rows), not under a filter per query.
+  EXPECT_EQ(filtered(search_params{}, 10000, 900000).search_width, 2u);
+  EXPECT_EQ(filtered(search_params{}, 10000, 900000).random_samplings, 1u);
+  EXPECT_EQ(core::make_search_plan(backend::cuda, search_params{}, sift, 10, 10000,
+                                   memory_space::host, 132, filter_kind::per_query, 900000)
+                .search_width,
+            1u);
   // Another SM count scales the rule: 46 SMs, batch 1: 2^round(log2 23) = 32.
   EXPECT_EQ(
       core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 46)
