@@ -273,6 +273,20 @@ typedef struct cagra_filter {
 /** 32-bit words of one bitset over `rows` rows: (rows + 31) / 32 (0 for rows <= 0). */
 int64_t cagra_filter_words(int64_t rows);
 
+/** Declares a shared bitset (`filter->queries` = 0) unchanging until cagra_filter_unregister,
+ *  as cudaHostRegister declares memory: its allowed rows are counted now and its bits named,
+ *  so that a search under `filter->words` (same `rows`) neither counts them nor compares them
+ *  with the copies the library keeps (a batch-1 stream under one filter: two passes over 125 KB
+ *  a call at 1M rows; docs/filter.md, "Stamps"). Registering the same words again counts and
+ *  names them anew: do that after changing them. Searches under registered words that changed
+ *  meanwhile may miss rows the words allow, but never return a row they disallow. Thread-safe. */
+cagra_status_t cagra_filter_register(const cagra_filter_t* filter);
+
+/** Ends the registration of `words` (nothing happens for words not registered). Do it before
+ *  freeing them: a later bitset at the same address would take their count and stamp (a
+ *  misplanned search, and the rule above: no disallowed row). */
+cagra_status_t cagra_filter_unregister(const uint32_t* words);
+
 /* ---- the index ---------------------------------------------------------------------------- */
 
 /** An index: stored vectors, the fixed-degree graph, optional labels and deleted rows. */

@@ -204,13 +204,6 @@ extend_params to_extend_params(const cagra_extend_params_t* p) {
   return ep;
 }
 
-row_filter to_row_filter(const cagra_filter_t* f, const char* function) {
-  if (f == nullptr || f->words == nullptr) return {};
-  require(f->rows >= 0 && f->queries >= 0, function,
-          "filter->rows and filter->queries must be >= 0");
-  return {f->words, f->rows, f->queries, memory_space::host};
-}
-
 }  // namespace cagra::c_api
 
 using namespace cagra::c_api;
@@ -309,10 +302,6 @@ cagra_status_t cagra_extend_params_default(cagra_extend_params_t* params) {
     params->itopk_size = d.itopk_size;
     cagra_resources_default(&params->resources);
   });
-}
-
-int64_t cagra_filter_words(int64_t rows) {
-  return rows <= 0 ? 0 : cagra::row_filter::words_for(rows);
 }
 
 }  // extern "C"

@@ -122,7 +122,8 @@ resources to_search_resources(const cagra_search_params_t* p, const char* functi
 index_params to_index_params(const cagra_build_params_t* p);
 search_params to_search_params(const cagra_search_params_t* p, const char* function);
 extend_params to_extend_params(const cagra_extend_params_t* p);
-/** The filter of `f` (NULL or no words: none). */
+/** The filter of `f` (NULL or no words: none), with the count and stamp of a registered shared
+ *  bitset (cagra_filter_register; c_api/filter.cpp). */
 row_filter to_row_filter(const cagra_filter_t* f, const char* function);
 
 }  // namespace cagra::c_api

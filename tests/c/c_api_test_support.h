@@ -102,6 +102,7 @@ void test_library(void);
 /* test_c_api_build_search.c */
 void test_build_search_save_load(const data_set* d, cagra_index_t* index, const char* out_dir);
 void test_filters(const data_set* d, const cagra_index_t* index);
+void test_registered_filters(const data_set* d, const cagra_index_t* index);
 void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index);
 void test_partitioned_build(const data_set* d, const char* out_dir);
 /* test_c_api_errors.c */

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   if (index != NULL) {
     test_build_search_save_load(&d, index, argv[1]);
     test_filters(&d, index);
+    test_registered_filters(&d, index);
     test_errors(&d, index);
     test_device_lists(&d, index);
     test_sharded(&d, index, argv[1]);

@@ -1,7 +1,7 @@
 /* C API test (see test_c_api.c): build on bigann10k and search (recall against the ground
  * truth, labels of an index without labels), a save/load round trip with identical results,
- * filtered search (a shared bitset, one per query, fewer allowed rows than k, bad filters), the
- * int8 traversal, and the kNN graph built in checkpointed partitions. */
+ * filtered search (a shared bitset, one per query, fewer allowed rows than k, bad filters, a
+ * registered bitset), the int8 traversal, and the kNN graph built in checkpointed partitions. */
 #include "c_api_test_support.h"
 
 #include <math.h>
@@ -106,6 +106,65 @@ void test_filters(const data_set* d, const cagra_index_t* index) {
                                  K, ids, dist, &filter),
               CAGRA_ERROR_INVALID_ARGUMENT, "filter");
   free(shared), free(few), free(per_query), free(ids), free(dist);
+}
+
+/* A registered shared bitset (cagra_filter_register) on `backend`: the same results as
+ * unregistered (on the CPU; allowed rows only on the GPU); words changed while registered never
+ * bring a disallowed row (queries one at a time, each call's nearest row filtered out before the
+ * next, the registration kept: on the GPU the resident kernel's copy then carries a stale stamp);
+ * registered again and unregistered. */
+static void registered_filter_on(const data_set* d, const cagra_index_t* index,
+                                 cagra_backend_t backend) {
+  const int64_t rows = d->base.rows, nq = d->queries.rows, dim = d->queries.cols;
+  const int64_t words = cagra_filter_words(rows);
+  cagra_search_params_t sp = search_params();
+  uint32_t* allowed = calloc((size_t)words, sizeof *allowed);
+  uint32_t* ids = malloc((size_t)nq * K * sizeof *ids);
+  uint32_t* ids2 = malloc((size_t)nq * K * sizeof *ids2);
+  float* dist = malloc((size_t)nq * K * sizeof *dist);
+  cagra_filter_t filter;
+  int64_t q, r, i;
+  int call;
+
+  sp.resources.backend = backend;
+  for (r = 0; r < rows; r += 2) set_bit(allowed, r);
+  filter.words = allowed, filter.rows = rows, filter.queries = 0;
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids, dist,
+                              &filter));
+  CHECK_OK(cagra_filter_register(&filter));
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids2, dist,
+                              &filter));
+  /* The CPU search is deterministic; the GPU's multi-CTA CTAs race for their claims. */
+  if (backend == CAGRA_BACKEND_CPU) CHECK(memcmp(ids, ids2, (size_t)nq * K * sizeof *ids) == 0);
+  for (i = 0; i < nq * K; ++i) CHECK(ids2[i] != CAGRA_INVALID_ID && has_bit(allowed, ids2[i]));
+  for (q = 0; q < 20; ++q) {
+    const uint8_t* one = (const uint8_t*)d->queries.data + q * dim;
+    for (call = 0; call < 2; ++call) {
+      CHECK_OK(cagra_index_search(index, &sp, one, CAGRA_DTYPE_U8, 1, dim, K, ids, dist, &filter));
+      for (i = 0; i < K; ++i) CHECK(ids[i] != CAGRA_INVALID_ID && has_bit(allowed, ids[i]));
+      if (ids[0] != CAGRA_INVALID_ID) allowed[ids[0] / 32] &= ~(1u << (ids[0] % 32));
+    }
+  }
+  CHECK_OK(cagra_filter_register(&filter)); /* counted and named anew */
+  CHECK_OK(cagra_index_search(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids, dist,
+                              &filter));
+  for (i = 0; i < nq * K; ++i) CHECK(ids[i] != CAGRA_INVALID_ID && has_bit(allowed, ids[i]));
+  CHECK_OK(cagra_filter_unregister(allowed));
+  CHECK_OK(cagra_filter_unregister(allowed)); /* not registered: nothing to do */
+  free(allowed), free(ids), free(ids2), free(dist);
+}
+
+/* Registered bitsets on the CPU, and on the GPU where there is one; only shared bitsets
+ * register. */
+void test_registered_filters(const data_set* d, const cagra_index_t* index) {
+  uint32_t word = 1;
+  cagra_filter_t per_query;
+  registered_filter_on(d, index, CAGRA_BACKEND_CPU);
+  if (cagra_cuda_available()) registered_filter_on(d, index, CAGRA_BACKEND_CUDA);
+  per_query.words = &word, per_query.rows = 3, per_query.queries = 1;
+  CHECK_FAILS(cagra_filter_register(&per_query), CAGRA_ERROR_INVALID_ARGUMENT, "shared bitset");
+  CHECK_FAILS(cagra_filter_register(NULL), CAGRA_ERROR_INVALID_ARGUMENT, "NULL");
+  CHECK_FAILS(cagra_filter_unregister(NULL), CAGRA_ERROR_INVALID_ARGUMENT, "NULL");
 }
 
 /* The int8 traversal: on a float32 copy of bigann10k, recall within 0.02 of the exact walk and
