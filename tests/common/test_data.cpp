@@ -70,6 +70,12 @@ host_matrix slice(const host_matrix& m, int64_t first, int64_t rows) {
   return out;
 }
 
+resources cpu() {
+  resources r;
+  r.target = backend::cpu;
+  return r;
+}
+
 index ring_index() {
   host_matrix v(dtype::f32, 20, 8);
   std::mt19937 rng(1);

@@ -37,6 +37,9 @@ host_matrix head(const host_matrix& m, int64_t rows);
 /** Rows [first, first + rows) of `m` (a copy). */
 host_matrix slice(const host_matrix& m, int64_t first, int64_t rows);
 
+/** Resources that run on the CPU backend (every other field at its default). */
+resources cpu();
+
 /** A small valid index made without `build`, so that error cases do not depend on the build
  *  algorithms: 20 random 8-d f32 vectors (seed 1), a ring graph of degree 4. */
 index ring_index();

@@ -21,12 +21,6 @@ namespace fs = std::filesystem;
 namespace cagra::test {
 namespace {
 
-resources cpu() {
-  resources r;
-  r.target = backend::cpu;
-  return r;
-}
-
 index_params small_params() {
   index_params p;
   p.graph_degree = 32;

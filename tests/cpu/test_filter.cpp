@@ -18,12 +18,6 @@ namespace {
 
 constexpr uint32_t kK = 10;
 
-resources cpu() {
-  resources r;
-  r.target = backend::cpu;
-  return r;
-}
-
 /** The oracle: exact k nearest allowed rows (squared L2 on u8, ties by id), kInvalidId after. */
 std::vector<uint32_t> filtered_truth(const host_matrix& base, const host_matrix& queries,
                                      const row_filter& f, uint32_t k) {

@@ -14,12 +14,6 @@ namespace {
 
 constexpr uint32_t kK = 10;
 
-resources cpu() {
-  resources r;
-  r.target = backend::cpu;
-  return r;
-}
-
 /** The ids of a CPU search of `q` under `f` ([q.rows(), k]). */
 std::vector<uint32_t> search_ids(const cagra::index& idx, const host_matrix& q, const row_filter& f,
                                  uint32_t k = kK) {

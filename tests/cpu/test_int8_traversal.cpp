@@ -20,12 +20,6 @@ namespace {
 
 constexpr uint32_t kK = 10;
 
-resources cpu() {
-  resources r;
-  r.target = backend::cpu;
-  return r;
-}
-
 struct result {
   std::vector<uint32_t> ids;
   std::vector<float> dist;

@@ -19,12 +19,6 @@ namespace {
 
 constexpr uint32_t kK = 10;
 
-resources cpu() {
-  resources r;
-  r.target = backend::cpu;
-  return r;
-}
-
 index_params params32() {
   index_params p;
   p.graph_degree = 32;

@@ -23,12 +23,6 @@ namespace {
 
 constexpr uint32_t kK = 10;
 
-resources cpu() {
-  resources r;
-  r.target = backend::cpu;
-  return r;
-}
-
 index_params small_params() {
   index_params p;
   p.graph_degree = 32;
