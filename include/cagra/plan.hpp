@@ -122,6 +122,10 @@ struct search_plan {
   filter_algo filter_path = filter_algo::automatic;  ///< graph or exact when filtered
   /** Rows the filter allows (per_query: the fewest any query is allowed). */
   int64_t allowed_rows = 0;
+  /** io == persistent under one shared bitset that allows nearly every row (an index with a
+   *  few deleted rows, a filter that excludes a few): the kernel walks unfiltered and the host
+   *  drops the disallowed rows as it merges the CTAs' lists (docs/filter.md). */
+  bool filter_in_merge = false;
   /** int8: the walk (and the kernel shape above) runs on the index's int8 copy and returns
    *  `rerank` candidates, which are re-ranked exactly into the k results. */
   traversal_type traversal = traversal_type::exact;

@@ -264,6 +264,16 @@ void take_initial_pool(search_plan& s, const search_params& p, const index_shape
   }
 }
 
+/** The persistent kernel under one shared bitset: at or above this share of allowed rows the
+ *  kernel walks unfiltered and the host drops disallowed rows while it merges the CTAs' lists
+ *  of k (search_plan::filter_in_merge), instead of the filtered kernel, whose warp 0 merges each
+ *  iteration's candidates twice (its walk list and its allowed list). A query's k allowed
+ *  nearest are then about its k / share nearest, which the 64 lists of k hold between them.
+ *  SIFT-wall-1M, H200 (docs/filter.md): 1.12-1.17x the QPS from 85% to 99% allowed, recall
+ *  within 0.001 (0.891 allowed: 0.9784 against 0.9786); at 69% 1.13-1.14x but recall 0.003
+ *  lower, so the share stops above it. `filter = graph` keeps the filtered kernel. */
+constexpr double kFilterInMergeMinShare = 0.85;
+
 /** How the batch travels (the CUDA backend's latency paths, docs/cuda.md). */
 search_io choose_io(const search_plan& s, const search_params& p, int64_t batch, memory_space space,
                     int sm_count) {
@@ -310,6 +320,9 @@ void plan_gpu_search(search_plan& s, const search_params& p, const index_shape& 
     plan_multi_cta(s, p, shape, auto_shape, batch, sm_count);
   s.io = choose_io(s, p, batch, space, sm_count);
   if (s.io == search_io::persistent) s.persistent_lifetime_us = p.persistent_lifetime_us;
+  s.filter_in_merge = s.io == search_io::persistent && filter == filter_kind::shared &&
+                      p.filter == filter_algo::automatic &&
+                      double(s.allowed_rows) >= kFilterInMergeMinShare * double(shape.rows);
   if (s.algo == search_algo::multi_cta && gpu::host_merges(s.io))
     s.block_size = latency_block(s, shape);
   if (s.io == search_io::persistent && auto_shape && p.num_random_samplings == 0)

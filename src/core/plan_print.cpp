@@ -71,7 +71,8 @@ std::string to_string(const search_plan& p) {
   if (p.pool_rows_per_cta) s += kv("pool_rows_per_cta", p.pool_rows_per_cta);
   if (p.filter != filter_kind::none)
     s += std::string(" filter=") + to_string(p.filter) +
-         " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows));
+         " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows)) +
+         (p.filter_in_merge ? " filter_in_merge=1" : "");
   if (p.traversal != traversal_type::exact)
     s += std::string(" traversal=") + to_string(p.traversal) + kv("rerank", p.rerank);
   return s;

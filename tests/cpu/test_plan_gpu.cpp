@@ -206,7 +206,29 @@ TEST(Plan, PersistentIsTheBatchOneDefault) {
       core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 132,
                              filter_kind::shared, 900000);
   EXPECT_EQ(filtered.algo, search_algo::multi_cta);
-  EXPECT_EQ(filtered.io, search_io::persistent) << "one bitset: the resident kernel reads it";
+  EXPECT_EQ(filtered.io, search_io::persistent) << "one bitset: the resident kernel serves it";
+  // At 85% or more allowed the kernel walks unfiltered and the host's merge drops the rest
+  // (filter_in_merge, in the plan's line); below, or with the graph path asked for, the kernel
+  // reads the bitset; never at other batches.
+  EXPECT_TRUE(filtered.filter_in_merge);
+  EXPECT_NE(to_string(filtered).find(" filter_in_merge=1"), std::string::npos)
+      << to_string(filtered);
+  const auto shared = [&](const search_params& p, int64_t batch, int64_t allowed) {
+    return core::make_search_plan(backend::cuda, p, sift, 10, batch, memory_space::host, 132,
+                                  filter_kind::shared, allowed);
+  };
+  EXPECT_TRUE(shared(search_params{}, 1, 999000).filter_in_merge);
+  EXPECT_TRUE(shared(search_params{}, 1, 850000).filter_in_merge);
+  EXPECT_FALSE(shared(search_params{}, 1, 849999).filter_in_merge);
+  EXPECT_EQ(shared(search_params{}, 1, 849999).io, search_io::persistent);
+  EXPECT_EQ(to_string(shared(search_params{}, 1, 500000)).find("filter_in_merge"),
+            std::string::npos);
+  search_params graph;
+  graph.filter = filter_algo::graph;
+  EXPECT_FALSE(shared(graph, 1, 990000).filter_in_merge);
+  EXPECT_FALSE(shared(search_params{}, 2, 990000).filter_in_merge);
+  EXPECT_FALSE(shared(off, 1, 990000).filter_in_merge);
+  EXPECT_FALSE(plan(search_params{}, 1).filter_in_merge) << "no filter";
   const search_plan per_query =
       core::make_search_plan(backend::cuda, search_params{}, sift, 10, 1, memory_space::host, 132,
                              filter_kind::per_query, 900000);

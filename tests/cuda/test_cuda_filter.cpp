@@ -292,6 +292,54 @@ TEST_F(CudaFilter, PersistentKernelServesOneSharedFilter) {
   }
 }
 
+/** A bitset allowing 95% of the rows at batch 1: the resident kernel walks unfiltered and the
+ *  host drops the disallowed rows as it merges (search_plan::filter_in_merge). Every answer
+ *  allowed, also right after the words change (each call's nearest answer is then disallowed)
+ *  and between calls under a half filter (the kernel that reads a bitset); recall within 0.01 of
+ *  the kernel's own filter (filter_algo::graph) over the same queries. */
+TEST_F(CudaFilter, AFilterInTheMergeKeepsTheKernelsRecall) {
+  const int64_t n = u8_->size();
+  row_bitset most = random_subset(n, 0.95, 53);
+  const row_bitset half = random_subset(n, 0.5, 59);
+  resources res;
+  res.target = backend::cuda;
+  const search_params p;
+  search_params graph;
+  graph.filter = filter_algo::graph;
+  EXPECT_TRUE(plan_search(res, p, *u8_, kK, 1, memory_space::host, most.view()).filter_in_merge);
+  EXPECT_FALSE(
+      plan_search(res, graph, *u8_, kK, 1, memory_space::host, most.view()).filter_in_merge);
+  search_params exact;
+  exact.filter = filter_algo::exact;
+  const int64_t nq = 60;
+  const host_matrix queries = head(set_->queries, nq);
+  const result truth = run_on(backend::cpu, *u8_, queries, most.view(), exact);
+  result merged{std::vector<uint32_t>(size_t(nq) * kK), {}, nq, kK};
+  result in_kernel = merged;
+  for (int64_t q = 0; q < nq; ++q) {
+    const host_matrix one = slice(queries, q, 1);
+    const result a = run_on(backend::cuda, *u8_, one, most.view(), p);
+    expect_allowed(a, most.view(), "in the merge");
+    std::copy(a.ids.begin(), a.ids.end(), merged.ids.begin() + q * kK);
+    const result b = run_on(backend::cuda, *u8_, one, most.view(), graph);
+    expect_allowed(b, most.view(), "in the kernel");
+    std::copy(b.ids.begin(), b.ids.end(), in_kernel.ids.begin() + q * kK);
+    if (q % 10 == 9) {  // the words change: the next call must not return this answer
+      ASSERT_NE(a.ids[0], kInvalidId);
+      most.set(a.ids[0], false);
+      expect_allowed(run_on(backend::cuda, *u8_, one, most.view(), p), most.view(), "changed");
+      most.set(a.ids[0], true);
+    }
+    if (q % 10 == 4)
+      expect_allowed(run_on(backend::cuda, *u8_, one, half.view(), p), half.view(), "half");
+  }
+  const double r_merge = recall_vs(merged, truth), r_kernel = recall_vs(in_kernel, truth);
+  std::printf("[ recall   ] 95%% allowed, batch 1: in the merge %.4f, in the kernel %.4f\n",
+              r_merge, r_kernel);
+  EXPECT_GE(r_merge, r_kernel - 0.01);
+  EXPECT_GE(r_merge, 0.9);
+}
+
 /** A row_bitset changed between batch-1 calls (its stamp renewed by set()) is copied again:
  *  after each call the query's nearest answer is disallowed, and the next call never returns it. */
 TEST_F(CudaFilter, ARowBitsetChangedBetweenCallsIsCopiedAgain) {

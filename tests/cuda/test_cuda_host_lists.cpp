@@ -65,14 +65,14 @@ TEST(CudaHostLists, MergeWaitsOnlyForEntriesThatCanEnter) {
   uint64_t heads_seen = 0;  // traced calls: when every list's first entry had been taken
   const uint64_t before = cuda::steady_ns();
   ASSERT_TRUE(cuda::merge_host_lists(words.data(), 2, list_k, k, tag, nullptr, ids.data(), nullptr,
-                                     &heads_seen));
+                                     nullptr, &heads_seen));
   EXPECT_EQ(ids, (std::vector<uint32_t>{1, 2}));
   EXPECT_GE(heads_seen, before);
 }
 
 // Against a sort of all the lists' entries: many lists of sorted, disjoint entries (a few ids
 // in two lists with the same distance, as the pool's unwaited claims give), some lists short
-// (padded with kInvalidId), k below and at the list length.
+// (padded with kInvalidId), k below and at the list length; unfiltered and under a bitset.
 TEST(CudaHostLists, MergeMatchesASortOfAllLists) {
   std::mt19937 rng(7);
   for (const uint32_t n_lists : {1u, 16u, 64u, 128u}) {
@@ -107,15 +107,27 @@ TEST(CudaHostLists, MergeMatchesASortOfAllLists) {
       }
       std::sort(all.begin(), all.end());
       all.erase(std::unique(all.begin(), all.end()), all.end());
-      std::vector<uint32_t> ids(k);
-      std::vector<float> dist(k);
-      ASSERT_TRUE(cuda::merge_host_lists(words.data(), n_lists, list_k, k, tag, nullptr, ids.data(),
-                                         dist.data()));
-      for (uint32_t i = 0; i < k; ++i) {
-        const bool found = i < all.size();
-        EXPECT_EQ(ids[i], found ? all[i].second : kInvalidId) << n_lists << " lists, k " << k;
-        if (found) {
-          EXPECT_EQ(dist[i], all[i].first) << n_lists << " lists, k " << k;
+      // Unfiltered, then with the rows of a bitset only (filter_in_merge): 90% of the ids, then
+      // 10%, the expected answer the sorted entries whose rows it allows.
+      for (const uint32_t allowed_share : {100u, 90u, 10u}) {
+        std::vector<uint32_t> allowed((600 + 31) / 32, 0);
+        std::vector<std::pair<float, uint32_t>> expected;
+        for (uint32_t id = 0; id < 600; ++id)
+          if (rng() % 100 < allowed_share) allowed[id >> 5] |= 1u << (id & 31);
+        for (const auto& e : all)
+          if ((allowed[e.second >> 5] >> (e.second & 31)) & 1u) expected.push_back(e);
+        std::vector<uint32_t> ids(k);
+        std::vector<float> dist(k);
+        ASSERT_TRUE(cuda::merge_host_lists(words.data(), n_lists, list_k, k, tag, nullptr,
+                                           ids.data(), dist.data(),
+                                           allowed_share == 100 ? nullptr : allowed.data()));
+        for (uint32_t i = 0; i < k; ++i) {
+          const bool found = i < expected.size();
+          EXPECT_EQ(ids[i], found ? expected[i].second : kInvalidId)
+              << n_lists << " lists, k " << k << ", " << allowed_share << "% allowed";
+          if (found) {
+            EXPECT_EQ(dist[i], expected[i].first) << n_lists << " lists, k " << k;
+          }
         }
       }
     }

@@ -41,7 +41,7 @@ struct host_entry {
  *  wrote is a cache miss on the host, and most of a batch-1 call's 64 lists give no entry or
  *  one (reading whole lists, ~2.5x the lines, was slower: docs/cuda.md). */
 uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t list_k, uint32_t tag,
-                      uint32_t k, host_entry* best, uint32_t& count) {
+                      uint32_t k, const uint32_t* allowed, host_entry* best, uint32_t& count) {
   const auto entry = [&](uint32_t j) {
     host_entry e{0.0f, static_cast<uint32_t>(list[2 * j])};
     const uint32_t bits = static_cast<uint32_t>(list[2 * j + 1]);
@@ -55,6 +55,7 @@ uint32_t take_entries(const volatile uint64_t* list, uint32_t next, uint32_t lis
     if (uint32_t(list[2 * j] >> 32) != tag || uint32_t(list[2 * j + 1] >> 32) != tag) return j;
     const host_entry e = entry(j);
     if (e.id == kInvalidId || (count == k && !(e < best[k - 1]))) return list_k;
+    if (allowed && !((allowed[e.id >> 5] >> (e.id & 31)) & 1u)) continue;  // filter_in_merge
     // Never twice. The lists are nearly always disjoint, but a CTA's initial nodes from the pool
     // are claimed without waiting (pool_claim), so a row may come in two lists, and with two
     // distances where the scan's arithmetic differs from the walk's (cosine): matched by id.
@@ -85,7 +86,7 @@ uint64_t steady_ns() {
  *  false when the stream finished without every list arrived. */
 bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, uint32_t k,
                       uint32_t tag, cudaStream_t stream, uint32_t* ids, float* distances,
-                      uint64_t* heads_seen_ns) {
+                      const uint32_t* allowed, uint64_t* heads_seen_ns) {
   thread_local std::vector<host_entry> best;
   thread_local std::vector<uint32_t> pending, next;  // lists not done; their next entries
   best.resize(k);
@@ -99,7 +100,7 @@ bool merge_host_lists(const uint64_t* words, uint32_t n_lists, uint32_t list_k, 
   const auto take = [&](uint32_t l) {
     const volatile uint64_t* list = words + size_t{l} * 2 * list_k;
     const bool fresh = next[l] == 0;
-    next[l] = take_entries(list, next[l], list_k, tag, k, best.data(), count);
+    next[l] = take_entries(list, next[l], list_k, tag, k, allowed, best.data(), count);
     if (heads_seen_ns && fresh && next[l] != 0 && ++heads == n_lists) *heads_seen_ns = steady_ns();
     return next[l] == list_k;
   };

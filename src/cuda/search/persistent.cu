@@ -146,7 +146,7 @@ void stop_persistent(index_state& st) noexcept {
 
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
                        size_t q_bytes, uint32_t* ids, float* distances, int device,
-                       const uint32_t* filter) {
+                       const uint32_t* filter, const uint32_t* host_allowed) {
 #if CAGRA_MCTA_TRACE
   testing::persistent_stamps().entered = steady_ns();
 #endif
@@ -225,7 +225,7 @@ void persistent_search(index_state& st, const search_plan& plan, metric m, const
     uint64_t* heads_seen = nullptr;
 #endif
     if (merge_host_lists(st.io.host_lists.data(), p.n_ctas, p.list_k, plan.k, seq, st.stream.get(),
-                         ids, distances, heads_seen)) {
+                         ids, distances, host_allowed, heads_seen)) {
 #if CAGRA_MCTA_TRACE
       testing::persistent_stamps().merged = steady_ns();
 #endif

@@ -15,10 +15,12 @@ namespace cagra::cuda {
  *  holds st.workspace_mutex and has made `device` current; ids/distances are host [plan.k].
  *  `filter`: null, or the device copy of the query's bitset of allowed rows (the workspace's
  *  shared filter, search.cu), which must not change while the kernel runs: the caller stops
- *  the kernel before it copies another bitset there. */
+ *  the kernel before it copies another bitset there. `host_allowed`: null, or the host words of
+ *  a shared bitset whose disallowed rows the host drops as it merges the lists (the kernel then
+ *  runs unfiltered: search_plan::filter_in_merge). */
 void persistent_search(index_state& st, const search_plan& plan, metric m, const uint8_t* query,
                        size_t q_bytes, uint32_t* ids, float* distances, int device,
-                       const uint32_t* filter);
+                       const uint32_t* filter, const uint32_t* host_allowed = nullptr);
 
 /** Job `seq`'s words as the persistent kernel polls them (persistent.cuh): the query's bytes
  *  4 to a word (the last word zero-padded), then its seed state, low half first, then `norm`

@@ -222,6 +222,15 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
   CAGRA_HOST_STEP(2);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   CAGRA_HOST_STEP(3);
+  if (plan.filter_in_merge) {  // the kernel walks unfiltered; the merge reads the caller's words
+    CAGRA_EXPECTS(plan.io == search_io::persistent && queries.rows == 1 && !filter.empty() &&
+                      !filter.queries && filter.space == memory_space::host,
+                  "internal error: a filter in the merge needs one host bitset and the persistent "
+                  "kernel");
+    persistent_search(*st, plan, idx.metric(), static_cast<const uint8_t*>(queries.data),
+                      queries.row_bytes(), ids, distances, device, nullptr, filter.words);
+    return;
+  }
   // The resident kernel reads the device filter on every job: it keeps running only while the
   // bitset there stays the same (a filtered batch-1 stream under one filter). A stamp that names
   // that bitset stands for the comparison; the answers are checked instead, and if one is a row
