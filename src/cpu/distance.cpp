@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
@@ -194,17 +195,102 @@ static inline float chunked(const T* q, const T* x, size_t dim, Chunk chunk) {
   return static_cast<float>(s);
 }
 
-CAGRA_MULTIVERSION float l2_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+namespace {
+
+CAGRA_MULTIVERSION float l2_u8_loop(const uint8_t* q, const uint8_t* x, size_t dim) {
   return chunked(q, x, dim, l2_int_chunk<uint8_t>);
 }
-CAGRA_MULTIVERSION float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+CAGRA_MULTIVERSION float dot_u8_loop(const uint8_t* q, const uint8_t* x, size_t dim) {
   return chunked(q, x, dim, dot_int_chunk<uint8_t>);
 }
-CAGRA_MULTIVERSION float l2_i8(const int8_t* q, const int8_t* x, size_t dim) {
+CAGRA_MULTIVERSION float l2_i8_loop(const int8_t* q, const int8_t* x, size_t dim) {
   return chunked(q, x, dim, l2_int_chunk<int8_t>);
 }
-CAGRA_MULTIVERSION float dot_i8(const int8_t* q, const int8_t* x, size_t dim) {
+CAGRA_MULTIVERSION float dot_i8_loop(const int8_t* q, const int8_t* x, size_t dim) {
   return chunked(q, x, dim, dot_int_chunk<int8_t>);
+}
+
+#ifdef CAGRA_HAVE_F16C_PATH
+
+/** 16 byte elements widened to 16 bits (zero- or sign-extended by type) straight from memory. */
+template <typename T>
+__attribute__((target("avx2"))) inline __m256i widen16(const T* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (std::is_signed_v<T>)
+    return _mm256_cvtepi8_epi16(v);
+  else
+    return _mm256_cvtepu8_epi16(v);
+}
+
+/** An integer chunk (at most kIntChunk elements) with AVX2, exactly the loops' sum: 32 elements
+ *  an iteration, widened from memory, differenced (L2) and summed in pairs (vpmaddwd) into two
+ *  accumulators. GCC's vectorization of l2_int_chunk loads 32 bytes and splits them
+ *  (vextracti128, one accumulator): a 784-d u8 distance took 43 ns against this kernel's 26 ns
+ *  on the development machine (AMD EPYC, AVX2, rows in L1). */
+template <typename T, bool L2>
+__attribute__((target("avx2"))) int32_t int_chunk_avx2(const T* q, const T* x, size_t n) {
+  __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i q0 = widen16(q + i), x0 = widen16(x + i);
+    __m256i q1 = widen16(q + i + 16), x1 = widen16(x + i + 16);
+    if constexpr (L2) {
+      q0 = x0 = _mm256_sub_epi16(q0, x0);
+      q1 = x1 = _mm256_sub_epi16(q1, x1);
+    }
+    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(q0, x0));
+    acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(q1, x1));
+  }
+  const __m256i acc = _mm256_add_epi32(acc0, acc1);
+  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
+  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
+  const int32_t head = _mm_cvtsi128_si32(h);
+  return head + (L2 ? l2_int_chunk(q + i, x + i, n - i) : dot_int_chunk(q + i, x + i, n - i));
+}
+
+/** The AVX2 kernels where AVX2 is the widest: a CPU with AVX-512 keeps the compiler's AVX-512
+ *  clone of the loops (target_clones), which this kernel was not measured against. */
+bool cpu_takes_avx2_ints() {
+  if (!kF16C) return false;
+#if defined(__GNUC__)
+  __builtin_cpu_init();
+  return !__builtin_cpu_supports("avx512f");
+#else
+  return true;
+#endif
+}
+
+const bool kAvx2Ints = cpu_takes_avx2_ints();
+
+#endif
+
+}  // namespace
+
+// Integer rows: the sums are exact, so every kernel gives the same bits.
+float l2_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+#ifdef CAGRA_HAVE_F16C_PATH
+  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<uint8_t, true>);
+#endif
+  return l2_u8_loop(q, x, dim);
+}
+float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+#ifdef CAGRA_HAVE_F16C_PATH
+  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<uint8_t, false>);
+#endif
+  return dot_u8_loop(q, x, dim);
+}
+float l2_i8(const int8_t* q, const int8_t* x, size_t dim) {
+#ifdef CAGRA_HAVE_F16C_PATH
+  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<int8_t, true>);
+#endif
+  return l2_i8_loop(q, x, dim);
+}
+float dot_i8(const int8_t* q, const int8_t* x, size_t dim) {
+#ifdef CAGRA_HAVE_F16C_PATH
+  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<int8_t, false>);
+#endif
+  return dot_i8_loop(q, x, dim);
 }
 
 }  // namespace cagra::cpu

@@ -38,26 +38,31 @@ TEST(Distance, FloatAndHalfKernelsMatchADoubleReference) {
   }
 }
 
+// Random bytes at lengths around the AVX2 kernel's 32-element steps, and large values (255 and 0,
+// -128 and 127 in alternate elements: differences of 255, products of 255 x 255 and -128 x -128)
+// up to and beyond one int32 chunk (32768 elements), where the chunks' sums add in 64 bits.
 TEST(Distance, ByteKernelsAreExact) {
   std::mt19937 rng(3);
-  for (size_t dim : {1u, 7u, 16u, 33u, 128u, 784u}) {
-    std::vector<uint8_t> a(dim), b(dim);
-    std::vector<int8_t> c(dim), d(dim);
-    int64_t l2u = 0, dotu = 0, l2i = 0, doti = 0;
-    for (size_t i = 0; i < dim; ++i) {
-      a[i] = uint8_t(rng());
-      b[i] = uint8_t(rng());
-      c[i] = int8_t(rng());
-      d[i] = int8_t(rng());
-      l2u += (int64_t(a[i]) - b[i]) * (int64_t(a[i]) - b[i]);
-      dotu += int64_t(a[i]) * b[i];
-      l2i += (int64_t(c[i]) - d[i]) * (int64_t(c[i]) - d[i]);
-      doti += int64_t(c[i]) * d[i];
+  for (size_t dim : {1u, 7u, 16u, 31u, 32u, 33u, 63u, 95u, 128u, 784u, 32768u, 40000u}) {
+    for (const bool extreme : {false, true}) {
+      std::vector<uint8_t> a(dim), b(dim);
+      std::vector<int8_t> c(dim), d(dim);
+      int64_t l2u = 0, dotu = 0, l2i = 0, doti = 0;
+      for (size_t i = 0; i < dim; ++i) {
+        a[i] = extreme ? uint8_t(255) : uint8_t(rng());
+        b[i] = extreme ? uint8_t(i % 2 ? 255 : 0) : uint8_t(rng());
+        c[i] = extreme ? int8_t(-128) : int8_t(rng());
+        d[i] = extreme ? int8_t(i % 2 ? -128 : 127) : int8_t(rng());
+        l2u += (int64_t(a[i]) - b[i]) * (int64_t(a[i]) - b[i]);
+        dotu += int64_t(a[i]) * b[i];
+        l2i += (int64_t(c[i]) - d[i]) * (int64_t(c[i]) - d[i]);
+        doti += int64_t(c[i]) * d[i];
+      }
+      EXPECT_EQ(cpu::l2_u8(a.data(), b.data(), dim), float(l2u)) << dim;
+      EXPECT_EQ(cpu::dot_u8(a.data(), b.data(), dim), float(dotu)) << dim;
+      EXPECT_EQ(cpu::l2_i8(c.data(), d.data(), dim), float(l2i)) << dim;
+      EXPECT_EQ(cpu::dot_i8(c.data(), d.data(), dim), float(doti)) << dim;
     }
-    EXPECT_EQ(cpu::l2_u8(a.data(), b.data(), dim), float(l2u)) << dim;
-    EXPECT_EQ(cpu::dot_u8(a.data(), b.data(), dim), float(dotu)) << dim;
-    EXPECT_EQ(cpu::l2_i8(c.data(), d.data(), dim), float(l2i)) << dim;
-    EXPECT_EQ(cpu::dot_i8(c.data(), d.data(), dim), float(doti)) << dim;
   }
 }
 
