@@ -268,29 +268,26 @@ const bool kAvx2Ints = cpu_takes_avx2_ints();
 }  // namespace
 
 // Integer rows: the sums are exact, so every kernel gives the same bits.
-float l2_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+template <typename T, bool L2>
+static float byte_distance(const T* q, const T* x, size_t dim,
+                           float (*loop)(const T*, const T*, size_t)) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<uint8_t, true>);
+  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<T, L2>);
 #endif
-  return l2_u8_loop(q, x, dim);
+  return loop(q, x, dim);
+}
+
+float l2_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
+  return byte_distance<uint8_t, true>(q, x, dim, l2_u8_loop);
 }
 float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim) {
-#ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<uint8_t, false>);
-#endif
-  return dot_u8_loop(q, x, dim);
+  return byte_distance<uint8_t, false>(q, x, dim, dot_u8_loop);
 }
 float l2_i8(const int8_t* q, const int8_t* x, size_t dim) {
-#ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<int8_t, true>);
-#endif
-  return l2_i8_loop(q, x, dim);
+  return byte_distance<int8_t, true>(q, x, dim, l2_i8_loop);
 }
 float dot_i8(const int8_t* q, const int8_t* x, size_t dim) {
-#ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Ints) return chunked(q, x, dim, int_chunk_avx2<int8_t, false>);
-#endif
-  return dot_i8_loop(q, x, dim);
+  return byte_distance<int8_t, false>(q, x, dim, dot_i8_loop);
 }
 
 }  // namespace cagra::cpu
