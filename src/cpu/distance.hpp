@@ -38,10 +38,11 @@ float dot_u8(const uint8_t* q, const uint8_t* x, size_t dim);
 float l2_i8(const int8_t* q, const int8_t* x, size_t dim);
 float dot_i8(const int8_t* q, const int8_t* x, size_t dim);
 
-/** Which float kernels this process runs: "x86_64-<avx512f|avx2|default>[+f16c]" (the
- *  target_clones variant the loader picked, "default" where the build has no clones; "+f16c" when
- *  f16 rows are widened with F16C), or "other" off x86-64. Float results can differ in the last
- *  bits between profiles (reduction order), never within one. */
+/** Which float kernels this process runs: "x86_64-avx2x4+f16c" where AVX2 is the widest vector
+ *  unit (the four-accumulator kernels, distance.cpp), else "x86_64-<avx512f|avx2|default>[+f16c]"
+ *  (the target_clones variant the loader picked, "default" where the build has no clones; "+f16c"
+ *  when f16 rows are widened with F16C), or "other" off x86-64. Float results can differ in the
+ *  last bits between profiles (reduction order), never within one. */
 std::string kernel_profile();
 
 using core::float_to_half;  // IEEE binary16 <-> float (core/half.hpp)
