@@ -146,15 +146,20 @@ bool cpu_avx2_widest() {
 
 const bool kAvx2Widest = cpu_avx2_widest();
 
-/** An f32 distance (L2: the squared difference's sum; else the dot product) with four
- *  independent accumulators of 8 lanes, 32 floats an iteration. The loop's single accumulator
- *  made a 784-d distance wait on 98 dependent FMAs: 122-124 ns against 52-58 ns here on the
- *  development machine (AMD EPYC, AVX2). The sum's order differs from the loop's, so the last
- *  bits of a distance may differ too (as they do between the loop's clones). */
-template <bool L2>
-__attribute__((target("avx2,fma,f16c"))) inline __m256 f32_step(const float* a, const float* b,
+inline float as_float(float v) { return v; }
+inline float as_float(half v) { return half_to_float(v); }
+
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load8(const half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+template <bool L2, typename X>
+__attribute__((target("avx2,fma,f16c"))) inline __m256 f32_step(const float* a, const X* b,
                                                                 __m256 acc) {
-  const __m256 va = _mm256_loadu_ps(a), vb = _mm256_loadu_ps(b);
+  const __m256 va = _mm256_loadu_ps(a), vb = load8(b);
   if constexpr (L2) {
     const __m256 d = _mm256_sub_ps(va, vb);
     return _mm256_fmadd_ps(d, d, acc);
@@ -163,20 +168,27 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 f32_step(const float* a, 
   }
 }
 
-template <bool L2>
-__attribute__((target("avx2,fma,f16c"))) float f32_avx2(const float* q, const float* x,
-                                                        size_t dim) {
+/** A distance in f32 arithmetic to f32 or f16 rows (L2: the squared difference's sum; else
+ *  the dot product) with four independent accumulators of 8 lanes, 32 elements an iteration.
+ *  The loop's single accumulator made a 784-d f32 distance wait on 98 dependent FMAs: 122-124 ns
+ *  against 52-58 ns here on the development machine (AMD EPYC, AVX2). The sum's order differs
+ *  from the loop's, so the last bits of a distance may differ too (as between the clones). */
+template <bool L2, typename X>
+__attribute__((target("avx2,fma,f16c"))) float f32_avx2(const float* q, const X* x, size_t dim) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   size_t i = 0;
   for (; i + 32 <= dim; i += 32) {
-    a0 = f32_step<L2>(q + i, x + i, a0);
-    a1 = f32_step<L2>(q + i + 8, x + i + 8, a1);
-    a2 = f32_step<L2>(q + i + 16, x + i + 16, a2);
-    a3 = f32_step<L2>(q + i + 24, x + i + 24, a3);
+    a0 = f32_step<L2, X>(q + i, x + i, a0);
+    a1 = f32_step<L2, X>(q + i + 8, x + i + 8, a1);
+    a2 = f32_step<L2, X>(q + i + 16, x + i + 16, a2);
+    a3 = f32_step<L2, X>(q + i + 24, x + i + 24, a3);
   }
-  for (; i + 8 <= dim; i += 8) a0 = f32_step<L2>(q + i, x + i, a0);
+  for (; i + 8 <= dim; i += 8) a0 = f32_step<L2, X>(q + i, x + i, a0);
   float s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (; i < dim; ++i) s += L2 ? (q[i] - x[i]) * (q[i] - x[i]) : q[i] * x[i];
+  for (; i < dim; ++i) {
+    const float xi = as_float(x[i]);
+    s += L2 ? (q[i] - xi) * (q[i] - xi) : q[i] * xi;
+  }
   return s;
 }
 
@@ -185,6 +197,7 @@ __attribute__((target("avx2,fma,f16c"))) float f32_avx2(const float* q, const fl
 
 float l2_f16(const float* q, const half* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
+  if (kAvx2Widest) return f32_avx2<true, half>(q, x, dim);
   if (kF16C) return l2_f16_f16c(q, x, dim);
 #endif
   float s = 0;
@@ -197,6 +210,7 @@ float l2_f16(const float* q, const half* x, size_t dim) {
 
 float dot_f16(const float* q, const half* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
+  if (kAvx2Widest) return f32_avx2<false, half>(q, x, dim);
   if (kF16C) return dot_f16_f16c(q, x, dim);
 #endif
   float s = 0;
@@ -314,14 +328,14 @@ __attribute__((target("avx2,fma,f16c"))) int32_t int_chunk_avx2(const T* q, cons
 
 float l2_f32(const float* q, const float* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Widest) return f32_avx2<true>(q, x, dim);
+  if (kAvx2Widest) return f32_avx2<true, float>(q, x, dim);
 #endif
   return l2_f32_loop(q, x, dim);
 }
 
 float dot_f32(const float* q, const float* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Widest) return f32_avx2<false>(q, x, dim);
+  if (kAvx2Widest) return f32_avx2<false, float>(q, x, dim);
 #endif
   return dot_f32_loop(q, x, dim);
 }
