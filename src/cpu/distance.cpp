@@ -83,36 +83,6 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) inline float hsum256(__m
   return _mm_cvtss_f32(s);
 }
 
-__attribute__((target("avx2,fma,f16c"))) float l2_f16_f16c(const float* q, const half* x,
-                                                           size_t dim) {
-  __m256 acc = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 8 <= dim; i += 8) {
-    const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(q + i), xv);
-    acc = _mm256_fmadd_ps(d, d, acc);
-  }
-  float s = hsum256(acc);
-  for (; i < dim; ++i) {
-    const float d = q[i] - half_to_float(x[i]);
-    s += d * d;
-  }
-  return s;
-}
-
-__attribute__((target("avx2,fma,f16c"))) float dot_f16_f16c(const float* q, const half* x,
-                                                            size_t dim) {
-  __m256 acc = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 8 <= dim; i += 8) {
-    const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
-    acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), xv, acc);
-  }
-  float s = hsum256(acc);
-  for (; i < dim; ++i) s += q[i] * half_to_float(x[i]);
-  return s;
-}
-
 /** AVX2, FMA and F16C present, and the OS saves the YMM registers (else AVX instructions fault):
  *  what __builtin_cpu_supports("avx2"/"fma"/"f16c") says under GCC, read with CPUID because
  *  clang 14's __builtin_cpu_supports does not know "f16c" (one code path for both compilers). */
@@ -169,25 +139,35 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 f32_step(const float* a, 
 }
 
 /** A distance in f32 arithmetic to f32 or f16 rows (L2: the squared difference's sum; else
- *  the dot product) with four independent accumulators of 8 lanes, 32 elements an iteration.
- *  The loop's single accumulator made a 784-d f32 distance wait on 98 dependent FMAs: 122-124 ns
- *  against 52-58 ns here on the development machine (AMD EPYC, AVX2). The sum's order differs
- *  from the loop's, so the last bits of a distance may differ too (as between the clones). */
-template <bool L2, typename X>
+ *  the dot product) with kAccs accumulators of 8 lanes. Four (32 elements an iteration) where
+ *  AVX2 is the widest unit: the single accumulator of the loop made a 784-d f32 distance wait on
+ *  98 dependent FMAs, 108-126 ns against 41-59 ns on the development machine (AMD EPYC, AVX2;
+ *  scripts/dev/cpu-distance-kernels.cpp). One for f16 rows elsewhere: the F16C kernel as it was,
+ *  bit for bit. The sum's order differs between the two, so the last bits of a distance may
+ *  differ too (as between the loop's clones). */
+template <bool L2, typename X, int kAccs>
 __attribute__((target("avx2,fma,f16c"))) float f32_avx2(const float* q, const X* x, size_t dim) {
+  static_assert(kAccs == 1 || kAccs == 4);
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
   size_t i = 0;
-  for (; i + 32 <= dim; i += 32) {
-    a0 = f32_step<L2, X>(q + i, x + i, a0);
-    a1 = f32_step<L2, X>(q + i + 8, x + i + 8, a1);
-    a2 = f32_step<L2, X>(q + i + 16, x + i + 16, a2);
-    a3 = f32_step<L2, X>(q + i + 24, x + i + 24, a3);
+  if constexpr (kAccs == 4) {
+    for (; i + 32 <= dim; i += 32) {
+      a0 = f32_step<L2, X>(q + i, x + i, a0);
+      a1 = f32_step<L2, X>(q + i + 8, x + i + 8, a1);
+      a2 = f32_step<L2, X>(q + i + 16, x + i + 16, a2);
+      a3 = f32_step<L2, X>(q + i + 24, x + i + 24, a3);
+    }
   }
   for (; i + 8 <= dim; i += 8) a0 = f32_step<L2, X>(q + i, x + i, a0);
-  float s = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  float s = hsum256(kAccs == 4 ? _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)) : a0);
   for (; i < dim; ++i) {
     const float xi = as_float(x[i]);
-    s += L2 ? (q[i] - xi) * (q[i] - xi) : q[i] * xi;
+    if constexpr (L2) {
+      const float d = q[i] - xi;
+      s += d * d;
+    } else {
+      s += q[i] * xi;
+    }
   }
   return s;
 }
@@ -197,8 +177,8 @@ __attribute__((target("avx2,fma,f16c"))) float f32_avx2(const float* q, const X*
 
 float l2_f16(const float* q, const half* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Widest) return f32_avx2<true, half>(q, x, dim);
-  if (kF16C) return l2_f16_f16c(q, x, dim);
+  if (kF16C)
+    return kAvx2Widest ? f32_avx2<true, half, 4>(q, x, dim) : f32_avx2<true, half, 1>(q, x, dim);
 #endif
   float s = 0;
   for (size_t i = 0; i < dim; ++i) {
@@ -210,8 +190,8 @@ float l2_f16(const float* q, const half* x, size_t dim) {
 
 float dot_f16(const float* q, const half* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Widest) return f32_avx2<false, half>(q, x, dim);
-  if (kF16C) return dot_f16_f16c(q, x, dim);
+  if (kF16C)
+    return kAvx2Widest ? f32_avx2<false, half, 4>(q, x, dim) : f32_avx2<false, half, 1>(q, x, dim);
 #endif
   float s = 0;
   for (size_t i = 0; i < dim; ++i) s += q[i] * half_to_float(x[i]);
@@ -298,7 +278,7 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i widen16(const T* p) {
 /** An integer chunk (at most kIntChunk elements) with AVX2, exactly the loops' sum: 32 elements
  *  an iteration, widened from memory, differenced (L2) and summed in pairs (vpmaddwd) into two
  *  accumulators. GCC's vectorization of l2_int_chunk loads 32 bytes and splits them
- *  (vextracti128, one accumulator): a 784-d u8 distance took 43 ns against this kernel's 26 ns
+ *  (vextracti128, one accumulator): a 784-d u8 distance took 45 ns against this kernel's 27-28 ns
  *  on the development machine (AMD EPYC, AVX2, rows in L1). */
 template <typename T, bool L2>
 __attribute__((target("avx2,fma,f16c"))) int32_t int_chunk_avx2(const T* q, const T* x, size_t n) {
@@ -328,14 +308,14 @@ __attribute__((target("avx2,fma,f16c"))) int32_t int_chunk_avx2(const T* q, cons
 
 float l2_f32(const float* q, const float* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Widest) return f32_avx2<true, float>(q, x, dim);
+  if (kAvx2Widest) return f32_avx2<true, float, 4>(q, x, dim);
 #endif
   return l2_f32_loop(q, x, dim);
 }
 
 float dot_f32(const float* q, const float* x, size_t dim) {
 #ifdef CAGRA_HAVE_F16C_PATH
-  if (kAvx2Widest) return f32_avx2<false, float>(q, x, dim);
+  if (kAvx2Widest) return f32_avx2<false, float, 4>(q, x, dim);
 #endif
   return dot_f32_loop(q, x, dim);
 }
