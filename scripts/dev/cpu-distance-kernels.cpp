@@ -3,7 +3,10 @@
 // that stay in cache. u8 L2: the loop (32 bytes loaded and split, one accumulator) against 16
 // bytes widened from memory into two vpmaddwd accumulators, and a byte absolute-difference
 // variant; f32 L2: the `omp simd` loop (one accumulator) against four accumulators. The sums
-// (checksums) must agree.
+// (checksums) must agree. Then the local join's pattern (src/cpu/nn_descent.cpp): a node's 128
+// candidate rows (taken from a 4096-row pool, so they come from L2/L3 as in a build), the first
+// 64 each against every row after it, pair by pair (f32 four, u8 widened) against the tiles of
+// src/cpu/pair_distance.cpp (R rows against C, one accumulator a pair).
 //
 //   g++ -O3 -fopenmp-simd -o /tmp/cpu-distance-kernels scripts/dev/cpu-distance-kernels.cpp
 //   /tmp/cpu-distance-kernels   -> ns a distance for each kernel and row count
@@ -101,6 +104,85 @@ AVX2 float f32_four(const float* q, const float* x, size_t n) {
   return r;
 }
 
+/** R rows against C, one 8-lane accumulator a pair (pair_distance.cpp's f32 tile, L2). */
+template <int R, int C>
+AVX2 void f32_tile(const float* const* a, const float* const* b, size_t n, float* out) {
+  __m256 acc[R * C];
+  for (auto& v : acc) v = _mm256_setzero_ps();
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    __m256 x[R];
+    for (int r = 0; r < R; ++r) x[r] = _mm256_loadu_ps(a[r] + i);
+    for (int j = 0; j < C; ++j) {
+      const __m256 y = _mm256_loadu_ps(b[j] + i);
+      for (int r = 0; r < R; ++r) {
+        const __m256 d = _mm256_sub_ps(x[r], y);
+        acc[r * C + j] = _mm256_fmadd_ps(d, d, acc[r * C + j]);
+      }
+    }
+  }
+  for (int p = 0; p < R * C; ++p) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc[p]), _mm256_extractf128_ps(acc[p], 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    out[p] = _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)));
+  }
+}
+
+/** The byte tile (pair_distance.cpp's, L2): 16 elements widened, differenced, vpmaddwd. */
+template <int R, int C>
+AVX2 void u8_tile(const uint8_t* const* a, const uint8_t* const* b, size_t n, float* out) {
+  __m256i acc[R * C];
+  for (auto& v : acc) v = _mm256_setzero_si256();
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    __m256i x[R];
+    for (int r = 0; r < R; ++r) x[r] = w(a[r] + i);
+    for (int j = 0; j < C; ++j) {
+      const __m256i y = w(b[j] + i);
+      for (int r = 0; r < R; ++r) {
+        const __m256i d = _mm256_sub_epi16(x[r], y);
+        acc[r * C + j] = _mm256_add_epi32(acc[r * C + j], _mm256_madd_epi16(d, d));
+      }
+    }
+  }
+  for (int p = 0; p < R * C; ++p) out[p] = float(hsum_epi32(acc[p]));
+}
+
+/** The join's pattern over `nodes` nodes of 128 candidates: ns a pair, pair by pair. */
+template <typename T, typename F>
+double join_pairs(const std::vector<T>& pool, size_t dim, F f, double& check) {
+  const size_t rows = 128, fresh = 64, nodes = 200;
+  std::vector<const T*> r(rows);
+  size_t pairs = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t node = 0; node < nodes; ++node) {
+    for (size_t k = 0; k < rows; ++k) r[k] = &pool[((node * 131 + k * 37) % 4096) * dim];
+    for (size_t a = 0; a < fresh; ++a)
+      for (size_t b = a + 1; b < rows; ++b, ++pairs) check += double(f(r[a], r[b], dim));
+  }
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+         double(pairs);
+}
+
+/** The same pattern in R x C tiles (rows a..a+R-1 against the columns after a; the few pairs
+ *  a tile computes twice count once per tile). */
+template <int R, int C, typename T, typename Tile>
+double join_tiles(const std::vector<T>& pool, size_t dim, Tile tile, double& check) {
+  const size_t rows = 128, fresh = 64, nodes = 200;
+  std::vector<const T*> r(rows);
+  size_t pairs = 0;
+  float out[R * C];
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t node = 0; node < nodes; ++node) {
+    for (size_t k = 0; k < rows; ++k) r[k] = &pool[((node * 131 + k * 37) % 4096) * dim];
+    for (size_t a = 0; a + R <= fresh; a += R)
+      for (size_t b = a + 1; b + C <= rows; b += C, pairs += R * C) {
+        tile(&r[a], &r[b], dim, out);
+        check += double(out[0]);
+      }
+  }
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() /
+         double(pairs);
+}
+
 template <typename T, typename F>
 void time_kernel(const char* name, const std::vector<T>& v, size_t dim, size_t rows, F f) {
   const size_t reps = 200 * 128 * 128 / (rows * rows) + 1;
@@ -129,4 +211,22 @@ int main() {
     time_kernel("f32 loop", f, dim, rows, f32_loop);
     time_kernel("f32 four", f, dim, rows, f32_four);
   }
+  std::vector<uint8_t> b(dim * 4096);
+  std::vector<float> f(dim * 4096);
+  for (size_t i = 0; i < b.size(); ++i) f[i] = float(b[i] = uint8_t(rng()));
+  double check = 0;  // printed so that no loop is optimized away
+  auto best = [](auto run) {  // the best of 5 runs
+    double ns = 1e30;
+    for (int rep = 0; rep < 5; ++rep) ns = std::min(ns, run());
+    return ns;
+  };
+  std::printf("join pattern (128 candidates of 784 elements, 64 new), ns a pair:\n");
+  std::printf("  f32 four, pair by pair  %6.1f\n", best([&] { return join_pairs(f, dim, f32_four, check); }));
+  std::printf("  f32 tile 2x4            %6.1f\n", best([&] { return join_tiles<2, 4>(f, dim, f32_tile<2, 4>, check); }));
+  std::printf("  f32 tile 3x3            %6.1f\n", best([&] { return join_tiles<3, 3>(f, dim, f32_tile<3, 3>, check); }));
+  std::printf("  f32 tile 4x3            %6.1f\n", best([&] { return join_tiles<4, 3>(f, dim, f32_tile<4, 3>, check); }));
+  std::printf("  u8 widened, pair by pair %5.1f\n", best([&] { return join_pairs(b, dim, u8_widened, check); }));
+  std::printf("  u8 tile 3x3             %6.1f\n", best([&] { return join_tiles<3, 3>(b, dim, u8_tile<3, 3>, check); }));
+  std::printf("  u8 tile 4x3             %6.1f\n", best([&] { return join_tiles<4, 3>(b, dim, u8_tile<4, 3>, check); }));
+  std::printf("(checksum %.0f)\n", check);
 }

@@ -198,6 +198,14 @@ float dot_f16(const float* q, const half* x, size_t dim) {
   return s;
 }
 
+bool cpu_has_avx2_kernels() {
+#ifdef CAGRA_HAVE_F16C_PATH
+  return kF16C;
+#else
+  return false;
+#endif
+}
+
 std::string kernel_profile() {
 #ifdef CAGRA_HAVE_F16C_PATH
   std::string p = "x86_64-";

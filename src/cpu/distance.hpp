@@ -45,6 +45,10 @@ float dot_i8(const int8_t* q, const int8_t* x, size_t dim);
  *  last bits between profiles (reduction order), never within one. */
 std::string kernel_profile();
 
+/** AVX2, FMA and F16C present and enabled by the OS (x86-64 with GCC or clang; false
+ *  elsewhere): what the hand-written AVX2 kernels here and in pair_distance.cpp need. */
+bool cpu_has_avx2_kernels();
+
 using core::float_to_half;  // IEEE binary16 <-> float (core/half.hpp)
 using core::half_to_float;
 

@@ -4,8 +4,9 @@
 // writes it (the faiss#5413 trap) and the result does not depend on the thread count:
 //   sample  — per node, up to S = rate*k "new" entries (which become old) and S old ones;
 //   reverse — reverse new/old lists built in id order, trimmed to S by a seeded hash;
-//   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared;
-//             a pair proposes each endpoint to the other when it beats that list's worst entry;
+//   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared
+//             (in tiles of 4 new rows against 3 others: pair_distance.hpp); a pair proposes each
+//             endpoint to the other when it beats that list's worst entry;
 //   update  — proposals are grouped by target (thread t owns targets with id % T == t), sorted
 //             by (distance, id) and merged into the sorted lists; equal (distance, id) pairs are
 //             the same neighbor, so the merge also removes duplicates.
@@ -18,6 +19,7 @@
 #include "core/bits.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
+#include "cpu/pair_distance.hpp"
 
 namespace cagra::cpu {
 namespace {
@@ -43,15 +45,15 @@ class nn_descent_run {
                  uint64_t seed, int nt)
       : n_(data.rows()), k_(k), s_(std::max<uint32_t>(1, uint32_t(std::lround(p.sample_rate * k)))),
         seed_(seed), nt_(nt), x_(static_cast<const T*>(data.data())),
-        dim_(static_cast<size_t>(data.cols())), dist_{m, dim_}, list_(static_cast<size_t>(n_) * k),
+        dim_(static_cast<size_t>(data.cols())), dist_(m, dim_), list_(static_cast<size_t>(n_) * k),
         is_new_(static_cast<size_t>(n_) * k, 1) {}
-
-  double distance(uint32_t a, uint32_t b) const { return dist_(row(a), row(b)); }
 
   void init() {
 #pragma omp parallel num_threads(nt_)
     {
       std::vector<int64_t> mark(static_cast<size_t>(n_), -1);
+      std::vector<const T*> rows(k_);
+      std::vector<float> d(k_);
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n_; ++i) {
         neighbor* l = list_.data() + i * k_;
@@ -62,8 +64,12 @@ class nn_descent_run {
           uint32_t c = static_cast<uint32_t>((state >> 32) * static_cast<uint64_t>(n_) >> 32);
           if (mark[c] == i) continue;
           mark[c] = i;
-          l[j++] = {dist_(row(static_cast<uint32_t>(i)), row(c)), c};
+          l[j].id = c;
+          rows[j++] = row(c);
         }
+        const T* self = row(static_cast<uint32_t>(i));
+        dist_.block(&self, 1, rows.data(), k_, d.data());
+        for (uint32_t j = 0; j < k_; ++j) l[j].dist = d[j];
         std::sort(l, l + k_);
       }
     }
@@ -187,17 +193,37 @@ class nn_descent_run {
       std::vector<proposal>* out = props_.data() + size_t(omp_get_thread_num()) * nt;
       for (size_t o = 0; o < nt; ++o) out[o].clear();
       std::vector<uint32_t> nw, old;
-      auto propose = [&](uint32_t a, uint32_t b, float d) {
-        if (d < worst(a)) out[a % nt].push_back({a, b, d});
-        if (d < worst(b)) out[b % nt].push_back({b, a, d});
-      };
+      std::vector<const T*> rows;
+      std::vector<float> d, bound;
+      constexpr size_t kRows = pair_distance<T>::kMaxRows;
 #pragma omp for schedule(dynamic, 16)
       for (int64_t i = c0; i < c1; ++i) {
         candidates(i, nw, old);
-        for (size_t a = 0; a < nw.size(); ++a) {
-          const T* ra = row(nw[a]);
-          for (size_t b = a + 1; b < nw.size(); ++b) propose(nw[a], nw[b], dist_(ra, row(nw[b])));
-          for (uint32_t u : old) propose(nw[a], u, dist_(ra, row(u)));
+        // Columns: the new candidates, then the old ones. Rows [a0, a0 + kRows) of the new ones
+        // are compared in one block with every column after a0; a pair of new candidates is
+        // proposed once, from the row of its first.
+        const size_t p = nw.size();
+        nw.insert(nw.end(), old.begin(), old.end());
+        // A pair proposes each candidate to the other when it beats that list's worst entry
+        // (read once a candidate: the lists do not change until the update).
+        rows.resize(nw.size());
+        bound.resize(nw.size());
+        for (size_t c = 0; c < nw.size(); ++c) {
+          rows[c] = row(nw[c]);
+          bound[c] = worst(nw[c]);
+        }
+        for (size_t a0 = 0; a0 + 1 < nw.size() && a0 < p; a0 += kRows) {
+          const size_t na = std::min(kRows, p - a0), first = a0 + 1, nb = nw.size() - first;
+          d.resize(na * nb);
+          dist_.block(rows.data() + a0, na, rows.data() + first, nb, d.data());
+          for (size_t r = 0; r < na; ++r) {
+            const uint32_t a = nw[a0 + r];
+            for (size_t c = a0 + r + 1; c < nw.size(); ++c) {
+              const float dist = d[r * nb + (c - first)];
+              if (dist < bound[a0 + r]) out[a % nt].push_back({a, nw[c], dist});
+              if (dist < bound[c]) out[nw[c] % nt].push_back({nw[c], a, dist});
+            }
+          }
         }
       }
     }
@@ -291,7 +317,7 @@ class nn_descent_run {
   const int nt_;
   const T* x_;
   const size_t dim_;
-  const cpu::distance<T> dist_;
+  const pair_distance<T> dist_;
   std::vector<neighbor> list_;
   std::vector<uint8_t> is_new_;
   std::vector<uint32_t> fwd_new_, fwd_old_, rev_new_, rev_old_;
