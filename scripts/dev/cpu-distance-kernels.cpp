@@ -146,6 +146,50 @@ AVX2 void u8_tile(const uint8_t* const* a, const uint8_t* const* b, size_t n, fl
   for (int p = 0; p < R * C; ++p) out[p] = float(hsum_epi32(acc[p]));
 }
 
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma"), noinline))
+
+/** The f32 tile at AVX-512 width (16 lanes, 32 registers). */
+template <int R, int C>
+AVX512 void f32_tile512(const float* const* a, const float* const* b, size_t n, float* out) {
+  __m512 acc[R * C];
+  for (auto& v : acc) v = _mm512_setzero_ps();
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    __m512 x[R];
+    for (int r = 0; r < R; ++r) x[r] = _mm512_loadu_ps(a[r] + i);
+    for (int j = 0; j < C; ++j) {
+      const __m512 y = _mm512_loadu_ps(b[j] + i);
+      for (int r = 0; r < R; ++r) {
+        const __m512 d = _mm512_sub_ps(x[r], y);
+        acc[r * C + j] = _mm512_fmadd_ps(d, d, acc[r * C + j]);
+      }
+    }
+  }
+  for (int p = 0; p < R * C; ++p) out[p] = _mm512_reduce_add_ps(acc[p]);
+}
+
+__attribute__((target("avx512f,avx512bw,avx2,fma"))) inline __m512i w512(const uint8_t* p) {
+  return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+/** The byte tile at AVX-512 width: 32 elements widened to 16 bits, vpmaddwd. */
+template <int R, int C>
+AVX512 void u8_tile512(const uint8_t* const* a, const uint8_t* const* b, size_t n, float* out) {
+  __m512i acc[R * C];
+  for (auto& v : acc) v = _mm512_setzero_si512();
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    __m512i x[R];
+    for (int r = 0; r < R; ++r) x[r] = w512(a[r] + i);
+    for (int j = 0; j < C; ++j) {
+      const __m512i y = w512(b[j] + i);
+      for (int r = 0; r < R; ++r) {
+        const __m512i d = _mm512_sub_epi16(x[r], y);
+        acc[r * C + j] = _mm512_add_epi32(acc[r * C + j], _mm512_madd_epi16(d, d));
+      }
+    }
+  }
+  for (int p = 0; p < R * C; ++p) out[p] = float(_mm512_reduce_add_epi32(acc[p]));
+}
+
 /** The join's pattern over `nodes` nodes of 128 candidates: ns a pair, pair by pair. */
 template <typename T, typename F>
 double join_pairs(const std::vector<T>& pool, size_t dim, F f, double& check) {
@@ -228,5 +272,17 @@ int main() {
   std::printf("  u8 widened, pair by pair %5.1f\n", best([&] { return join_pairs(b, dim, u8_widened, check); }));
   std::printf("  u8 tile 3x3             %6.1f\n", best([&] { return join_tiles<3, 3>(b, dim, u8_tile<3, 3>, check); }));
   std::printf("  u8 tile 4x3             %6.1f\n", best([&] { return join_tiles<4, 3>(b, dim, u8_tile<4, 3>, check); }));
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    std::printf("  f32 tile512 4x3         %6.1f\n", best([&] { return join_tiles<4, 3>(f, dim, f32_tile512<4, 3>, check); }));
+    std::printf("  f32 tile512 4x6         %6.1f\n", best([&] { return join_tiles<4, 6>(f, dim, f32_tile512<4, 6>, check); }));
+    std::printf("  f32 tile512 6x4         %6.1f\n", best([&] { return join_tiles<6, 4>(f, dim, f32_tile512<6, 4>, check); }));
+    std::printf("  f32 tile512 8x3         %6.1f\n", best([&] { return join_tiles<8, 3>(f, dim, f32_tile512<8, 3>, check); }));
+    std::printf("  u8 tile512 4x3          %6.1f\n", best([&] { return join_tiles<4, 3>(b, dim, u8_tile512<4, 3>, check); }));
+    std::printf("  u8 tile512 4x6          %6.1f\n", best([&] { return join_tiles<4, 6>(b, dim, u8_tile512<4, 6>, check); }));
+    std::printf("  u8 tile512 6x4          %6.1f\n", best([&] { return join_tiles<6, 4>(b, dim, u8_tile512<6, 4>, check); }));
+  } else {
+    std::printf("  (no AVX-512F/BW here: the 512-bit tiles are not run)\n");
+  }
   std::printf("(checksum %.0f)\n", check);
 }

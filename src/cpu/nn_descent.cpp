@@ -5,8 +5,8 @@
 //   sample  — per node, up to S = rate*k "new" entries (which become old) and S old ones;
 //   reverse — reverse new/old lists built in id order, trimmed to S by a seeded hash;
 //   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared
-//             (in tiles of 4 new rows against 3 others: pair_distance.hpp); a pair proposes each
-//             endpoint to the other when it beats that list's worst entry;
+//             (in tiles of 4 new rows against 3 or 6 others: pair_distance.hpp); a pair proposes
+//             each endpoint to the other when it beats that list's worst entry;
 //   update  — proposals are grouped by target (thread t owns targets with id % T == t), sorted
 //             by (distance, id) and merged into the sorted lists; equal (distance, id) pairs are
 //             the same neighbor, so the merge also removes duplicates.

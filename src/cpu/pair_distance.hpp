@@ -1,9 +1,9 @@
 // Distances between rows of one set, many pairs at a time: NN-descent's local join compares
 // every new candidate of a node with every other candidate, so each row meets dozens of others.
 // Computed pair by pair, each distance reads both rows from L2 (a node's ~100 candidate rows of
-// 3 KB do not fit L1); pair_distance::block computes a tile of up to 4 rows against 3 at once,
-// one accumulator a pair, so every block of a row loaded serves 3 or 4 pairs (distance.cpp has
-// the per-pair kernels that search uses).
+// 3 KB do not fit L1); pair_distance::block computes a tile of up to 4 rows against 3 (AVX2) or 6
+// (AVX-512) at once, one accumulator a pair, so every block of a row loaded serves several pairs
+// (distance.cpp has the per-pair kernels that search uses).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,8 +15,9 @@ namespace cagra::cpu {
 /** The ordering distance of `m` (as cpu::distance: squared L2, -dot, 1 - dot) between rows of
  *  type T (float, uint8_t or int8_t) of `dim` elements. A pair's value has the same bits in
  *  every block it is computed in and in either order of the pair (integer rows: exactly the
- *  per-pair kernels' values; float rows: one 8-lane accumulator a pair, a different summation
- *  order than the search kernels', so the last bits may differ from theirs). */
+ *  per-pair kernels' values on every CPU; float rows: one 8- or 16-lane accumulator a pair by
+ *  the CPU's instruction set, a different summation order than the search kernels', so the last
+ *  bits may differ from theirs and between AVX2 and AVX-512 CPUs). */
 template <typename T>
 class pair_distance {
  public:
