@@ -3,15 +3,19 @@
 // Blocked for cache reuse: a block of queries walks over blocks of data rows sized to stay in
 // L2, so each data row is read from memory once per query block, not once per query. Each query
 // keeps a bounded max-heap ordered by (distance, id), which makes the result independent of the
-// thread count and of the order rows are visited.
+// thread count and of the order rows are visited. Byte rows are compared 4 queries at a time
+// (pair_distance's tiles, exact); float and half rows by the per-pair kernels that search uses,
+// so that their ground-truth distances have the search's bits.
 #include <algorithm>
 #include <atomic>
 #include <queue>
+#include <type_traits>
 
 #include <omp.h>
 
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
+#include "cpu/pair_distance.hpp"
 
 namespace cagra::cpu {
 
@@ -36,20 +40,42 @@ void brute_force_impl(const host_matrix& data, const host_matrix& queries, metri
   for (int64_t qb = 0; qb < n_qblocks; ++qb) {
     const int64_t q0 = qb * kQueryBlock, q1 = std::min(nq, q0 + kQueryBlock);
     std::vector<std::priority_queue<entry>> heaps(static_cast<size_t>(q1 - q0));
+    std::vector<const T*> rows;
+    std::vector<float> tile;
     for (int64_t d0 = 0; d0 < n; d0 += data_block) {
       const int64_t d1 = std::min(n, d0 + data_block);
-      for (int64_t i = q0; i < q1; ++i) {
+      auto offer = [&](int64_t i, int64_t j, float d) {
+        if (exclude_self && j == i) return;
         auto& heap = heaps[static_cast<size_t>(i - q0)];
-        const query_t<T>* qi = q + i * static_cast<int64_t>(dim);
-        for (int64_t j = d0; j < d1; ++j) {
-          if (exclude_self && j == i) continue;
-          entry e{dist(qi, x + j * static_cast<int64_t>(dim)), static_cast<uint32_t>(j)};
-          if (heap.size() < k) {
-            heap.push(e);
-          } else if (e < heap.top()) {
-            heap.pop();
-            heap.push(e);
-          }
+        const entry e{d, static_cast<uint32_t>(j)};
+        if (heap.size() < k) {
+          heap.push(e);
+        } else if (e < heap.top()) {
+          heap.pop();
+          heap.push(e);
+        }
+      };
+      if constexpr (std::is_integral_v<T>) {
+        // Byte rows: tiles of up to 4 queries against the block's rows (pair_distance), whose
+        // exact sums equal the per-pair kernel's bit for bit.
+        const pair_distance<T> pairs(m, dim);
+        const int64_t cols = d1 - d0;
+        rows.resize(size_t(cols));
+        for (int64_t j = d0; j < d1; ++j) rows[size_t(j - d0)] = x + j * int64_t(dim);
+        tile.resize(pair_distance<T>::kMaxRows * size_t(cols));
+        for (int64_t i0 = q0; i0 < q1; i0 += int64_t(pair_distance<T>::kMaxRows)) {
+          const int64_t nr = std::min<int64_t>(q1 - i0, pair_distance<T>::kMaxRows);
+          const T* qs[pair_distance<T>::kMaxRows];
+          for (int64_t r = 0; r < nr; ++r) qs[r] = q + (i0 + r) * int64_t(dim);
+          pairs.block(qs, size_t(nr), rows.data(), size_t(cols), tile.data());
+          for (int64_t r = 0; r < nr; ++r)
+            for (int64_t j = d0; j < d1; ++j) offer(i0 + r, j, tile[size_t(r * cols + j - d0)]);
+        }
+      } else {
+        for (int64_t i = q0; i < q1; ++i) {
+          const query_t<T>* qi = q + i * static_cast<int64_t>(dim);
+          for (int64_t j = d0; j < d1; ++j)
+            offer(i, j, dist(qi, x + j * static_cast<int64_t>(dim)));
         }
       }
     }
