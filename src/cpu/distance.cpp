@@ -3,6 +3,8 @@
 // via `omp simd reduction`, integer ones as plain int32 sums (exact; chunks keep them in range).
 #include "cpu/distance.hpp"
 
+#include "cpu/avx2.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -73,15 +75,6 @@ CAGRA_MULTIVERSION float dot_f32_loop(const float* q, const float* x, size_t dim
 #ifdef CAGRA_HAVE_F16C_PATH
 
 namespace {
-
-// Inlined: called, it returned with the upper YMM halves in use, and so did its callers (GCC
-// puts no vzeroupper after a call), which slowed the SSE code they return to.
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-  return _mm_cvtss_f32(s);
-}
 
 /** AVX2, FMA and F16C present, and the OS saves the YMM registers (else AVX instructions fault):
  *  what __builtin_cpu_supports("avx2"/"fma"/"f16c") says under GCC, read with CPUID because
@@ -159,7 +152,8 @@ __attribute__((target("avx2,fma,f16c"))) float f32_avx2(const float* q, const X*
     }
   }
   for (; i + 8 <= dim; i += 8) a0 = f32_step<L2, X>(q + i, x + i, a0);
-  float s = hsum256(kAccs == 4 ? _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)) : a0);
+  float s =
+      avx2::hsum(kAccs == 4 ? _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)) : a0);
   for (; i < dim; ++i) {
     const float xi = as_float(x[i]);
     if constexpr (L2) {
@@ -226,9 +220,7 @@ std::string kernel_profile() {
 #endif
 }
 
-// Integer kernels: an int32 sum of up to 32768 squared byte differences stays below 2^31.
-constexpr size_t kIntChunk = 32768;
-
+// Integer kernels: exact int32 sums in chunks of kIntChunk elements (cpu/avx2.hpp).
 template <typename T>
 static inline int32_t l2_int_chunk(const T* q, const T* x, size_t n) {
   int32_t s = 0;
@@ -273,16 +265,6 @@ CAGRA_MULTIVERSION float dot_i8_loop(const int8_t* q, const int8_t* x, size_t di
 
 #ifdef CAGRA_HAVE_F16C_PATH
 
-/** 16 byte elements widened to 16 bits (zero- or sign-extended by type) straight from memory. */
-template <typename T>
-__attribute__((target("avx2,fma,f16c"))) inline __m256i widen16(const T* p) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  if constexpr (std::is_signed_v<T>)
-    return _mm256_cvtepi8_epi16(v);
-  else
-    return _mm256_cvtepu8_epi16(v);
-}
-
 /** An integer chunk (at most kIntChunk elements) with AVX2, exactly the loops' sum: 32 elements
  *  an iteration, widened from memory, differenced (L2) and summed in pairs (vpmaddwd) into two
  *  accumulators. GCC's vectorization of l2_int_chunk loads 32 bytes and splits them
@@ -293,8 +275,8 @@ __attribute__((target("avx2,fma,f16c"))) int32_t int_chunk_avx2(const T* q, cons
   __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    __m256i q0 = widen16(q + i), x0 = widen16(x + i);
-    __m256i q1 = widen16(q + i + 16), x1 = widen16(x + i + 16);
+    __m256i q0 = avx2::widen16(q + i), x0 = avx2::widen16(x + i);
+    __m256i q1 = avx2::widen16(q + i + 16), x1 = avx2::widen16(x + i + 16);
     if constexpr (L2) {
       q0 = x0 = _mm256_sub_epi16(q0, x0);
       q1 = x1 = _mm256_sub_epi16(q1, x1);
@@ -302,11 +284,7 @@ __attribute__((target("avx2,fma,f16c"))) int32_t int_chunk_avx2(const T* q, cons
     acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(q0, x0));
     acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(q1, x1));
   }
-  const __m256i acc = _mm256_add_epi32(acc0, acc1);
-  __m128i h = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
-  h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1));
-  const int32_t head = _mm_cvtsi128_si32(h);
+  const int32_t head = avx2::hsum(_mm256_add_epi32(acc0, acc1));
   return head + (L2 ? l2_int_chunk(q + i, x + i, n - i) : dot_int_chunk(q + i, x + i, n - i));
 }
 

@@ -24,10 +24,10 @@
 
 #include <cagra/error.hpp>
 
+#include "cpu/avx2.hpp"
 #include "cpu/distance.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#ifdef CAGRA_CPU_AVX2
 #define CAGRA_PAIR_SIMD 1
 #define CAGRA_AVX2_FN __attribute__((target("avx2,fma,f16c")))
 #define CAGRA_AVX512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -35,8 +35,6 @@
 
 namespace cagra::cpu {
 namespace {
-
-constexpr size_t kIntChunk = 32768;  // int32 sums of up to this many byte products stay in range
 
 enum class tile_isa { portable, avx2, avx512 };
 
@@ -85,20 +83,11 @@ struct avx2_ops {
   }
   CAGRA_AVX2_FN static vf fsub(vf x, vf y) { return _mm256_sub_ps(x, y); }
   CAGRA_AVX2_FN static vf fma(vf x, vf y, vf s) { return _mm256_fmadd_ps(x, y, s); }
-  CAGRA_AVX2_FN static float fsum(vf v) {  // ((0+4) + (2+6)) + ((1+5) + (3+7))
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
-    return _mm_cvtss_f32(s);
-  }
+  CAGRA_AVX2_FN static float fsum(vf v) { return avx2::hsum(v); }
   CAGRA_AVX2_FN static vi izero() { return _mm256_setzero_si256(); }
   template <typename T>
   CAGRA_AVX2_FN static vi widen(const T* p) {  // 16 bytes to 16-bit lanes, by the type's sign
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    if constexpr (std::is_signed_v<T>)
-      return _mm256_cvtepi8_epi16(v);
-    else
-      return _mm256_cvtepu8_epi16(v);
+    return avx2::widen16(p);
   }
   template <typename T>
   CAGRA_AVX2_FN static vi widen_first(const T* p, size_t n) {  // n < 16; zeros after
@@ -110,12 +99,7 @@ struct avx2_ops {
   CAGRA_AVX2_FN static vi imadd(vi x, vi y, vi s) {
     return _mm256_add_epi32(s, _mm256_madd_epi16(x, y));
   }
-  CAGRA_AVX2_FN static int32_t isum(vi v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-  }
+  CAGRA_AVX2_FN static int32_t isum(vi v) { return avx2::hsum(v); }
 };
 
 struct avx512_ops {
