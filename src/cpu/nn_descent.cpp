@@ -7,12 +7,13 @@
 //   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared
 //             (in tiles of 4 new rows against 3 or 6 others: pair_distance.hpp); a pair proposes
 //             each endpoint to the other when it beats that list's worst entry;
-//   update  — proposals are grouped by target (thread t owns targets with id % T == t), sorted
-//             by (distance, id) and merged into the sorted lists; equal (distance, id) pairs are
-//             the same neighbor, so the merge also removes duplicates.
+//   update  — proposals are grouped by target (thread t owns targets with id % T == t) and
+//             inserted into the sorted lists; equal (distance, id) pairs are the same neighbor,
+//             so an insertion skips one already there.
 // It stops after max_iterations or when fewer than threshold * n * k entries changed.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include <omp.h>
 
@@ -266,48 +267,39 @@ class nn_descent_run {
         for (const proposal& p : props_[w * nt + t]) b.mine[b.count[p.target / uint32_t(nt)]++] = p;
       for (size_t i = 0; i < b.touched.size(); ++i) {
         b.count[b.touched[i]] = 0;  // clean for the next chunk
-        proposal* first = b.mine.data() + b.start[i];
-        proposal* last = b.mine.data() + b.start[i + 1];
-        std::sort(first, last, [](const proposal& x, const proposal& y) {
-          return neighbor{x.dist, x.id} < neighbor{y.dist, y.id};
-        });
-        changed += merge_into(first->target, first, last, b.merged, b.merged_new);
+        const proposal* first = b.mine.data() + b.start[i];
+        changed += insert_into(first->target, first, b.mine.data() + b.start[i + 1]);
       }
     }
     return changed;
   }
 
-  /** Merges sorted proposals [p, pe) into v's sorted list; returns the number of new entries. */
-  int64_t merge_into(uint32_t v, const proposal* p, const proposal* pe,
-                     std::vector<neighbor>& merged, std::vector<uint8_t>& merged_new) {
+  /** Inserts proposals [p, pe) (any order) into v's sorted list, which keeps the k smallest
+   *  distinct (distance, id) entries of the list and the proposals: the same list whatever the
+   *  order. Returns the entries that entered and stayed, each marked new. (Inserted entries carry
+   *  a 2 until the end, so that one pushed out again by a nearer proposal is not counted.) */
+  int64_t insert_into(uint32_t v, const proposal* p, const proposal* pe) {
     neighbor* l = list_.data() + static_cast<size_t>(v) * k_;
     uint8_t* fl = is_new_.data() + static_cast<size_t>(v) * k_;
-    merged.clear();
-    merged_new.clear();
-    uint32_t i = 0;
-    int64_t added = 0;
-    while (merged.size() < k_ && (i < k_ || p < pe)) {
-      bool take_list = p == pe || (i < k_ && !(neighbor{p->dist, p->id} < l[i]));
-      neighbor cand = take_list ? l[i] : neighbor{p->dist, p->id};
-      if (!merged.empty() && merged.back() == cand) {  // duplicate of what was just taken
-        take_list ? ++i : (++p, 0);
-        continue;
-      }
-      if (take_list) {
-        if (p != pe && neighbor{p->dist, p->id} == l[i]) ++p;  // proposal already in the list
-        merged.push_back(l[i]);
-        merged_new.push_back(fl[i]);
-        ++i;
-      } else {
-        merged.push_back(cand);
-        merged_new.push_back(1);
-        ++added;
-        ++p;
-      }
+    bool any = false;
+    for (; p < pe; ++p) {
+      const neighbor c{p->dist, p->id};
+      if (!(c < l[k_ - 1])) continue;
+      const uint32_t pos = static_cast<uint32_t>(std::lower_bound(l, l + k_, c) - l);
+      if (l[pos] == c) continue;  // already in the list
+      std::memmove(l + pos + 1, l + pos, (k_ - 1 - pos) * sizeof(neighbor));
+      std::memmove(fl + pos + 1, fl + pos, k_ - 1 - pos);
+      l[pos] = c;
+      fl[pos] = 2;
+      any = true;
     }
-    if (added == 0) return 0;
-    std::copy(merged.begin(), merged.end(), l);
-    std::copy(merged_new.begin(), merged_new.end(), fl);
+    if (!any) return 0;
+    int64_t added = 0;
+    for (uint32_t j = 0; j < k_; ++j)
+      if (fl[j] == 2) {
+        fl[j] = 1;
+        ++added;
+      }
     return added;
   }
 
@@ -327,8 +319,6 @@ class nn_descent_run {
     std::vector<uint32_t> count, touched;
     std::vector<size_t> start;
     std::vector<proposal> mine;
-    std::vector<neighbor> merged;
-    std::vector<uint8_t> merged_new;
   };
   std::vector<bucket_state> bucket_;
 };
