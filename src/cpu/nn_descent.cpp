@@ -6,7 +6,12 @@
 //   reverse — reverse new/old lists built in id order, trimmed to S by a seeded hash;
 //   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared
 //             (in tiles of 4 new rows against 3 or 6 others: pair_distance.hpp); a pair proposes
-//             each endpoint to the other when it beats that list's worst entry;
+//             each endpoint to the other when it beats that list's worst entry. Once the lists
+//             settle, nearly every such proposal is an entry the list already has (99% on SIFT
+//             by the fourth iteration): from the iteration after one where at least an eighth
+//             were, the join drops them itself (an id compare over the list, cheaper than carrying
+//             the proposal through the update). The update would skip them anyway, so the graph is
+//             the same either way; early on, when few are, the check would cost more than it saves;
 //   update  — proposals are grouped by target (thread t owns targets with id % T == t) and
 //             inserted into the sorted lists; equal (distance, id) pairs are the same neighbor,
 //             so an insertion skips one already there.
@@ -36,7 +41,6 @@ struct neighbor {
   float dist;
   uint32_t id;
   bool operator<(const neighbor& o) const { return dist < o.dist || (dist == o.dist && id < o.id); }
-  bool operator==(const neighbor& o) const { return dist == o.dist && id == o.id; }
 };
 
 template <typename T>
@@ -46,8 +50,8 @@ class nn_descent_run {
                  uint64_t seed, int nt)
       : n_(data.rows()), k_(k), s_(std::max<uint32_t>(1, uint32_t(std::lround(p.sample_rate * k)))),
         seed_(seed), nt_(nt), x_(static_cast<const T*>(data.data())),
-        dim_(static_cast<size_t>(data.cols())), dist_(m, dim_), list_(static_cast<size_t>(n_) * k),
-        is_new_(static_cast<size_t>(n_) * k, 1) {}
+        dim_(static_cast<size_t>(data.cols())), pair_(m, dim_), dist_(static_cast<size_t>(n_) * k),
+        ids_(static_cast<size_t>(n_) * k), is_new_(static_cast<size_t>(n_) * k, 1) {}
 
   void init() {
 #pragma omp parallel num_threads(nt_)
@@ -55,9 +59,9 @@ class nn_descent_run {
       std::vector<int64_t> mark(static_cast<size_t>(n_), -1);
       std::vector<const T*> rows(k_);
       std::vector<float> d(k_);
+      std::vector<neighbor> l(k_);
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n_; ++i) {
-        neighbor* l = list_.data() + i * k_;
         mark[static_cast<size_t>(i)] = i;
         uint64_t state = mix64(seed_ ^ mix64(static_cast<uint64_t>(i)));
         for (uint32_t j = 0; j < k_;) {
@@ -69,9 +73,13 @@ class nn_descent_run {
           rows[j++] = row(c);
         }
         const T* self = row(static_cast<uint32_t>(i));
-        dist_.block(&self, 1, rows.data(), k_, d.data());
+        pair_.block(&self, 1, rows.data(), k_, d.data());
         for (uint32_t j = 0; j < k_; ++j) l[j].dist = d[j];
-        std::sort(l, l + k_);
+        std::sort(l.begin(), l.end());
+        for (uint32_t j = 0; j < k_; ++j) {
+          dist_[size_t(i) * k_ + j] = l[j].dist;
+          ids_[size_t(i) * k_ + j] = l[j].id;
+        }
       }
     }
   }
@@ -82,6 +90,8 @@ class nn_descent_run {
     reverse(it);
     int64_t changed = 0;
     const int64_t chunk = 1024;
+    check_listed_ = proposed_ > 0 && listed_ * 8 >= proposed_;
+    listed_ = proposed_ = 0;
     for (int64_t c0 = 0; c0 < n_; c0 += chunk) {
       join(c0, std::min(n_, c0 + chunk));
       changed += update();
@@ -93,12 +103,8 @@ class nn_descent_run {
     knn_graph g;
     g.rows = n_;
     g.k = k_;
-    g.ids.resize(list_.size());
-    g.distances.resize(list_.size());
-    for (size_t i = 0; i < list_.size(); ++i) {
-      g.ids[i] = list_[i].id;
-      g.distances[i] = list_[i].dist;
-    }
+    g.ids = ids_;
+    g.distances = dist_;
     return g;
   }
 
@@ -114,10 +120,10 @@ class nn_descent_run {
       for (uint32_t j = 0; j < k_; ++j) {
         size_t e = static_cast<size_t>(i) * k_ + j;
         if (is_new_[e] && nn < s_) {
-          fwd_new_[static_cast<size_t>(i) * s_ + nn++] = list_[e].id;
+          fwd_new_[static_cast<size_t>(i) * s_ + nn++] = ids_[e];
           is_new_[e] = 0;
         } else if (!is_new_[e] && no < s_) {
-          fwd_old_[static_cast<size_t>(i) * s_ + no++] = list_[e].id;
+          fwd_old_[static_cast<size_t>(i) * s_ + no++] = ids_[e];
         }
       }
     }
@@ -187,12 +193,20 @@ class nn_descent_run {
   void join(int64_t c0, int64_t c1) {
     const size_t nt = static_cast<size_t>(nt_);
     props_.resize(nt * nt);
-#pragma omp parallel num_threads(nt_)
+    int64_t proposed = 0, listed = 0;
+#pragma omp parallel num_threads(nt_) reduction(+ : proposed, listed)
     {
       // This thread's proposals, one bucket per owner (the thread whose update applies them:
       // target % nt), so that each update reads only its own.
       std::vector<proposal>* out = props_.data() + size_t(omp_get_thread_num()) * nt;
       for (size_t o = 0; o < nt; ++o) out[o].clear();
+      auto propose = [&](uint32_t target, uint32_t id, float dist) {
+        ++proposed;
+        if (check_listed_ && in_list(target, id))
+          ++listed;
+        else
+          out[target % nt].push_back({target, id, dist});
+      };
       std::vector<uint32_t> nw, old;
       std::vector<const T*> rows;
       std::vector<float> d, bound;
@@ -212,32 +226,47 @@ class nn_descent_run {
         for (size_t c = 0; c < nw.size(); ++c) {
           rows[c] = row(nw[c]);
           bound[c] = worst(nw[c]);
+          if (check_listed_) {  // the ids' lines load while the tiles compute
+            const uint32_t* ids = ids_.data() + size_t(nw[c]) * k_;
+            for (uint32_t j = 0; j < k_; j += 16) __builtin_prefetch(ids + j);
+          }
         }
         for (size_t a0 = 0; a0 + 1 < nw.size() && a0 < p; a0 += kRows) {
           const size_t na = std::min(kRows, p - a0), first = a0 + 1, nb = nw.size() - first;
           d.resize(na * nb);
-          dist_.block(rows.data() + a0, na, rows.data() + first, nb, d.data());
+          pair_.block(rows.data() + a0, na, rows.data() + first, nb, d.data());
           for (size_t r = 0; r < na; ++r) {
             const uint32_t a = nw[a0 + r];
             for (size_t c = a0 + r + 1; c < nw.size(); ++c) {
               const float dist = d[r * nb + (c - first)];
-              if (dist < bound[a0 + r]) out[a % nt].push_back({a, nw[c], dist});
-              if (dist < bound[c]) out[nw[c] % nt].push_back({nw[c], a, dist});
+              if (dist < bound[a0 + r]) propose(a, nw[c], dist);
+              if (dist < bound[c]) propose(nw[c], a, dist);
             }
           }
         }
       }
     }
+    proposed_ += proposed;
+    listed_ += listed;
   }
 
-  float worst(uint32_t v) const { return list_[static_cast<size_t>(v) * k_ + k_ - 1].dist; }
+  float worst(uint32_t v) const { return dist_[static_cast<size_t>(v) * k_ + k_ - 1]; }
+
+  /** Whether u is in v's list (a distance is the same bits wherever it is computed, so a listed
+   *  id is the same (distance, id) entry). A plain loop: the compiler compares ids in vectors. */
+  bool in_list(uint32_t v, uint32_t u) const {
+    const uint32_t* ids = ids_.data() + static_cast<size_t>(v) * k_;
+    uint32_t any = 0;  // not bool: GCC vectorizes an integer OR, not a bool one
+    for (uint32_t j = 0; j < k_; ++j) any |= ids[j] == u;
+    return any != 0;
+  }
 
   /** Applies this chunk's proposals; thread t owns the targets with id % nt == t. */
   int64_t update() {
-    int64_t changed = 0;
+    int64_t changed = 0, listed = 0;
     const size_t nt = static_cast<size_t>(nt_);
     if (bucket_.size() != nt) bucket_.resize(nt);
-#pragma omp parallel num_threads(nt_) reduction(+ : changed)
+#pragma omp parallel num_threads(nt_) reduction(+ : changed, listed)
     {
       const size_t t = static_cast<size_t>(omp_get_thread_num());
       // The proposals of this thread's targets (t, t + nt, ...), bucketed by target (a counting
@@ -268,28 +297,41 @@ class nn_descent_run {
       for (size_t i = 0; i < b.touched.size(); ++i) {
         b.count[b.touched[i]] = 0;  // clean for the next chunk
         const proposal* first = b.mine.data() + b.start[i];
-        changed += insert_into(first->target, first, b.mine.data() + b.start[i + 1]);
+        changed += insert_into(first->target, first, b.mine.data() + b.start[i + 1], listed);
       }
     }
+    listed_ += listed;
     return changed;
   }
 
   /** Inserts proposals [p, pe) (any order) into v's sorted list, which keeps the k smallest
    *  distinct (distance, id) entries of the list and the proposals: the same list whatever the
    *  order. Returns the entries that entered and stayed, each marked new. (Inserted entries carry
-   *  a 2 until the end, so that one pushed out again by a nearer proposal is not counted.) */
-  int64_t insert_into(uint32_t v, const proposal* p, const proposal* pe) {
-    neighbor* l = list_.data() + static_cast<size_t>(v) * k_;
-    uint8_t* fl = is_new_.data() + static_cast<size_t>(v) * k_;
+   *  a 2 until the end, so that one pushed out again by a nearer proposal is not counted.)
+   *  Counts the proposals that were in the list already into `listed`. */
+  int64_t insert_into(uint32_t v, const proposal* p, const proposal* pe, int64_t& listed) {
+    const size_t base = static_cast<size_t>(v) * k_;
+    float* ld = dist_.data() + base;
+    uint32_t* li = ids_.data() + base;
+    uint8_t* fl = is_new_.data() + base;
+    const uint32_t last = k_ - 1;
     bool any = false;
     for (; p < pe; ++p) {
-      const neighbor c{p->dist, p->id};
-      if (!(c < l[k_ - 1])) continue;
-      const uint32_t pos = static_cast<uint32_t>(std::lower_bound(l, l + k_, c) - l);
-      if (l[pos] == c) continue;  // already in the list
-      std::memmove(l + pos + 1, l + pos, (k_ - 1 - pos) * sizeof(neighbor));
-      std::memmove(fl + pos + 1, fl + pos, k_ - 1 - pos);
-      l[pos] = c;
+      const float d = p->dist;
+      if (!(d < ld[last] || (d == ld[last] && p->id < li[last]))) continue;
+      // The first entry not below (d, id): the list is sorted by (distance, id).
+      uint32_t pos = static_cast<uint32_t>(std::lower_bound(ld, ld + k_, d) - ld);
+      while (pos < last && ld[pos] == d && li[pos] < p->id) ++pos;
+      if (ld[pos] == d && li[pos] == p->id) {
+        ++listed;
+        continue;
+      }
+      const size_t tail = last - pos;
+      std::memmove(ld + pos + 1, ld + pos, tail * sizeof(float));
+      std::memmove(li + pos + 1, li + pos, tail * sizeof(uint32_t));
+      std::memmove(fl + pos + 1, fl + pos, tail);
+      ld[pos] = d;
+      li[pos] = p->id;
       fl[pos] = 2;
       any = true;
     }
@@ -309,9 +351,14 @@ class nn_descent_run {
   const int nt_;
   const T* x_;
   const size_t dim_;
-  const pair_distance<T> dist_;
-  std::vector<neighbor> list_;
+  const pair_distance<T> pair_;
+  std::vector<float> dist_;    // [n, k] each list's distances, ascending by (distance, id)
+  std::vector<uint32_t> ids_;  // [n, k] the ids beside them
   std::vector<uint8_t> is_new_;
+  // Proposals that beat the target's worst entry, and those of them already in its list, over
+  // the current iteration; whether this iteration's join drops the listed ones itself.
+  int64_t proposed_ = 0, listed_ = 0;
+  bool check_listed_ = false;
   std::vector<uint32_t> fwd_new_, fwd_old_, rev_new_, rev_old_;
   std::vector<std::vector<proposal>> props_;  // [joining thread x owner]
   /** One update thread's reusable buffers (count stays all zero between chunks). */
