@@ -18,8 +18,9 @@
 // Cases with inexact float arithmetic (cosine's normalized rows and their 784-d f32 dot products)
 // depend on the reduction order of the SIMD kernel the library dispatches to at run time
 // (AVX-512 / AVX2 / baseline, src/cpu/distance.cpp) and on the compiler: they are compared only
-// where float_profile() equals the profile the table was generated on (kGoldenProfile), and
-// elsewhere printed as "not compared" with both hashes.
+// where float_profile() equals the profile the table was generated on (kGoldenProfile) or one
+// of float_tables()' profiles (the AVX2-widest machines CI runs on), and elsewhere printed as
+// "not compared" with both hashes (a new profile's table is those lines' names and hashes).
 //
 // Search knobs: the forgettable-hash knobs (hash_bits, hash_reset_interval) and min_iterations
 // leave the CPU results unchanged today (a node the hash forgot can come back, but never re-enter
