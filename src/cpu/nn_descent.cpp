@@ -3,8 +3,8 @@
 // Each iteration runs in strictly separate phases, so no list is read while another thread
 // writes it (the faiss#5413 trap) and the result does not depend on the thread count:
 //   sample  — per node, up to S = rate*k "new" entries (which become old) and S old ones;
-//   reverse — reverse new/old lists, trimmed to S by a seeded hash of each edge (so the kept set
-//             does not depend on the order the threads add them in), kept in id order;
+//   reverse — reverse new/old lists (each thread owns a range of targets), trimmed to S by a
+//             seeded hash of each edge, kept in id order;
 //   join    — for a chunk of nodes, every new-new and new-old pair of its candidates is compared
 //             (in tiles of 4 new rows against 3 or 6 others: pair_distance.hpp); a pair proposes
 //             each endpoint to the other when it beats that list's worst entry. Once the lists
@@ -20,6 +20,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include <omp.h>
 
@@ -135,48 +137,58 @@ class nn_descent_run {
   }
 
   /** Reverse lists, each trimmed to s_ entries by a seeded hash of (iteration, edge) and kept in
-   *  id order. Every step runs on all threads (serial, they were a fifth of the build at 1M rows
-   *  and 16 threads): the edges are counted and placed with atomic adds, so a node's edges land
-   *  in any order, and what is kept depends only on the set. */
+   *  id order. Each thread owns a range of targets and reads every forward edge, taking those
+   *  into its range: no atomics (an atomic add on a line another core last wrote waits out the
+   *  whole miss, and with one such add per edge the reverse step was a fifth of the build at 1M
+   *  rows and 16 threads), and a node's reverse edges arrive in source order, as on one thread. */
   void reverse_one(const std::vector<uint32_t>& fwd, uint32_t it, uint64_t salt,
                    std::vector<uint32_t>& out) {
     // Offsets into rev_all_ run up to n * s (above 2^32 for 100M rows): 64-bit.
     std::vector<size_t>& start = rev_start_;
-    start.assign(static_cast<size_t>(n_) + 1, 0);
-    const size_t edges = fwd.size();
-#pragma omp parallel for num_threads(nt_) schedule(static)
-    for (size_t e = 0; e < edges; ++e)
-      if (fwd[e] != kInvalidId) __atomic_fetch_add(&start[size_t{fwd[e]} + 1], 1, __ATOMIC_RELAXED);
-    for (int64_t i = 0; i < n_; ++i) start[i + 1] += start[i];
-    if (rev_all_.size() < start[n_]) rev_all_.resize(start[n_]);
-    rev_fill_.assign(start.begin(), start.end() - 1);
-#pragma omp parallel for num_threads(nt_) schedule(static)
-    for (int64_t i = 0; i < n_; ++i)
-      for (uint32_t j = 0; j < s_; ++j) {
-        const uint32_t v = fwd[static_cast<size_t>(i) * s_ + j];
-        if (v != kInvalidId)
-          rev_all_[__atomic_fetch_add(&rev_fill_[v], 1, __ATOMIC_RELAXED)] =
-              static_cast<uint32_t>(i);
-      }
+    start.resize(static_cast<size_t>(n_) + 1);
+    start[0] = 0;
     out.resize(static_cast<size_t>(n_) * s_);
-#pragma omp parallel for num_threads(nt_) schedule(static)
-    for (int64_t v = 0; v < n_; ++v) {
-      uint32_t* b = rev_all_.data() + start[v];
-      uint32_t len = static_cast<uint32_t>(start[v + 1] - start[v]);  // <= n
-      if (len > s_) {
-        auto key = [&](uint32_t u) {
-          return mix64(seed_ ^ salt ^ (uint64_t(it) << 48) ^ (uint64_t(u) << 24) ^ uint64_t(v));
-        };
-        std::nth_element(b, b + s_, b + len, [&](uint32_t a, uint32_t c) {
-          uint64_t ka = key(a), kc = key(c);
-          return ka < kc || (ka == kc && a < c);
-        });
-        len = s_;
+#pragma omp parallel num_threads(nt_)
+    {
+      const int64_t nth = omp_get_num_threads(), t = omp_get_thread_num();
+      const uint32_t v0 = static_cast<uint32_t>(n_ * t / nth);
+      const uint32_t span = static_cast<uint32_t>(n_ * (t + 1) / nth) - v0;
+      // v - v0 < span: v in [v0, v0 + span); kInvalidId and ids below v0 wrap above span.
+      std::fill(start.begin() + v0 + 1, start.begin() + v0 + span + 1, size_t{0});
+      for (uint32_t v : fwd)
+        if (v - v0 < span) ++start[size_t{v} + 1];
+#pragma omp barrier
+#pragma omp single
+      {
+        for (int64_t i = 0; i < n_; ++i) start[i + 1] += start[i];
+        if (rev_all_.size() < start[n_]) rev_all_.resize(start[n_]);
+        rev_fill_.resize(static_cast<size_t>(n_));
       }
-      std::sort(b, b + len);
-      uint32_t* o = out.data() + v * s_;
-      std::copy(b, b + len, o);
-      std::fill(o + len, o + s_, kInvalidId);
+      std::copy(start.begin() + v0, start.begin() + v0 + span, rev_fill_.begin() + v0);
+      for (int64_t i = 0; i < n_; ++i)
+        for (uint32_t j = 0; j < s_; ++j) {
+          const uint32_t v = fwd[static_cast<size_t>(i) * s_ + j];
+          if (v - v0 < span) rev_all_[rev_fill_[v]++] = static_cast<uint32_t>(i);
+        }
+      std::vector<std::pair<uint64_t, uint32_t>> keyed;
+      for (uint32_t v = v0; v < v0 + span; ++v) {
+        uint32_t* b = rev_all_.data() + start[v];
+        uint32_t len = static_cast<uint32_t>(start[v + 1] - start[v]);  // <= n
+        if (len > s_) {  // the s_ smallest (key, id), each key hashed once
+          keyed.resize(len);
+          for (uint32_t j = 0; j < len; ++j)
+            keyed[j] = {
+                mix64(seed_ ^ salt ^ (uint64_t(it) << 48) ^ (uint64_t(b[j]) << 24) ^ uint64_t(v)),
+                b[j]};
+          std::nth_element(keyed.begin(), keyed.begin() + s_, keyed.end());
+          for (uint32_t j = 0; j < s_; ++j) b[j] = keyed[j].second;
+          len = s_;
+          std::sort(b, b + len);
+        }
+        uint32_t* o = out.data() + size_t{v} * s_;
+        std::copy(b, b + len, o);
+        std::fill(o + len, o + s_, kInvalidId);
+      }
     }
   }
 
