@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots and tables from the JSON-lines results that `cagra bench` and bench/hnswlib_peer append.
+"""Plots and tables from the JSON-lines results of `cagra bench` and its peers (bench/*_peer*).
 
 Both writers share one record layout (run_id, system, device, dataset, batch, k, params, recall,
 qps, latency_ms, build_s), so one reader can put every system on the same recall/QPS axes. A
@@ -22,7 +22,7 @@ import sys
 
 # The parameter that each system sweeps along its curve; every other parameter that takes several
 # values in the selected points names a curve of its own (e.g. cagra with search_width 1 and 4).
-SWEPT = {"ef", "itopk", "itopk_size", "rerank"}  # rerank: the plan's value follows itopk
+SWEPT = {"ef", "itopk", "itopk_size", "nprobe", "rerank"}  # rerank: the plan's value follows itopk
 REQUIRED = ("system", "dataset", "batch", "k", "recall", "qps")
 
 

@@ -14,7 +14,8 @@
 # Environment: BUILD_DIR (build-device), THREADS (all), DEGREE (32), INTERMEDIATE (64),
 # BUILD_BACKEND (auto), F16=1 also benchmarks FP16 storage (another build), ABLATIONS=1 adds
 # the paper's Q-B1/Q-B2/Q-B3 sweeps, GRAPH_METRICS=1 the kNN recall and graph metrics, BUDGET_S (560: optional steps are skipped past it),
-# SKIP_HNSW=1 leaves hnswlib out, SKIP_CAGRA=1 runs hnswlib alone (a set too large for one
+# SKIP_HNSW=1 leaves hnswlib out, FAISS=1 adds faiss (CPU: HNSW-Flat and IVF-Flat; the wheel
+# carried in stage/wheels/; FAISS_BATCH1 queries at batch 1, 2000; FAISS_REPS, 2), SKIP_CAGRA=1 runs hnswlib alone (a set too large for one
 # 10-minute call is benchmarked in two back-to-back calls on the same machine), TRAVERSAL
 # (exact; a list such as exact,int8 sweeps search_params::traversal on the GPU), SKIP_CPU=1 leaves
 # our CPU backend out, SKIP_PERSISTENT=1 the persistent-kernel batch-1 sweeps, HNSW_EF (hnswlib's
@@ -153,6 +154,30 @@ if [ "${SKIP_HNSW:-0}" != 1 ]; then
   "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch 0,1 \
     --ef "${HNSW_EF:-10,16,24,32,48,64,96,128,192,256,384,512}" --reps "${HNSW_REPS:-3}" \
     --dataset "$NAME" --json "$J" 2>&1 | tee -a "$L" || rc=1
+fi
+
+# faiss on the CPU (FAISS=1): HNSW-Flat (hnswlib's M and efConstruction) and IVF-Flat, all host
+# threads, batch 1 on one thread over the first FAISS_BATCH1 queries. The machine has no network:
+# the faiss-cpu wheel comes carried in stage/wheels/ (pip download faiss-cpu --no-deps) and is
+# unpacked into /tmp/faiss-pkgs for the system's python (numpy >= 1.25 and packaging are there).
+if [ "${FAISS:-0}" = 1 ]; then
+  fpy() { PYTHONPATH=/tmp/faiss-pkgs${PYTHONPATH:+:$PYTHONPATH} python3 "$@"; }
+  if ! fpy -c "import faiss" 2>/dev/null; then
+    whl=$(ls stage/wheels/faiss_cpu-*.whl 2>/dev/null | head -1)
+    { [ -n "$whl" ] && python3 -m pip install --quiet --no-index --no-deps --target /tmp/faiss-pkgs "$whl"; } \
+      >"$W/faiss-install.log" 2>&1
+  fi
+  if fpy -c "import faiss" 2>/dev/null; then
+    say "faiss HNSW-Flat (M=16 efC=200) and IVF-Flat ($THREADS threads; batch 1 on one thread, ${FAISS_BATCH1:-2000} queries)"
+    fpy bench/faiss_peer.py "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" \
+      --batch 0,1 --batch1-queries "${FAISS_BATCH1:-2000}" --reps "${FAISS_REPS:-2}" \
+      --ef "${HNSW_EF:-10,16,24,32,48,64,96,128,192,256,384,512}" \
+      --nprobe 1,2,4,8,12,16,24,32,48,64,96,128,192,256 --dataset "$NAME" --json "$J" 2>&1 |
+      tee -a "$L" || rc=1
+  else
+    say "faiss: not importable, and no wheel installed from stage/wheels/ ($(tail -1 "$W/faiss-install.log" 2>/dev/null))"
+    rc=1
+  fi
 fi
 
 if [ "${SKIP_CAGRA:-0}" != 1 ] && [ "${F16:-0}" = 1 ] && [ $SECONDS -lt $((BUDGET_S - 200)) ]; then
