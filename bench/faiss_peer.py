@@ -3,17 +3,20 @@
 same JSON-lines records (tools/cli/bench_json.cpp), so that bench/plot.py puts them on one
 recall/QPS plot with CAGRA and hnswlib.
 
-  faiss_peer.py BASE QUERIES GT [--index hnsw,ivf] [--M 16] [--ef-construction 200]
+  faiss_peer.py BASE QUERIES GT [--index hnsw,hnsw-sq8,ivf] [--M 16] [--ef-construction 200]
                 [--ef LIST] [--nlist N] [--nprobe LIST] [--threads T] [--batch 0,1]
                 [--batch1-queries N] [--k 10] [--metric l2|ip|cosine] [--reps 3]
                 [--json FILE] [--dataset NAME] [--commit C]
 
 BASE and QUERIES are .u8bin / .i8bin / .fbin files or MNIST idx files (.idx3-ubyte, optionally
 gzipped: Fashion-MNIST as Debian ships it), GT an .ibin file (an int32 row count and column
-count, then the rows). Rows are converted to float32 (faiss's flat storage; unit rows for cosine,
-searched by inner product). Two indexes, each the usual choice of its family:
+count, then the rows). Rows are converted to float32 (unit rows for cosine, searched by inner
+product). Three indexes, each a usual choice:
   hnsw  IndexHNSWFlat(dim, M), efConstruction as given (hnswlib's M=16 and efConstruction=200 by
         default, so the two HNSW implementations build the same kind of graph); efSearch swept;
+  hnsw-sq8  IndexHNSWSQ: the same graph over rows of one byte an element, the storage CAGRA's
+        u8 indexes use: QT_8bit_direct (the bytes as they are, exact) for u8 files, else QT_8bit
+        (a trained per-dimension range);
   ivf   IndexIVFFlat over a flat coarse quantizer, nlist = 4 sqrt(n) rounded to a power of two
         (faiss's guideline is 4-16 sqrt(n)), trained by k-means on at most 256 rows a list;
         nprobe swept.
@@ -155,7 +158,7 @@ def main():
     ap.add_argument("base")
     ap.add_argument("queries")
     ap.add_argument("gt")
-    ap.add_argument("--index", default="hnsw,ivf", help="hnsw, ivf or both")
+    ap.add_argument("--index", default="hnsw,hnsw-sq8,ivf", help="hnsw, hnsw-sq8, ivf")
     ap.add_argument("--M", type=int, default=16, help="HNSW links a node (layer 0: 2M)")
     ap.add_argument("--ef-construction", type=int, default=200)
     ap.add_argument("--ef", default="10,16,24,32,48,64,96,128,192,256,384,512")
@@ -173,8 +176,8 @@ def main():
     args = ap.parse_args()
 
     kinds = [x for x in args.index.split(",") if x]
-    if not kinds or any(x not in ("hnsw", "ivf") for x in kinds):
-        die("--index takes hnsw, ivf or hnsw,ivf")
+    if not kinds or any(x not in ("hnsw", "hnsw-sq8", "ivf") for x in kinds):
+        die("--index takes a comma list of hnsw, hnsw-sq8 and ivf")
     batches = int_list(args.batch)
     if any(b not in (0, 1) for b in batches):
         die("--batch takes 0 (all queries a call) and/or 1")
@@ -193,6 +196,7 @@ def main():
     n, dim = base.shape
     nq = queries.shape[0]
     cosine = args.metric == "cosine"
+    direct_bytes = base.dtype == np.uint8 and not cosine  # QT_8bit_direct holds them exactly
     xb, xq = as_float(base, cosine), as_float(queries, cosine)
     del base
     faiss_metric = faiss.METRIC_L2 if args.metric == "l2" else faiss.METRIC_INNER_PRODUCT
@@ -211,11 +215,19 @@ def main():
     def build(kind):
         faiss.omp_set_num_threads(args.threads)
         t0 = time.perf_counter()
-        if kind == "hnsw":
-            index = faiss.IndexHNSWFlat(dim, args.M, faiss_metric)
+        if kind in ("hnsw", "hnsw-sq8"):
+            if kind == "hnsw":
+                index = faiss.IndexHNSWFlat(dim, args.M, faiss_metric)
+                params = {"storage": "f32"}
+            else:
+                sq = faiss.ScalarQuantizer
+                qtype = sq.QT_8bit_direct if direct_bytes else sq.QT_8bit
+                index = faiss.IndexHNSWSQ(dim, qtype, args.M, faiss_metric)
+                index.train(xb)
+                params = {"storage": "u8" if direct_bytes else "sq8"}
             index.hnsw.efConstruction = args.ef_construction
             index.add(xb)
-            params = {"M": args.M, "ef_construction": args.ef_construction}
+            params.update(M=args.M, ef_construction=args.ef_construction)
         else:
             nlist = args.nlist or 1 << max(0, round(math.log2(4 * math.sqrt(n))))
             quantizer = faiss.IndexFlat(dim, faiss_metric)
@@ -226,21 +238,21 @@ def main():
                 sample = xb[np.sort(pick)]
             index.train(sample)
             index.add(xb)
-            params = {"nlist": nlist}
+            params = {"storage": "f32", "nlist": nlist}
         build_s = time.perf_counter() - t0
         print(f"built {kind} {params} in {build_s:.2f} s ({args.threads} threads)", flush=True)
         return index, params, build_s
 
     def set_point(index, kind, value):
-        if kind == "hnsw":
+        if kind != "ivf":
             index.hnsw.efSearch = value
         else:
             index.nprobe = value
 
     for kind in kinds:
         index, build_params, build_s = build(kind)
-        swept_name = "ef" if kind == "hnsw" else "nprobe"
-        values = int_list(args.ef if kind == "hnsw" else args.nprobe)
+        swept_name = "nprobe" if kind == "ivf" else "ef"
+        values = int_list(args.nprobe if kind == "ivf" else args.ef)
         if kind == "ivf":
             values = [v for v in values if v <= build_params["nlist"]]
         for batch in batches:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of one 1M-scale real data set on the GPU machine, every system in the same run:
 # CAGRA on the GPU (batch 10K and batch 1, swept and at the defaults), exact GPU brute force (cuBLAS), our CPU backend on all
-# host cores (with --stats: distance computations and bytes per query), hnswlib (M=16,
+# host cores (with --stats: distance computations and bytes per query) and at batch 1 on one thread, hnswlib (M=16,
 # efConstruction=200, all host cores; batch 1 on one thread), and a device-to-device copy
 # bandwidth measured in the same run. JSON lines go to $OUT/NAME-DEVICE-COMMIT.jsonl, the log to $OUT/NAME.log,
 # and a QPS-at-recall table is printed last.
@@ -110,7 +110,9 @@ bench_index() {  # STORAGE LABEL
   fi
   { [ "$storage" = f16 ] || [ "${SKIP_CPU:-0}" = 1 ]; } && return
   run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
-    --threads "$THREADS" --repeat 2 --itopk 16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
+    --threads "$THREADS" --repeat 2 --itopk 10,12,16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
+  run_bench "cpu $storage (1 thread), batch 1" "$idx" "$queries" "$gt" --backend cpu --batch 1 \
+    --itopk 10,12,16,24,32,48,64,96 "${common[@]}"
 }
 case "$base" in *.fbin) main_storage=f32 ;; *) main_storage=input ;; esac
 bench_index "$main_storage"
