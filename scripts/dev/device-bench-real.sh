@@ -111,7 +111,7 @@ bench_index() {  # STORAGE LABEL
   { [ "$storage" = f16 ] || [ "${SKIP_CPU:-0}" = 1 ]; } && return
   run_bench "cpu $storage ($THREADS threads), batch 10000, --stats" "$idx" "$queries" "$gt" --backend cpu \
     --threads "$THREADS" --repeat 2 --itopk 10,12,16,24,32,48,64,96,128,192,256 --stats "${common[@]}"
-  run_bench "cpu $storage (1 thread), batch 1" "$idx" "$queries" "$gt" --backend cpu --batch 1 \
+  run_bench "cpu $storage (1 thread), batch 1" "$idx" "$queries" "$gt" --backend cpu --batch 1 --repeat 3 \
     --itopk 10,12,16,24,32,48,64,96 "${common[@]}"
 }
 case "$base" in *.fbin) main_storage=f32 ;; *) main_storage=input ;; esac
