@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CPU benchmarks on this machine, every system in the same run with the same thread count:
-# Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by our CPU backend (u8 storage and f32
-# storage), by hnswlib (M=16, efConstruction=200, float vectors) and by faiss (HNSW-Flat and
+# Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by our CPU backend (u8 storage, and f32
+# storage walked exactly and on its int8 copy), by hnswlib (M=16, efConstruction=200, float vectors) and by faiss (HNSW-Flat and
 # IVF-Flat, bench/faiss_peer.py, from the faiss-cpu wheel), batch 10K and batch 1, plus
 # the recall sweep on bigann10k. JSON lines go to bench/results/DATASET-DEVICE-COMMIT.jsonl
 # (DEVICE: cpuN for N threads, e.g. fashion-mnist-cpu2-6b431d6.jsonl), plots to docs/, and the
@@ -35,10 +35,12 @@ for storage in input f32; do
   echo "$log" | grep -E "^(build|time) "
   build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' <<<"$log")
   common=(--dataset fashion-mnist --json "$J" -k 10 --build-s "$build_s")
+  # f32 rows are also walked on their int8 copy, the best candidates re-ranked exactly.
+  trav=(); [ "$storage" = f32 ] && trav=(--traversal exact,int8)
   "$C" bench "$W/fashion-$storage.cagra" "$queries" "$W/fashion-gt.ibin" --threads "$THREADS" \
-    --repeat 3 --itopk 10,12,16,24,32,48,64,96,128 "${common[@]}"
+    --repeat 3 --itopk 10,12,16,24,32,48,64,96,128 "${trav[@]}" "${common[@]}"
   "$C" bench "$W/fashion-$storage.cagra" "$queries" "$W/fashion-gt.ibin" --batch 1 \
-    --itopk 10,16,32,64 "${common[@]}"
+    --itopk 10,16,32,64 "${trav[@]}" "${common[@]}"
 done
 "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$W/fashion-gt.ibin" --threads "$THREADS" --batch 0,1 \
   --ef 10,12,16,20,24,32,48,64,96,128 --dataset fashion-mnist --json "$J"
