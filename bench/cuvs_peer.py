@@ -30,7 +30,6 @@ one): this script imports cuvs first and never imports torch.
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -44,6 +43,7 @@ except ImportError as e:  # pragma: no cover - the GPU machine only
     sys.exit(f"cuvs_peer: cannot import cuvs ({e}); see scripts/dev/device-cuvs.sh")
 import cupy as cp  # noqa: E402  (after cuvs, on purpose)
 import cupyx  # noqa: E402
+from peer_common import commit_id, recall_at  # noqa: E402  (numpy and the standard library only)
 
 DTYPES = {".u8bin": np.uint8, ".i8bin": np.int8, ".fbin": np.float32, ".ibin": np.int32}
 STORAGE = {np.uint8: "u8", np.int8: "i8", np.float32: "f32"}
@@ -72,20 +72,6 @@ def int_list(s):
     return [int(x) for x in s.split(",") if x.strip()]
 
 
-def commit_id(given):
-    if given:
-        return given
-    if os.environ.get("CAGRA_COMMIT"):
-        return os.environ["CAGRA_COMMIT"]
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def device_name():
     """The same form as `cagra bench`: 'NAME (sm_90, 132 SMs, 81079 MiB, driver D, runtime R)'."""
     p = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
@@ -93,13 +79,6 @@ def device_name():
     return (f"{name} (sm_{p['major']}{p['minor']}, {p['multiProcessorCount']} SMs, "
             f"{p['totalGlobalMem'] // (1 << 20)} MiB, driver {cp.cuda.runtime.driverGetVersion()}, "
             f"runtime {cp.cuda.runtime.runtimeGetVersion()})")
-
-
-def recall_at(found, truth, k):
-    found = np.asarray(found)[:, :k].astype(np.int64)
-    truth = np.asarray(truth)[:, :k].astype(np.int64)
-    hits = (found[:, :, None] == truth[:, None, :]).any(axis=2).sum()
-    return float(hits) / (found.shape[0] * k)
 
 
 class Searcher:

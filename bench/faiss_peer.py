@@ -33,11 +33,11 @@ import gzip
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
 import numpy as np
+from peer_common import commit_id, recall_at
 
 try:
     import faiss
@@ -93,20 +93,6 @@ def int_list(s):
     return out
 
 
-def commit_id(given):
-    if given:
-        return given
-    if os.environ.get("CAGRA_COMMIT"):
-        return os.environ["CAGRA_COMMIT"]
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        out = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, check=True)
-        return out.stdout.strip() or "unknown"
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def cpu_model():
     """The CPU as `cagra bench` names it (tools/cli/bench_json.cpp, cpu_model)."""
     try:
@@ -130,13 +116,6 @@ def as_float(rows, cosine):
         norms = np.linalg.norm(x, axis=1, keepdims=True)
         x = x / np.where(norms > 0, norms, 1)
     return np.ascontiguousarray(x, dtype=np.float32)
-
-
-def recall_at(found, truth, k):
-    found = found[:, :k].astype(np.int64)
-    truth = truth[:, :k].astype(np.int64)
-    hits = (found[:, :, None] == truth[:, None, :]).any(axis=2).sum()
-    return float(hits) / (found.shape[0] * k)
 
 
 def call_overhead_us(dim, k):

@@ -56,7 +56,7 @@ def load(paths):
 
 # Parameters that the writers record only when set (`cagra bench` writes "persistent" only for
 # points that ran through the resident kernel): a missing one has this value.
-UNSET = {"persistent": False}
+UNSET = {"persistent": False, "traversal": "exact"}
 
 
 def param(point, key):

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # CPU benchmarks on this machine, every system in the same run with the same thread count:
 # Fashion-MNIST (60,000 x 784 u8, 10,000 queries) searched by our CPU backend (u8 storage, and f32
-# storage walked exactly and on its int8 copy), by hnswlib (M=16, efConstruction=200, float vectors) and by faiss (HNSW-Flat and
-# IVF-Flat, bench/faiss_peer.py, from the faiss-cpu wheel), batch 10K and batch 1, plus
-# the recall sweep on bigann10k. JSON lines go to bench/results/DATASET-DEVICE-COMMIT.jsonl
-# (DEVICE: cpuN for N threads, e.g. fashion-mnist-cpu2-6b431d6.jsonl), plots to docs/, and the
-# QPS-at-recall table is printed last. Needs the build from scripts/setup.sh.
+# storage walked exactly and on its int8 copy), by hnswlib (M=16, efConstruction=200, float
+# vectors) and by faiss (HNSW-Flat, HNSW over one-byte rows and IVF-Flat: bench/faiss_peer.py,
+# from the faiss-cpu wheel), batch 10K and batch 1, plus the recall sweep on bigann10k. JSON lines
+# go to bench/results/DATASET-DEVICE-COMMIT.jsonl (DEVICE: cpuN for N threads, e.g.
+# fashion-mnist-cpu2-6b431d6.jsonl), plots to docs/, and the QPS-at-recall table is printed last.
+# Needs the build from scripts/setup.sh.
 #
 # Environment: THREADS (default: all cores), BUILD_DIR (default build), PYTHON (for the plots),
 # FAISS_PYTHON (a python that imports faiss; default: a venv in BUILD_DIR/bench-work),
@@ -45,9 +46,9 @@ done
 "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$W/fashion-gt.ibin" --threads "$THREADS" --batch 0,1 \
   --ef 10,12,16,20,24,32,48,64,96,128 --dataset fashion-mnist --json "$J"
 
-# faiss (CPU): HNSW-Flat (hnswlib's M and efConstruction) and IVF-Flat, from the faiss-cpu wheel in
-# a virtual environment of its own (it needs a newer numpy than Debian's); skipped, with a note,
-# where pip cannot fetch it.
+# faiss (CPU): HNSW-Flat (hnswlib's M and efConstruction), HNSW over one-byte rows and IVF-Flat,
+# from the faiss-cpu wheel in a virtual environment of its own (it needs a newer numpy than
+# Debian's); skipped, with a note, where pip cannot fetch it.
 FAISS_PY=${FAISS_PYTHON:-$W/faiss-venv/bin/python}
 if ! "$FAISS_PY" -c "import faiss" 2>/dev/null; then
   { "$PY" -m venv "$W/faiss-venv" && "$W/faiss-venv/bin/python" -m pip install --quiet faiss-cpu; } \
