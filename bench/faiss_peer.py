@@ -35,6 +35,7 @@ import math
 import os
 import sys
 import time
+import zlib
 
 import numpy as np
 from peer_common import commit_id, recall_at
@@ -67,6 +68,13 @@ def read_idx(path):
 
 
 def read_matrix(path):
+    try:
+        return read_matrix_file(path)
+    except (OSError, EOFError, zlib.error) as e:  # also a damaged gzip stream
+        die(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+
+
+def read_matrix_file(path):
     if "idx3-ubyte" in os.path.basename(path):
         return read_idx(path)
     ext = os.path.splitext(path)[1]
@@ -183,7 +191,10 @@ def main():
     commit = commit_id(args.commit)
     cpu = cpu_model()
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-faiss-{os.getpid()}"
-    out = open(args.json, "a", encoding="utf-8") if args.json else None  # a bad path fails early
+    try:
+        out = open(args.json, "a", encoding="utf-8") if args.json else None  # fails early
+    except OSError as e:
+        die(f"cannot open {args.json} for appending: {e.strerror}")
     nq1 = min(nq, args.batch1_queries) if args.batch1_queries > 0 else nq
     call_us = call_overhead_us(dim, args.k) if 1 in batches else float("nan")
     print(f"faiss {faiss.__version__} ({faiss.get_compile_options()}) on {cpu}; {dataset}: n={n} "
