@@ -8,10 +8,11 @@ recall/QPS plot with CAGRA and hnswlib.
                 [--batch1-queries N] [--k 10] [--metric l2|ip|cosine] [--reps 3]
                 [--json FILE] [--dataset NAME] [--commit C]
 
-BASE and QUERIES are .u8bin / .i8bin / .fbin files or MNIST idx files (.idx3-ubyte, optionally
-gzipped: Fashion-MNIST as Debian ships it), GT an .ibin file (an int32 row count and column
-count, then the rows). Rows are converted to float32 (unit rows for cosine, searched by inner
-product). Three indexes, each a usual choice:
+BASE and QUERIES are .u8bin / .i8bin / .fbin, .npy (2-D), .fvecs / .bvecs files or MNIST idx
+files (.idx3-ubyte, optionally gzipped: Fashion-MNIST as Debian ships it); GT an .ibin file (an
+int32 row count and column count, then the rows, as `cagra gt` writes it), .ivecs or .npy.
+Rows are converted to float32 (unit rows for cosine, searched by inner product). Three indexes,
+each a usual choice:
   hnsw  IndexHNSWFlat(dim, M), efConstruction as given (hnswlib's M=16 and efConstruction=200 by
         default, so the two HNSW implementations build the same kind of graph); efSearch swept;
   hnsw-sq8  IndexHNSWSQ: the same graph over rows of one byte an element, the storage CAGRA's
@@ -46,6 +47,7 @@ except ImportError as e:  # pragma: no cover - needs the faiss-cpu wheel
     sys.exit(f"faiss_peer: cannot import faiss ({e}); pip install faiss-cpu")
 
 BIN_DTYPES = {".u8bin": np.uint8, ".i8bin": np.int8, ".fbin": np.float32, ".ibin": np.int32}
+VECS_DTYPES = {".fvecs": np.float32, ".bvecs": np.uint8, ".ivecs": np.int32}
 
 
 def die(msg):
@@ -70,16 +72,44 @@ def read_idx(path):
 def read_matrix(path):
     try:
         return read_matrix_file(path)
-    except (OSError, EOFError, zlib.error) as e:  # also a damaged gzip stream
+    except (OSError, EOFError, ValueError, zlib.error) as e:  # also damaged gzip or .npy
         die(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+
+
+def read_vecs(path, dtype):
+    """.fvecs / .bvecs / .ivecs: every row an int32 dimension, then the row."""
+    raw = np.fromfile(path, dtype=np.uint8)
+    if raw.size < 4:
+        die(f"{path}: shorter than one row")
+    dim = int(raw[:4].view(np.int32)[0])
+    row_bytes = 4 + dim * np.dtype(dtype).itemsize
+    if dim <= 0 or raw.size % row_bytes:
+        die(f"{path}: not a whole number of rows of dimension {dim}")
+    rows = raw.reshape(-1, row_bytes)
+    if (rows[:, :4].copy().view(np.int32) != dim).any():
+        die(f"{path}: rows of different dimensions")
+    return rows[:, 4:].copy().view(dtype)
 
 
 def read_matrix_file(path):
     if "idx3-ubyte" in os.path.basename(path):
         return read_idx(path)
     ext = os.path.splitext(path)[1]
+    if ext == ".npy":
+        try:
+            data = np.load(path, allow_pickle=False)
+        except OSError:
+            raise
+        except Exception as e:  # numpy's header parser raises several kinds on damaged files
+            die(f"{path}: not a readable .npy file ({type(e).__name__}: {e})")
+        if data.ndim != 2 or data.dtype.kind not in "iuf":
+            die(f"{path}: not a 2-D array of numbers ({data.shape} {data.dtype})")
+        return data
+    if ext in VECS_DTYPES:
+        return read_vecs(path, VECS_DTYPES[ext])
     if ext not in BIN_DTYPES:
-        die(f"{path}: unknown format (.u8bin, .i8bin, .fbin, .ibin or an idx3-ubyte file)")
+        die(f"{path}: unknown format (.u8bin, .i8bin, .fbin, .ibin, .npy, .fvecs, .bvecs, .ivecs "
+            "or an idx3-ubyte file)")
     with open(path, "rb") as f:
         head = np.fromfile(f, dtype=np.int32, count=2)
         if head.size != 2 or head[0] < 0 or head[1] <= 0:
