@@ -11,7 +11,11 @@
 # faiss comes from python3 if it imports it, else from the wheel carried in stage/wheels/
 # (unpacked into /tmp/faiss-pkgs; the machine has no network). Carry third_party/ (hnswlib).
 # Environment: BUILD_DIR (/tmp/build-cpu), THREADS (all), ITOPK, EF, FAISS_INDEX (hnsw,hnsw-sq8),
-# FAISS_BATCH1 (2000 queries at batch 1), REPS (3 for ours, 2 for the peers' sweeps).
+# FAISS_BATCH1 (2000 queries at batch 1), REPS (3 for ours, 2 for the peers' sweeps), TRAVERSAL
+# (ours: exact for byte rows, exact,int8 for float rows), SAMPLINGS (ours' --random-samplings
+# list: 0 = automatic), SKIP (a comma list of systems left out: ours, hnswlib, faiss),
+# STEPS=build (build our index only, so that a later call with KEEP_INDEX=1 searches it: a warm
+# machine keeps /tmp).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=${1:?usage: device-cpu-peers.sh NAME [METRIC]}
@@ -39,22 +43,34 @@ if [ ! -x "$BUILD_DIR/cagra" ] || [ ! -x "$BUILD_DIR/hnswlib_peer" ]; then
 fi
 rc=0
 idx=/tmp/$NAME-cpu.cagra
-log=$("$BUILD_DIR/cagra" build "$base" -o "$idx" --metric "$METRIC" --graph-degree 32 --intermediate-degree 64 \
-  --backend cpu --threads "$THREADS" --force) || { echo "index build failed"; exit 1; }
-grep -E "^time" <<<"$log"
-build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' <<<"$log")
+if [ -n "${KEEP_INDEX:-}" ] && [ -s "$idx" ] && [ -s "$idx.log" ]; then
+  echo "index: $idx kept from an earlier call (KEEP_INDEX)"
+else
+  "$BUILD_DIR/cagra" build "$base" -o "$idx" --metric "$METRIC" --graph-degree 32 --intermediate-degree 64 \
+    --backend cpu --threads "$THREADS" --force >"$idx.log" || { echo "index build failed"; exit 1; }
+fi
+grep -E "^time" "$idx.log"
+build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$idx.log")
+[ "${STEPS:-build,search}" = build ] && exit 0
+trav=${TRAVERSAL:-exact}
+[ -z "${TRAVERSAL:-}" ] && [[ $base == *.fbin ]] && trav=exact,int8
+skip=",${SKIP:-},"
 for batch in 0 1; do
+  [[ $skip == *,ours,* ]] && break
   "$BUILD_DIR/cagra" bench "$idx" "$queries" "$gt" --backend cpu --batch "$batch" --threads "$THREADS" \
-    --itopk "$ITOPK" --repeat "${REPS:-3}" --dataset "$NAME" --json "$J" --build-s "$build_s" | tail -n +5 || rc=1
+    --itopk "$ITOPK" --traversal "$trav" --random-samplings "${SAMPLINGS:-0}" --repeat "${REPS:-3}" \
+    --dataset "$NAME" --json "$J" --build-s "$build_s" | tail -n +5 || rc=1
 done
-"$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch 0,1 \
+[[ $skip == *,hnswlib,* ]] || "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch 0,1 \
   --reps 2 --ef "$EF" --dataset "$NAME" --json "$J" || rc=1
 fpy() { PYTHONPATH=/tmp/faiss-pkgs${PYTHONPATH:+:$PYTHONPATH} python3 "$@"; }
 if ! fpy -c "import faiss" 2>/dev/null; then
   whl=$(ls stage/wheels/faiss_cpu-*.whl 2>/dev/null | head -1)
   [ -n "$whl" ] && python3 -m pip install --quiet --no-index --no-deps --target /tmp/faiss-pkgs "$whl" >/dev/null 2>&1
 fi
-if fpy -c "import faiss" 2>/dev/null; then
+if [[ $skip == *,faiss,* ]]; then
+  :
+elif fpy -c "import faiss" 2>/dev/null; then
   fpy bench/faiss_peer.py "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" \
     --index "${FAISS_INDEX:-hnsw,hnsw-sq8}" --batch 0,1 --batch1-queries "${FAISS_BATCH1:-2000}" --reps 2 \
     --ef "$EF" --dataset "$NAME" --json "$J" || rc=1
