@@ -137,6 +137,17 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
   s.initial_nodes = single_initial_nodes(s, shape);
 }
 
+/** The CPU walk's random samplings when num_random_samplings is left at 0 (and the filter is not
+ *  one per query): 1, so a walk starts from itopk + p x d random rows instead of
+ *  itopk + p x d x (1 + ceil(log2(N / 100K))), as the GPU's automatic single-CTA shape does
+ *  (plan_kernels.cpp, kAutoSingleCtaSamplings). The draws are a fixed cost that the short walks
+ *  of low recall do not amortize: 336 rows of 1.5 KB at MiniLM-1M, degree 64, itopk 16. At
+ *  equal recall, SIFT-wall-1M: 6-16% fewer distances a query, on a 16-core Xeon 1.09-1.26x the
+ *  QPS at batch 10K and 0.89-1.45x at batch 1 (two runs); the SYNTHETIC clustered set loses
+ *  0.2-2.3 points at equal itopk but still computes 2-9% fewer distances at equal recall
+ *  (docs/benchmarks.md, "One random sampling: the CPU's automatic value"). */
+constexpr uint32_t kAutoCpuSamplings = 1;
+
 /** The CPU's visited hash (in the thread's heap): about 4 slots per node a query is expected
  *  to see (top-M x d, plus the initial draws), 2^8..2^20. */
 uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index_shape& shape) {
@@ -166,6 +177,10 @@ search_plan make_search_plan(backend target, const search_params& p, const index
     return s;
   }
   if (target == backend::cpu) {
+    if (p.num_random_samplings == 0 && filter != filter_kind::per_query) {
+      s.random_samplings = kAutoCpuSamplings;
+      s.initial_nodes = single_initial_nodes(s, shape);
+    }
     s.hash_bits = cpu_hash_bits(p, s, shape);
     return s;
   }

@@ -1,8 +1,8 @@
 // CAGRA search on the CPU (paper §IV-A), one query per thread at a time.
 //
 // Buffer = internal top-M list (sorted) + candidate list (p x d). Step 0 fills the candidates
-// with random nodes (seeded by the query's content, several samplings per slot at large N, so
-// recall does not collapse at N >= 100K); then repeat: 1) insert the candidates that beat the
+// with itopk + p x d x samplings random nodes (seeded by the query's content; samplings 1 unless
+// set: core/plan.cpp, kAutoCpuSamplings); then repeat: 1) insert the candidates that beat the
 // top-M's last entry into it; 2) take the first p top-M entries that were not parents yet (parent
 // flag = MSB of the id); 3) their neighbors not seen before (visited hash; optionally forgettable:
 // cleared every `reset_interval` iterations and re-seeded with the top-M ids) get a distance and

@@ -248,6 +248,29 @@ TEST(Plan, LargeGraphDegreeWithDefaultIntermediate) {
   EXPECT_NO_THROW(search(cpu, {}, idx, q, 10, {ids.data(), 3, 10}, {}));
 }
 
+// The CPU walk draws one random sampling when num_random_samplings is left at 0: itopk + d random
+// rows, not itopk + d x (1 + ceil(log2(N / 100K))) (5 at 1M rows), like the GPU's automatic
+// single-CTA shape (core/plan.cpp, kAutoCpuSamplings). An explicit count is kept, and so is the
+// general rule under a filter per query.
+TEST(Plan, CpuDrawsOneSamplingByDefault) {
+  const core::index_shape minilm{1000000, 384, 64, dtype::f32, metric::cosine};
+  const auto plan = [&](const search_params& p, filter_kind f = filter_kind::none) {
+    return core::make_search_plan(backend::cpu, p, minilm, 10, 10000, memory_space::host, 0, f,
+                                  minilm.rows);
+  };
+  search_params p;
+  p.itopk_size = 16;
+  EXPECT_EQ(plan(p).random_samplings, 1u);
+  EXPECT_EQ(plan(p).initial_nodes, 16u + 64u);
+  EXPECT_EQ(plan(p, filter_kind::shared).random_samplings, 1u);
+  EXPECT_EQ(plan(p, filter_kind::per_query).random_samplings, 5u) << "1 + ceil(log2(10))";
+  p.search_width = 2;
+  EXPECT_EQ(plan(p).initial_nodes, 16u + 2u * 64u);
+  p.search_width = 1;
+  p.num_random_samplings = 5;
+  EXPECT_EQ(plan(p).initial_nodes, 16u + 5u * 64u) << "an explicit count is kept";
+}
+
 TEST(Parsing, MetricsAndBackends) {
   EXPECT_EQ(parse_metric("ip"), metric::inner_product);
   EXPECT_EQ(parse_metric("cosine"), metric::cosine);
