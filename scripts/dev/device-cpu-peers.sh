@@ -13,9 +13,9 @@
 # Environment: BUILD_DIR (/tmp/build-cpu), THREADS (all), ITOPK, EF, FAISS_INDEX (hnsw,hnsw-sq8),
 # FAISS_BATCH1 (2000 queries at batch 1), REPS (3 for ours, 2 for the peers' sweeps), TRAVERSAL
 # (ours: exact for byte rows, exact,int8 for float rows), SAMPLINGS (ours' --random-samplings
-# list: 0 = automatic), SKIP (a comma list of systems left out: ours, hnswlib, faiss),
-# STEPS=build (build our index only, so that a later call with KEEP_INDEX=1 searches it: a warm
-# machine keeps /tmp).
+# list: 0 = automatic), SKIP (a comma list of systems left out: ours, hnswlib, faiss), DEGREE
+# (our graph degree, 32; the intermediate degree twice it), STEPS=build (build our index only, so
+# that a later call with KEEP_INDEX=1 searches it: a warm machine keeps /tmp).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=${1:?usage: device-cpu-peers.sh NAME [METRIC]}
@@ -25,6 +25,7 @@ BUILD_DIR=${BUILD_DIR:-/tmp/build-cpu}
 THREADS=${THREADS:-$(nproc)}
 DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
 ITOPK=${ITOPK:-10,12,16,24,32,48,64,96,128}
+DEGREE=${DEGREE:-32}
 EF=${EF:-10,16,24,32,48,64,96,128,192}
 export CAGRA_COMMIT=${CAGRA_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 J="$OUT/$NAME-cpu$THREADS-$CAGRA_COMMIT.jsonl"
@@ -42,12 +43,12 @@ if [ ! -x "$BUILD_DIR/cagra" ] || [ ! -x "$BUILD_DIR/hnswlib_peer" ]; then
     { echo "build failed"; tail -20 "$OUT/cpu-peers-build.log"; exit 1; }
 fi
 rc=0
-idx=/tmp/$NAME-cpu.cagra
+idx=/tmp/$NAME-cpu-d$DEGREE.cagra
 if [ -n "${KEEP_INDEX:-}" ] && [ -s "$idx" ] && [ -s "$idx.log" ]; then
   echo "index: $idx kept from an earlier call (KEEP_INDEX)"
 else
-  "$BUILD_DIR/cagra" build "$base" -o "$idx" --metric "$METRIC" --graph-degree 32 --intermediate-degree 64 \
-    --backend cpu --threads "$THREADS" --force >"$idx.log" || { echo "index build failed"; exit 1; }
+  "$BUILD_DIR/cagra" build "$base" -o "$idx" --metric "$METRIC" --graph-degree "$DEGREE" \
+    --intermediate-degree $((2 * DEGREE)) --backend cpu --threads "$THREADS" --force >"$idx.log" || { echo "index build failed"; exit 1; }
 fi
 grep -E "^time" "$idx.log"
 build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$idx.log")
