@@ -152,8 +152,9 @@ struct search_params {
   /** Forgettable hash: clear the table every this many iterations and re-register the top-M ids;
    *  0 = never (standard hash). */
   uint32_t hash_reset_interval = 0;
-  /** Random samples tried per initial slot (the best is kept); 0 = auto: 1 for a large GPU batch
-   *  at the automatic shape (single-CTA, width left at 1), else grows with log N. */
+  /** Random samples tried per initial slot (the best is kept); 0 = auto: 1 on the CPU and for a
+   *  large GPU batch at the automatic shape (single-CTA, width left at 1), else (a filter per
+   *  query, the GPU's other paths) grows with log N. */
   uint32_t num_random_samplings = 0;
   /** Seed of the random initial nodes, mixed with a hash of the query's own bytes: a query draws
    *  the same nodes (and gets the same answer) whatever batch or position it comes in. */
