@@ -65,7 +65,7 @@ done
 [[ $skip == *,hnswlib,* ]] || "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch 0,1 \
   --reps 2 --ef "$EF" --dataset "$NAME" --json "$J" || rc=1
 fpy() { PYTHONPATH=/tmp/faiss-pkgs${PYTHONPATH:+:$PYTHONPATH} python3 "$@"; }
-if ! fpy -c "import faiss" 2>/dev/null; then
+if [[ $skip != *,faiss,* ]] && ! fpy -c "import faiss" 2>/dev/null; then
   whl=$(ls stage/wheels/faiss_cpu-*.whl 2>/dev/null | head -1)
   [ -n "$whl" ] && python3 -m pip install --quiet --no-index --no-deps --target /tmp/faiss-pkgs "$whl" >/dev/null 2>&1
 fi
