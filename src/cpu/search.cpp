@@ -10,9 +10,6 @@
 // filtered search walks the same way (disallowed rows stay navigable) and returns the allowed
 // entries of the final top-M list (the plan has grown the list as the filter's selectivity fell).
 #include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
 
 #include <omp.h>
 
@@ -20,21 +17,16 @@
 #include "core/visited_hash.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
+#include "cpu/walk.hpp"
 
 namespace cagra::cpu {
 namespace {
 
 using bits::kParentFlag;
-using bits::mix64;
-constexpr float kFar = std::numeric_limits<float>::infinity();
-
-struct entry {
-  float dist;
-  uint32_t id;  // MSB = has been a parent
-};
-inline bool nearer(const entry& a, const entry& b) {
-  return a.dist < b.dist || (a.dist == b.dist && (a.id & ~kParentFlag) < (b.id & ~kParentFlag));
-}
+using walk::entry;
+using walk::kFar;
+using walk::nearer;
+using walk::prefetch_row;
 
 template <typename T>
 class searcher {
@@ -94,10 +86,6 @@ class searcher {
 
  private:
   const T* row(uint32_t id) const { return x_ + static_cast<size_t>(id) * dim_; }
-  static void prefetch_row(const void* p, size_t bytes) {
-    const char* c = static_cast<const char*>(p);
-    for (size_t off = 0; off < std::min<size_t>(bytes, 512); off += 64) __builtin_prefetch(c + off);
-  }
 
   // Step 0: itopk + p*d*samplings random nodes (distinct via the hash). The seed mixes the query's
   // own bytes, so a query gets the same answer whatever batch or position it comes in.
