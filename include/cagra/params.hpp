@@ -23,7 +23,10 @@ enum class knn_algo : uint32_t { automatic = 0, nn_descent = 1, brute_force = 2 
 /** Edge ordering used when pruning the kNN graph (paper §III-B). `rank` is CAGRA's choice;
  *  `distance` is the ablation that needs the vectors. */
 enum class reorder_kind : uint32_t { rank = 0, distance = 1 };
-/** GPU search kernel (paper §IV-C); the CPU backend ignores it. */
+/** Search algorithm (paper §IV-C). GPU: the kernel. CPU: `multi_cta` walks each query with
+ *  several walkers at once, a thread each (the multi-CTA algorithm with a thread for a CTA): the
+ *  latency path for small batches (docs/params.md, "The CPU's latency path"); otherwise one
+ *  thread walks a query. */
 enum class search_algo : uint32_t { automatic = 0, single_cta = 1, multi_cta = 2 };
 /** How a filtered search finds the allowed rows (cagra/filter.hpp): `graph` walks the graph with
  *  a top-M list grown as the filter's selectivity falls and returns the allowed entries of it;
@@ -135,8 +138,9 @@ struct search_params {
   /** M: length of the internal top-M list ("itopk" in the paper). A value below k is raised to
    *  k, as hnswlib raises ef (cagra::plan_search shows the value used). */
   uint32_t itopk_size = 64;
-  /** p: parents expanded per iteration. GPU multi-CTA search: the CTAs per query (at least the
-   *  lists itopk and 2k need). Left at 1 with algo `automatic` and no filter, the GPU plan
+  /** p: parents expanded per iteration. Multi-CTA search: the CTAs per query on the GPU, the
+   *  walkers per query on the CPU (default there: one per thread), at least the lists itopk and
+   *  2k need. Left at 1 with algo `automatic` and no filter, the GPU plan
    *  chooses: the multi-CTA kernel's CTA count from the batch and the SM count, and 2 parents
    *  per iteration for the single-CTA kernel (docs/cuda.md; cagra::plan_search shows it). */
   uint32_t search_width = 1;

@@ -94,7 +94,8 @@ enum class filter_kind : uint32_t {
  *  `initial_nodes` are per CTA. */
 struct search_plan {
   backend target = backend::cpu;              ///< cpu or cuda (never automatic)
-  search_algo algo = search_algo::automatic;  ///< cuda: single_cta or multi_cta; cpu: automatic
+  search_algo algo = search_algo::automatic;  ///< cuda: single_cta or multi_cta; cpu:
+                                              ///< automatic, or multi_cta (walkers on threads)
   search_io io = search_io::none;
   uint32_t k = 0;
   uint32_t itopk = 0;  ///< max(itopk_size, k)
@@ -105,7 +106,7 @@ struct search_plan {
   uint32_t hash_bits = 0;            ///< log2 of the visited-hash slots
   uint32_t hash_reset_interval = 0;  ///< 0: reset only when nearly full
   uint64_t seed = 0;
-  // The GPU kernels' launch shape (0 on the CPU).
+  // The GPU kernels' launch shape (0 on the CPU, but ctas_per_query: the CPU's walkers).
   uint32_t team_size = 0;       ///< lanes per distance
   uint32_t block_size = 0;      ///< threads per CTA
   uint32_t ctas_per_query = 0;  ///< 1 for single-CTA; multi-CTA: from the batch unless

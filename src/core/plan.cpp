@@ -157,10 +157,45 @@ uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index
   return resolve_hash_bits(p, s, s.search_width * shape.degree, automatic, 24);
 }
 
+/** algo multi_cta on the CPU (cpu/parallel_walk.cpp): each query walked by ctas_per_query
+ *  walkers, a thread each, with the GPU multi-CTA kernel's shape: a 32-entry list and one parent
+ *  an iteration per walker, d x rounds random initial nodes each (rounds: num_random_samplings,
+ *  else 1), and the single walk's iteration budget shared among the walkers (at least
+ *  kMultiCtaMinIterations each). Walkers: search_width when set (above 1), else one per thread
+ *  the search runs on; at least the lists that itopk and 2k entries need (as on the GPU: a
+ *  walker that found more than 32 of the top k loses the rest), at most 128. The visited set is
+ *  the query's, shared by its walkers and never reset: ~4 slots a node the walkers can visit. */
+void plan_cpu_walkers(search_plan& s, const search_params& p, const index_shape& shape,
+                      int threads) {
+  CAGRA_EXPECTS(s.itopk <= gpu::kMultiCtaMaxItopk,
+                "the multi-CTA search handles itopk_size <= %u (got %u)", gpu::kMultiCtaMaxItopk,
+                s.itopk);
+  constexpr uint32_t list = gpu::kMultiCtaList;
+  const auto lists_for = [](uint32_t entries) { return (entries + list - 1) / list; };
+  const uint32_t width =
+      p.search_width > 1 ? p.search_width : static_cast<uint32_t>(std::max(threads, 1));
+  s.algo = search_algo::multi_cta;
+  s.ctas_per_query = std::min(std::max({width, lists_for(s.itopk), lists_for(2 * s.k)}),
+                              lists_for(gpu::kMultiCtaMaxItopk));
+  s.search_width = s.ctas_per_query;
+  const uint32_t rounds = p.num_random_samplings ? p.num_random_samplings : 1;
+  s.random_samplings = rounds;
+  s.initial_nodes = shape.degree * rounds;
+  if (!p.max_iterations)
+    s.max_iterations = std::max(gpu::kMultiCtaMinIterations,
+                                (s.max_iterations + s.ctas_per_query - 1) / s.ctas_per_query);
+  s.min_iterations = std::min(s.min_iterations, s.max_iterations);
+  s.hash_reset_interval = 0;
+  const uint64_t visits = std::min<uint64_t>(
+      uint64_t(shape.rows),
+      uint64_t{s.ctas_per_query} * (s.initial_nodes + uint64_t{s.max_iterations} * shape.degree));
+  s.hash_bits = p.hash_bits ? p.hash_bits : std::clamp<uint32_t>(ceil_log2(4 * visits), 10, 22);
+}
+
 }  // namespace
 
 search_plan make_search_plan(backend target, const search_params& p, const index_shape& shape,
-                             uint32_t k, int64_t batch, memory_space space, int sm_count,
+                             uint32_t k, int64_t batch, memory_space space, int workers,
                              filter_kind filter, int64_t allowed) {
   search_plan s;
   s.target = target;
@@ -177,6 +212,10 @@ search_plan make_search_plan(backend target, const search_params& p, const index
     return s;
   }
   if (target == backend::cpu) {
+    if (p.algo == search_algo::multi_cta) {
+      plan_cpu_walkers(s, p, shape, workers);
+      return s;
+    }
     if (p.num_random_samplings == 0 && filter != filter_kind::per_query) {
       s.random_samplings = kAutoCpuSamplings;
       s.initial_nodes = single_initial_nodes(s, shape);
@@ -184,7 +223,7 @@ search_plan make_search_plan(backend target, const search_params& p, const index
     s.hash_bits = cpu_hash_bits(p, s, shape);
     return s;
   }
-  plan_gpu_search(s, p, shape, batch, space, sm_count, filter);
+  plan_gpu_search(s, p, shape, batch, space, workers, filter);
   return s;
 }
 
@@ -291,7 +330,9 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
         !core::gpu_takes(shape, itopk))
       target = backend::cpu;
   }
-  const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device) : 0;
+  // The GPU's SMs, or the CPU's threads (algo multi_cta: a walker per thread).
+  const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device)
+                                          : core::host_threads(res.num_threads);
   search_plan s = core::make_search_plan(target, params, shape, k, batch, space, sms, fk, allowed);
   // The exact filtered path computes exact distances: no walk to compress.
   if (!int8 || s.filter_path == filter_algo::exact) {

@@ -71,10 +71,11 @@ bool gpu_takes(const index_shape& shape, uint32_t itopk);
 search_plan plan_visible(const resources& res, const search_params& params, const index& idx,
                          uint32_t k, int64_t batch, memory_space space, const row_filter& visible);
 
-/** The plan for backend `target` (resolved): `sm_count` is the GPU's (ignored on the CPU).
- *  `params` are validated. Throws for a kernel asked for that cannot take the search. */
+/** The plan for backend `target` (resolved): `workers` is the GPU's SM count, or the threads a
+ *  CPU search runs on (the automatic walker count of algo multi_cta). `params` are validated.
+ *  Throws for a kernel asked for that cannot take the search. */
 search_plan make_search_plan(backend target, const search_params& params, const index_shape& shape,
-                             uint32_t k, int64_t batch, memory_space space, int sm_count,
+                             uint32_t k, int64_t batch, memory_space space, int workers,
                              filter_kind filter = filter_kind::none, int64_t allowed = 0);
 
 /** A filtered search's path (exact or graph, into s.filter_path; s.allowed_rows) and list length

@@ -59,6 +59,8 @@ std::string to_string(const search_plan& p) {
   std::string s = std::string("backend=") + to_string(p.target);
   if (p.target == backend::cuda)
     s += std::string(" algo=") + to_string(p.algo) + " io=" + to_string(p.io);
+  else if (p.algo == search_algo::multi_cta)  // the CPU's walkers (cpu/parallel_walk.cpp)
+    s += std::string(" algo=") + to_string(p.algo);
   s += kv("k", p.k) + kv("itopk", p.itopk) + kv("search_width", p.search_width) +
        kv("max_iterations", p.max_iterations) + kv("min_iterations", p.min_iterations) +
        kv("random_samplings", p.random_samplings) + kv("initial_nodes", p.initial_nodes) +
@@ -67,6 +69,8 @@ std::string to_string(const search_plan& p) {
   if (p.target == backend::cuda)
     s += kv("team_size", p.team_size) + kv("block_size", p.block_size) +
          kv("ctas_per_query", p.ctas_per_query);
+  else if (p.algo == search_algo::multi_cta)
+    s += kv("ctas_per_query", p.ctas_per_query);
   if (p.io == search_io::persistent) s += kv("persistent_lifetime_us", p.persistent_lifetime_us);
   if (p.pool_rows_per_cta) s += kv("pool_rows_per_cta", p.pool_rows_per_cta);
   if (p.filter != filter_kind::none)

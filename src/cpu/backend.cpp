@@ -38,6 +38,8 @@ class cpu_ops final : public core::backend_ops {
               search_stats* stats) const override {
     if (plan.filter_path == filter_algo::exact)
       cpu::exact_search(idx, queries, plan, filter, ids, distances, res.num_threads);
+    else if (plan.algo == search_algo::multi_cta)
+      cpu::parallel_walk_search(idx, queries, plan, filter, ids, distances, res.num_threads, stats);
     else
       cpu::search(idx, queries, plan, filter, ids, distances, res.num_threads, stats);
   }

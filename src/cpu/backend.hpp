@@ -40,6 +40,12 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
             const row_filter& filter, uint32_t* ids, float* distances, int num_threads,
             search_stats* stats = nullptr);
 
+/** search() of a plan with algo multi_cta: each query walked by plan.ctas_per_query walkers on
+ *  as many threads, their lists merged (src/cpu/parallel_walk.cpp). */
+void parallel_walk_search(const index& idx, dataset_view queries, const search_plan& plan,
+                          const row_filter& filter, uint32_t* ids, float* distances,
+                          int num_threads, search_stats* stats = nullptr);
+
 /** Exact filtered search (plan.filter_path == exact): the k nearest allowed rows of every query
  *  by (distance, id), padded with kInvalidId / +inf (src/cpu/exact_search.cpp). */
 void exact_search(const index& idx, dataset_view queries, const search_plan& plan,

@@ -124,8 +124,9 @@ int run_bench(const args& a) {
   const double deleted_share = a.real("--deleted-share", 0, 0, 0.99);
   const filter_algo falgo = filter_algo_option(a);
   resources res = make_resources(a);
-  // Latency mode: one query per call on one thread, as an online server would run it.
-  if (batch == 1) res.num_threads = 1;
+  // Latency mode: one query per call on one thread, as an online server would run it; with
+  // --algo multi the CPU walks each query on all the threads (cpu/parallel_walk.cpp).
+  if (batch == 1 && algo != search_algo::multi_cta) res.num_threads = 1;
 
   for (const auto& p : {index_path, queries_path, truth_path}) check_input(p);
   // The JSON file is appended to, never replaced, so an existing one is fine; an input is not.
@@ -445,7 +446,9 @@ const command_spec& bench_command() {
           {"--rerank", nullptr, "N",
            "int8 traversal: candidates re-ranked per query, in [k, itopk] (default 0 = auto: "
            "min(itopk, max(32, 4k)); the rerank column shows it)"},
-          {"--algo", nullptr, "A", "GPU kernel: auto (default), single or multi (CTA)"},
+          {"--algo", nullptr, "A",
+           "auto (default), single or multi: the GPU's kernel; on the CPU, multi walks each "
+           "query on all the threads"},
           {"--hash-bits", nullptr, "B", "visited-hash size as log2(slots) (default 0 = auto)"},
           {"--hash-reset-interval", nullptr, "I",
            "forgettable hash: reset every I iterations (default 0 = never)"},
@@ -460,7 +463,8 @@ const command_spec& bench_command() {
            "per call on one thread (latency)"},
           {"--repeat", nullptr, "R", "timed passes per point, the best is kept (default 1)"},
           {"--threads", nullptr, "T",
-           "CPU threads (default: all, 1 with --batch 1; at most 4 per hardware thread)"},
+           "CPU threads (default: all, 1 with --batch 1 unless --algo multi; at most 4 per "
+           "hardware thread)"},
           {"--backend", nullptr, "B", "auto (default: cuda when available), cpu or cuda"},
           {"--devices", nullptr, "LIST",
            "CUDA devices, comma-separated (0,1,...): a single index is replicated over them, a "
