@@ -15,7 +15,9 @@
 # (ours: exact for byte rows, exact,int8 for float rows), SAMPLINGS (ours' --random-samplings
 # list: 0 = automatic), SKIP (a comma list of systems left out: ours, hnswlib, faiss), DEGREE
 # (our graph degree, 32; the intermediate degree twice it), STEPS=build (build our index only, so
-# that a later call with KEEP_INDEX=1 searches it: a warm machine keeps /tmp).
+# that a later call with KEEP_INDEX=1 searches it: a warm machine keeps /tmp), BATCHES (0,1: the
+# batches run), WALKERS (a comma list of thread counts: ours at batch 1 also with --algo multi,
+# each query walked on that many threads; src/cpu/parallel_walk.cpp).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 NAME=${1:?usage: device-cpu-peers.sh NAME [METRIC]}
@@ -56,13 +58,21 @@ build_s=$(sed -n 's/.*total \([0-9.]*\) s.*/\1/p' "$idx.log")
 trav=${TRAVERSAL:-exact}
 [ -z "${TRAVERSAL:-}" ] && [[ $base == *.fbin ]] && trav=exact,int8
 skip=",${SKIP:-},"
-for batch in 0 1; do
+BATCHES=${BATCHES:-0,1}
+for batch in ${BATCHES//,/ }; do
   [[ $skip == *,ours,* ]] && break
   "$BUILD_DIR/cagra" bench "$idx" "$queries" "$gt" --backend cpu --batch "$batch" --threads "$THREADS" \
     --itopk "$ITOPK" --traversal "$trav" --random-samplings "${SAMPLINGS:-0}" --repeat "${REPS:-3}" \
     --dataset "$NAME" --json "$J" --build-s "$build_s" | tail -n +5 || rc=1
 done
-[[ $skip == *,hnswlib,* ]] || "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch 0,1 \
+for t in ${WALKERS//,/ }; do
+  [[ $skip == *,ours,* ]] && break
+  echo "== ours, batch 1, --algo multi on $t threads"
+  "$BUILD_DIR/cagra" bench "$idx" "$queries" "$gt" --backend cpu --batch 1 --algo multi --threads "$t" \
+    --itopk "$ITOPK" --traversal "$trav" --random-samplings "${SAMPLINGS:-0}" --repeat "${REPS:-3}" \
+    --dataset "$NAME" --json "$J" --build-s "$build_s" | tail -n +5 || rc=1
+done
+[[ $skip == *,hnswlib,* ]] || "$BUILD_DIR/hnswlib_peer" "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" --batch "$BATCHES" \
   --reps 2 --ef "$EF" --dataset "$NAME" --json "$J" || rc=1
 fpy() { PYTHONPATH=/tmp/faiss-pkgs${PYTHONPATH:+:$PYTHONPATH} python3 "$@"; }
 if [[ $skip != *,faiss,* ]] && ! fpy -c "import faiss" 2>/dev/null; then
@@ -73,7 +83,7 @@ if [[ $skip == *,faiss,* ]]; then
   :
 elif fpy -c "import faiss" 2>/dev/null; then
   fpy bench/faiss_peer.py "$base" "$queries" "$gt" --metric "$METRIC" --threads "$THREADS" \
-    --index "${FAISS_INDEX:-hnsw,hnsw-sq8}" --batch 0,1 --batch1-queries "${FAISS_BATCH1:-2000}" --reps 2 \
+    --index "${FAISS_INDEX:-hnsw,hnsw-sq8}" --batch "$BATCHES" --batch1-queries "${FAISS_BATCH1:-2000}" --reps 2 \
     --ef "$EF" --dataset "$NAME" --json "$J" || rc=1
 else
   echo "faiss: not importable and no wheel in stage/wheels/"; rc=1
