@@ -87,8 +87,9 @@ class walker {
  public:
   walker(const index& idx, const search_plan& plan)
       : plan_(plan), n_(uint64_t(idx.size())), degree_(idx.graph_degree()), dim_(idx.dim()),
-        x_(static_cast<const T*>(idx.vectors().data())), graph_(idx.graph().data),
-        dist_{idx.metric(), dim_}, cand_(std::max(plan.initial_nodes, degree_)) {}
+        x_(static_cast<const T*>(idx.vectors().data())),
+        graph_(idx.graph().data), dist_{idx.metric(), dim_},
+        cand_(std::max(plan.initial_nodes, degree_)) {}
 
   search_stats counts;
 
@@ -99,11 +100,10 @@ class walker {
    *  CTAs do (the walk's list alone holds ~3 allowed rows at 10% selectivity). */
   void run(const query_t<T>* q, uint64_t state, uint32_t w, shared_visited& seen,
            const uint32_t* allowed, entry* out) {
-    entry* list = allowed ? list_.data() : out;
-    std::fill(list, list + kList, entry{kFar, kInvalidId});
-    std::fill(out, out + kList, entry{kFar, kInvalidId});
+    entry* list = list_.data();
+    list_.fill(entry{kFar, kInvalidId});
+    found_.fill(entry{kFar, kInvalidId});
     allowed_ = allowed;
-    allowed_out_ = allowed ? out : nullptr;
     n_cand_ = 0;
     for (uint32_t t = 0; t < plan_.initial_nodes; ++t) {
       const uint32_t id =
@@ -124,6 +124,7 @@ class walker {
         if (seen.claim(nbr[j])) add(nbr[j]);
       measure_and_merge(q, list);
     }
+    std::copy_n(allowed ? found_.data() : list, kList, out);
   }
 
  private:
@@ -141,7 +142,7 @@ class walker {
     counts.distances += n_cand_;
     for (size_t i = 0; i < n_cand_; ++i) {
       const entry c = cand_[i];
-      if (allowed_out_ && ((allowed_[c.id >> 5] >> (c.id & 31)) & 1u)) insert(allowed_out_, c);
+      if (allowed_ && ((allowed_[c.id >> 5] >> (c.id & 31)) & 1u)) insert(found_.data(), c);
       if (!insert(list, c)) continue;
       const uint32_t* g = graph_ + size_t(c.id) * degree_;
       __builtin_prefetch(g);
@@ -168,9 +169,12 @@ class walker {
   const distance<T> dist_;
   std::vector<entry> cand_;  // the first n_cand_ are this step's candidates
   size_t n_cand_ = 0;
-  std::array<entry, kList> list_;  // the walk's list, where `out` takes the allowed rows
+  // The walk's list, and a filtered walk's allowed rows: the walker's own (on its thread's
+  // stack), not the shared output, whose lines neighbor other walkers' lists (false sharing
+  // there cost each walker ~2x its time at 2-16 threads on SIFT-wall-1M).
+  alignas(64) std::array<entry, kList> list_;
+  alignas(64) std::array<entry, kList> found_;
   const uint32_t* allowed_ = nullptr;
-  entry* allowed_out_ = nullptr;
 };
 
 /** The k nearest entries of a query's `walkers` sorted lists, an id once, padded with
@@ -232,7 +236,7 @@ void parallel_walk_search(const index& idx, dataset_view queries, const search_p
             uint32_t(dim * sizeof(query_t<T>)));
       }
       const int64_t units = in_group * walkers;
-#pragma omp parallel for num_threads(int(std::min<int64_t>(nt, units))) schedule(static, 1)
+#pragma omp parallel for num_threads(int(std::min <int64_t>(nt, units))) schedule(static, 1)
       for (int64_t u = 0; u < units; ++u) {
         const int64_t g = u / walkers, i = first + g;
         const uint32_t* allowed =

@@ -21,8 +21,8 @@ struct entry {
 
 /** The lists' order: by distance, ties by id (the parent flag ignored). */
 inline bool nearer(const entry& a, const entry& b) {
-  return a.dist < b.dist || (a.dist == b.dist && (a.id & ~bits::kParentFlag) <
-                                                     (b.id & ~bits::kParentFlag));
+  return a.dist < b.dist ||
+         (a.dist == b.dist && (a.id & ~bits::kParentFlag) < (b.id & ~bits::kParentFlag));
 }
 
 /** Prefetches the first 512 bytes of a row (the rest streams in behind them). */
