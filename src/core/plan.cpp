@@ -148,6 +148,12 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
  *  (docs/benchmarks.md, "One random sampling: the CPU's automatic value"). */
 constexpr uint32_t kAutoCpuSamplings = 1;
 
+/** The fewest iterations of the automatic budget the CPU's latency path leaves each walker when
+ *  it picks their count from the threads (plan_cpu_walkers). On SIFT-wall-1M (16-core Xeon,
+ *  b63ad57) 6-7 iterations a walker gave recall@10 0.94-0.97 at 8-16 walkers, above one walk at
+ *  the same itopk; 4-5 gave 0.79-0.93, below it. */
+constexpr uint32_t kCpuWalkerIterations = 6;
+
 /** The CPU's visited hash (in the thread's heap): about 4 slots per node a query is expected
  *  to see (top-M x d, plus the initial draws), 2^8..2^20. */
 uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index_shape& shape) {
@@ -162,9 +168,12 @@ uint32_t cpu_hash_bits(const search_params& p, const search_plan& s, const index
  *  an iteration per walker, d x rounds random initial nodes each (rounds: num_random_samplings,
  *  else 1), and the single walk's iteration budget shared among the walkers (at least
  *  kMultiCtaMinIterations each). Walkers: search_width when set (above 1), else one per thread
- *  the search runs on; at least the lists that itopk and 2k entries need (as on the GPU: a
- *  walker that found more than 32 of the top k loses the rest), at most 128. The visited set is
- *  the query's, shared by its walkers and never reset: ~4 slots a node the walkers can visit. */
+ *  the search runs on, but no more than leave each kCpuWalkerIterations of the automatic budget
+ *  (a walker of 4 iterations from random rows had not converged: recall@10 0.79 at itopk 10-24
+ *  with 16 walkers on SIFT-wall-1M, below one walk's 0.88-0.95; docs/params.md); at least the
+ *  lists that itopk and 2k entries need (as on the GPU: a walker that found more than 32 of the
+ *  top k loses the rest), at most 128. The visited set is the query's, shared by its walkers
+ *  and never reset: ~4 slots a node the walkers can visit. */
 void plan_cpu_walkers(search_plan& s, const search_params& p, const index_shape& shape,
                       int threads) {
   CAGRA_EXPECTS(s.itopk <= gpu::kMultiCtaMaxItopk,
@@ -172,8 +181,11 @@ void plan_cpu_walkers(search_plan& s, const search_params& p, const index_shape&
                 s.itopk);
   constexpr uint32_t list = gpu::kMultiCtaList;
   const auto lists_for = [](uint32_t entries) { return (entries + list - 1) / list; };
-  const uint32_t width =
-      p.search_width > 1 ? p.search_width : static_cast<uint32_t>(std::max(threads, 1));
+  uint32_t width = p.search_width;
+  if (width <= 1) {
+    width = static_cast<uint32_t>(std::max(threads, 1));
+    if (!p.max_iterations) width = std::min(width, s.max_iterations / kCpuWalkerIterations);
+  }
   s.algo = search_algo::multi_cta;
   s.ctas_per_query = std::min(std::max({width, lists_for(s.itopk), lists_for(2 * s.k)}),
                               lists_for(gpu::kMultiCtaMaxItopk));
