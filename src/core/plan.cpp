@@ -149,10 +149,13 @@ void resolve_common(search_plan& s, const search_params& p, const index_shape& s
 constexpr uint32_t kAutoCpuSamplings = 1;
 
 /** The fewest iterations of the automatic budget the CPU's latency path leaves each walker when
- *  it picks their count from the threads (plan_cpu_walkers). On SIFT-wall-1M (16-core Xeon,
- *  b63ad57) 6-7 iterations a walker gave recall@10 0.94-0.97 at 8-16 walkers, above one walk at
- *  the same itopk; 4-5 gave 0.79-0.93, below it. */
-constexpr uint32_t kCpuWalkerIterations = 6;
+ *  it picks their count from the threads (plan_cpu_walkers). On SIFT-wall-1M (16-core Xeon) 4-5
+ *  iterations a walker gave recall@10 0.79-0.93 at 16 walkers, below one walk at the same itopk
+ *  (b63ad57); with at least 6, recall still fell where itopk rose from 16 to 24 and from 32 to 48
+ *  (8 -> 10 and 11 -> 14 walkers of 7 -> 6 iterations), while the latency at 16 threads hardly
+ *  moved with the iterations (22-35 us from itopk 10 to 128, 96f930e): fewer, longer walks buy
+ *  recall for almost nothing. */
+constexpr uint32_t kCpuWalkerIterations = 8;
 
 /** The CPU's visited hash (in the thread's heap): about 4 slots per node a query is expected
  *  to see (top-M x d, plus the initial draws), 2^8..2^20. */

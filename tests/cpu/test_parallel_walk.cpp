@@ -111,8 +111,8 @@ TEST_F(ParallelWalk, PlanGivesAWalkerPerThreadAndSharesTheIterations) {
   EXPECT_NE(to_string(single).find("ctas_per_query=8"), std::string::npos);
 
   const search_plan few = plan_search(threads(16), walkers(10), *idx_, kK, 1);
-  EXPECT_EQ(few.ctas_per_query, 6u) << "40 iterations (10 + 16 + log2 9900): 6 each at most";
-  EXPECT_EQ(few.max_iterations, 7u);
+  EXPECT_EQ(few.ctas_per_query, 5u) << "40 iterations (10 + 16 + log2 9900): 8 each at least";
+  EXPECT_EQ(few.max_iterations, 8u);
   EXPECT_EQ(plan_search(threads(8), walkers(64, 12), *idx_, kK, 1).ctas_per_query, 12u)
       << "search_width above 1 sets the walkers";
   EXPECT_EQ(plan_search(threads(1), walkers(256), *idx_, kK, 1).ctas_per_query, 8u)
