@@ -123,6 +123,25 @@ def test_search_options_are_passed_through():
     assert ids.shape == (100, 80)
 
 
+def test_cpu_latency_path():
+    """algo="multi_cta" on the CPU walks each query with several walkers (docs/params.md)."""
+    data, queries = data_and_queries(3000, 100, 32, seed=9)
+    index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, backend="cpu")
+    one = index.search(queries, 10, itopk_size=64, backend="cpu")[0]
+    floor = tie_aware_recall(one, data, queries, 10) - 0.02
+    for threads in (1, 4):
+        ids, dist = index.search(
+            queries, 10, itopk_size=64, backend="cpu", algo="multi_cta", num_threads=threads
+        )
+        assert tie_aware_recall(ids, data, queries, 10) >= floor
+        assert (np.diff(dist, axis=1) >= 0).all()
+    # One thread: the walkers take turns, and the answer is the same in any batch.
+    a = index.search(queries, 10, backend="cpu", algo="multi_cta", num_threads=1)
+    b = index.search(queries[7:8], 10, backend="cpu", algo="multi_cta", num_threads=1)
+    np.testing.assert_array_equal(a[0][7:8], b[0])
+    np.testing.assert_array_equal(a[1][7:8], b[1])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=lambda t: np.dtype(t).name)
 def test_int8_traversal(dtype):
     # The walk on an int8 copy of the rows, its best candidates re-ranked exactly: recall within

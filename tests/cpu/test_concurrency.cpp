@@ -1,9 +1,11 @@
 // The CPU backend under concurrent callers: 8 host threads searching one index at once (each call
-// single-threaded or with its own OpenMP team), and two builds at once, must give exactly the
-// single-threaded results. Small synthetic data, so that the thread sanitizer can run it
+// single-threaded or with its own OpenMP team), callers of the latency path (algo multi_cta) at
+// once, and two builds at once, must give exactly the single-threaded results (the latency path
+// on a team: close to them). Small synthetic data, so that the thread sanitizer can run it
 // (scripts/sanitize.sh; docs/dev/sanitizers.md has the TSan recipe).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,6 +73,48 @@ TEST(Concurrency, EightThreadsSearchOneIndex) {
           search(res, sp, idx, q, k, {ids.data(), q.rows(), k}, {d.data(), q.rows(), k});
           if (ids != want || d != want_d) failures[t] = "batch answers differ";
         }
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+}
+
+TEST(Concurrency, LatencyPathCallersAtOnce) {
+  // algo multi_cta: each call walks a query with several walkers sharing one visited set, kept
+  // per calling thread. Callers with one thread each must get the one-thread answer exactly (the
+  // walkers run in turn); callers with a team of 3 race only inside their own call.
+  const host_matrix base = synthetic(1500, 16, 4);
+  const host_matrix q = synthetic(40, 16, 5);
+  const cagra::index idx = build(cpu(2), params(), base);
+  const uint32_t k = 10;
+  search_params sp;
+  sp.itopk_size = 64;
+  sp.algo = search_algo::multi_cta;
+  std::vector<uint32_t> want(size_t(q.rows()) * k);
+  search(cpu(1), sp, idx, q, k, {want.data(), q.rows(), k}, {});
+
+  const int threads = 6;
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        const bool team = t >= 4;
+        std::vector<uint32_t> ids(want.size());
+        for (int64_t i = 0; i < q.rows(); ++i) {
+          const int64_t row = (i + t * 7) % q.rows();
+          const dataset_view one(q.row_bytes(row), q.type(), 1, q.cols());
+          search(cpu(team ? 3 : 1), sp, idx, one, k, {ids.data() + row * k, 1, k}, {});
+        }
+        if (!team && ids != want) failures[t] = "one-thread answers differ";
+        size_t found = 0;  // the one-thread answers a team's found, in any order
+        for (size_t i = 0; i < ids.size(); ++i) {
+          const auto row = ids.begin() + static_cast<std::ptrdiff_t>(i / k * k);
+          found += std::find(row, row + k, want[i]) != row + k;
+        }
+        if (team && found < ids.size() * 9 / 10) failures[t] = "team answers far from one thread's";
       } catch (const std::exception& e) {
         failures[t] = e.what();
       }
