@@ -151,22 +151,11 @@ class walker {
     counts.distances += n_cand_;
     for (size_t i = 0; i < n_cand_; ++i) {
       const entry c = cand_[i];
-      if (allowed_ && ((allowed_[c.id >> 5] >> (c.id & 31)) & 1u)) insert(found_.data(), c);
-      if (!insert(list, c)) continue;
-      const uint32_t* g = graph_ + size_t(c.id) * degree_;
-      __builtin_prefetch(g);
-      __builtin_prefetch(g + degree_ - 1);
+      if (allowed_ && ((allowed_[c.id >> 5] >> (c.id & 31)) & 1u))
+        walk::insert(found_.data(), kList, c);
+      if (walk::insert(list, kList, c)) walk::prefetch_graph_row(graph_, c.id, degree_);
     }
     n_cand_ = 0;
-  }
-
-  /** Inserts `c` into the sorted kList entries at `list` where it is nearer than the last. */
-  static bool insert(entry* list, const entry& c) {
-    if (!nearer(c, list[kList - 1])) return false;
-    entry* pos = std::upper_bound(list, list + kList - 1, c, nearer);
-    std::move_backward(pos, list + kList - 1, list + kList);
-    *pos = c;
-    return true;
   }
 
   const search_plan& plan_;

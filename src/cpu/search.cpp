@@ -114,16 +114,11 @@ class searcher {
   void merge_candidates() {
     const float worst = top_.back().dist;
     const bool open = worst == kFar;
-    const auto before = [](const entry& a, const entry& b) { return nearer(a, b); };
     for (size_t i = 0; i < n_cand_; ++i) {
       const entry c = cand_[i];
-      if ((!(c.dist < worst) && !open) || !nearer(c, top_.back())) continue;
-      const auto pos = std::upper_bound(top_.begin(), top_.end() - 1, c, before);
-      std::move_backward(pos, top_.end() - 1, top_.end());
-      *pos = c;
-      const uint32_t* g = graph_ + static_cast<size_t>(c.id) * degree_;
-      __builtin_prefetch(g);
-      __builtin_prefetch(g + degree_ - 1);
+      if (!(c.dist < worst) && !open) continue;
+      if (walk::insert(top_.data(), top_.size(), c))
+        walk::prefetch_graph_row(graph_, c.id, degree_);
     }
     n_cand_ = 0;
   }
