@@ -1,7 +1,8 @@
 /* C API test (see test_c_api.c): build on bigann10k and search (recall against the ground
- * truth, labels of an index without labels), a save/load round trip with identical results,
- * filtered search (a shared bitset, one per query, fewer allowed rows than k, bad filters, a
- * registered bitset), the int8 traversal, and the kNN graph built in checkpointed partitions. */
+ * truth, labels of an index without labels), a save/load round trip with identical results, the
+ * CPU's latency path (algo MULTI_CTA), filtered search (a shared bitset, one per query, fewer
+ * allowed rows than k, bad filters, a registered bitset), the int8 traversal, and the kNN graph
+ * built in checkpointed partitions. */
 #include "c_api_test_support.h"
 
 #include <math.h>
@@ -50,6 +51,18 @@ void test_build_search_save_load(const data_set* d, cagra_index_t* index, const 
     CHECK_OK(cagra_index_free(loaded));
   }
   remove(path);
+
+  /* The CPU's latency path: algo MULTI_CTA on the CPU backend walks each query on 2 threads. */
+  {
+    cagra_search_params_t mp = search_params();
+    mp.algo = CAGRA_SEARCH_ALGO_MULTI_CTA;
+    mp.resources.num_threads = 2;
+    CHECK_OK(cagra_index_search(index, &mp, d->queries.data, CAGRA_DTYPE_U8, d->queries.rows,
+                                d->queries.cols, K, ids2, dist2, NULL));
+    for (i = 0; i < n; ++i) ids64[i] = ids2[i];
+    CHECK(recall(ids64, d->truth, d->truth_k, d->queries.rows) >= 0.95);
+    for (i = 0; i < n; ++i) CHECK(i % K == 0 || dist2[i - 1] <= dist2[i]);
+  }
   free(ids), free(ids2), free(dist), free(dist2), free(ids64), free(labels);
 }
 
