@@ -114,8 +114,7 @@ typedef enum cagra_storage {
   CAGRA_STORAGE_F16 = 2
 } cagra_storage_t;
 
-/** Search algorithm: the GPU's kernel; on the CPU backend MULTI_CTA walks each query on several
- *  threads (cagra::search_algo, docs/params.md "The CPU's latency path"). */
+/** GPU search kernel; on the CPU, MULTI_CTA walks a query on several threads (docs/params.md). */
 typedef enum cagra_search_algo {
   CAGRA_SEARCH_ALGO_AUTO = 0,
   CAGRA_SEARCH_ALGO_SINGLE_CTA = 1,
