@@ -138,7 +138,9 @@ class Index(LivingIndex, HnswlibExport):
             max_iterations: iteration cap; 0 = automatic.
             min_iterations: iterations run even after convergence.
             team_size: GPU threads per distance (0 = automatic, 2..32); CPU ignores it.
-            algo: GPU kernel, ``"auto"``, ``"single_cta"`` or ``"multi_cta"``.
+            algo: GPU kernel, ``"auto"``, ``"single_cta"`` or ``"multi_cta"``; on the CPU
+                ``"multi_cta"`` walks each query on several threads (docs/params.md, "The
+                CPU's latency path").
             hash_bits: visited-set size as log2(slots); 0 = automatic, else 8..24.
             hash_reset_interval: clear the visited set every this many iterations
                 (forgettable hash); 0 = never.

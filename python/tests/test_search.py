@@ -114,7 +114,7 @@ def test_search_options_are_passed_through():
         {
             "team_size": 8,
             "algo": "single_cta",
-        },  # GPU knobs: accepted, ignored on the CPU
+        },  # GPU knobs: accepted; on the CPU single_cta is its one walk, team_size is ignored
     ):
         ids, _ = index.search(queries, 10, itopk_size=64, **kw)
         assert tie_aware_recall(ids, data, queries, 10) >= 0.9
