@@ -40,6 +40,7 @@ using walk::kFar;
 using walk::nearer;
 using walk::prefetch_row;
 constexpr uint32_t kList = core::gpu::kMultiCtaList;
+constexpr uint32_t kMaxWalkers = core::gpu::kMultiCtaMaxItopk / kList;  // the plan's cap
 
 /** One query's visited set, shared by its walkers: open addressing over 2^bits slots of
  *  (generation << 32 | id) (a slot of an older generation is empty: a new query costs O(1)). */
@@ -90,11 +91,16 @@ class shared_visited {
 template <typename T>
 class walker {
  public:
-  walker(const index& idx, const search_plan& plan)
+  /** `cand`: room for candidates_needed(idx, plan) entries, the caller's thread's. */
+  walker(const index& idx, const search_plan& plan, entry* cand)
       : plan_(plan), n_(uint64_t(idx.size())), degree_(idx.graph_degree()), dim_(idx.dim()),
         x_(static_cast<const T*>(idx.vectors().data())),
-        graph_(idx.graph().data), dist_{idx.metric(), dim_},
-        cand_(std::max(plan.initial_nodes, degree_)) {}
+        graph_(idx.graph().data), dist_{idx.metric(), dim_}, cand_(cand) {}
+
+  /** The candidates a step can hold: the initial draws, or a parent's neighbors. */
+  static size_t candidates_needed(const index& idx, const search_plan& plan) {
+    return std::max(plan.initial_nodes, idx.graph_degree());
+  }
 
   search_stats counts;
 
@@ -165,7 +171,7 @@ class walker {
   const T* x_;
   const uint32_t* graph_;
   const distance<T> dist_;
-  std::vector<entry> cand_;  // the first n_cand_ are this step's candidates
+  entry* cand_;  // the first n_cand_ are this step's candidates
   size_t n_cand_ = 0;
   // The walk's list, and a filtered walk's allowed rows: the walker's own (on its thread's
   // stack), not the shared output, whose lines neighbor other walkers' lists (false sharing
@@ -178,7 +184,7 @@ class walker {
 /** The k nearest entries of a query's `walkers` sorted lists, an id once, padded with
  *  kInvalidId / +inf: a merge of the lists' heads. */
 void merge_lists(const entry* lists, uint32_t walkers, uint32_t k, uint32_t* ids, float* dists) {
-  std::vector<uint32_t> head(walkers, 0);
+  std::array<uint32_t, kMaxWalkers> head{};
   uint32_t out = 0, last = kInvalidId;
   while (out < k) {
     const entry* best = nullptr;
@@ -240,7 +246,9 @@ void parallel_walk_search(const index& idx, dataset_view queries, const search_p
         const uint32_t* allowed =
             filter.empty() ? nullptr
                            : filter.words + (filter.queries ? i * row_filter::words_for(n) : 0);
-        walker<T> w(idx, plan);
+        thread_local std::vector<entry> cand;  // kept between queries: no allocation a walk
+        cand.resize(walker<T>::candidates_needed(idx, plan));
+        walker<T> w(idx, plan, cand.data());
         w.run(q + i * dim, states[size_t(g)], uint32_t(u % walkers), tables[size_t(g)], allowed,
               &lists[size_t(u) * kList]);
         search_stats& c = counts[size_t(u)];
