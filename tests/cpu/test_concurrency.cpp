@@ -41,6 +41,23 @@ index_params params() {
   return p;
 }
 
+/** Runs body(t) on `threads` host threads at once; what each returned or threw ("" = fine). */
+template <typename Body>
+std::vector<std::string> run_callers(int threads, Body body) {
+  std::vector<std::string> failures(static_cast<size_t>(threads));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        failures[size_t(t)] = body(t);
+      } catch (const std::exception& e) {
+        failures[size_t(t)] = e.what();
+      }
+    });
+  for (std::thread& th : pool) th.join();
+  return failures;
+}
+
 TEST(Concurrency, EightThreadsSearchOneIndex) {
   const host_matrix base = synthetic(1500, 16, 1);
   const host_matrix q = synthetic(40, 16, 2);
@@ -52,33 +69,25 @@ TEST(Concurrency, EightThreadsSearchOneIndex) {
   std::vector<float> want_d(want.size());
   search(cpu(1), sp, idx, q, k, {want.data(), q.rows(), k}, {want_d.data(), q.rows(), k});
 
-  const int threads = 8;
-  std::vector<std::string> failures(threads);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        // Threads 0-5 call with one thread each (query by query and the batch), 6-7 with a team
-        // of 2, so that OpenMP teams of different callers overlap too.
-        const resources res = cpu(t < 6 ? 1 : 2);
-        std::vector<uint32_t> ids(want.size());
-        std::vector<float> d(want.size());
-        for (int round = 0; round < 2; ++round) {
-          for (int64_t i = 0; i < q.rows(); ++i) {
-            const int64_t row = (i + t * 5) % q.rows();  // threads start at different queries
-            const dataset_view one(q.row_bytes(row), q.type(), 1, q.cols());
-            search(res, sp, idx, one, k, {ids.data() + row * k, 1, k}, {d.data() + row * k, 1, k});
-          }
-          if (ids != want || d != want_d) failures[t] = "batch-1 answers differ";
-          search(res, sp, idx, q, k, {ids.data(), q.rows(), k}, {d.data(), q.rows(), k});
-          if (ids != want || d != want_d) failures[t] = "batch answers differ";
-        }
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
+  const std::vector<std::string> failures = run_callers(8, [&](int t) -> std::string {
+    // Threads 0-5 call with one thread each (query by query and the batch), 6-7 with a team
+    // of 2, so that OpenMP teams of different callers overlap too.
+    const resources res = cpu(t < 6 ? 1 : 2);
+    std::vector<uint32_t> ids(want.size());
+    std::vector<float> d(want.size());
+    for (int round = 0; round < 2; ++round) {
+      for (int64_t i = 0; i < q.rows(); ++i) {
+        const int64_t row = (i + t * 5) % q.rows();  // threads start at different queries
+        const dataset_view one(q.row_bytes(row), q.type(), 1, q.cols());
+        search(res, sp, idx, one, k, {ids.data() + row * k, 1, k}, {d.data() + row * k, 1, k});
       }
-    });
-  for (std::thread& th : pool) th.join();
-  for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+      if (ids != want || d != want_d) return "batch-1 answers differ";
+      search(res, sp, idx, q, k, {ids.data(), q.rows(), k}, {d.data(), q.rows(), k});
+      if (ids != want || d != want_d) return "batch answers differ";
+    }
+    return "";
+  });
+  for (size_t t = 0; t < failures.size(); ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 TEST(Concurrency, LatencyPathCallersAtOnce) {
@@ -95,32 +104,23 @@ TEST(Concurrency, LatencyPathCallersAtOnce) {
   std::vector<uint32_t> want(size_t(q.rows()) * k);
   search(cpu(1), sp, idx, q, k, {want.data(), q.rows(), k}, {});
 
-  const int threads = 6;
-  std::vector<std::string> failures(threads);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        const bool team = t >= 4;
-        std::vector<uint32_t> ids(want.size());
-        for (int64_t i = 0; i < q.rows(); ++i) {
-          const int64_t row = (i + t * 7) % q.rows();
-          const dataset_view one(q.row_bytes(row), q.type(), 1, q.cols());
-          search(cpu(team ? 3 : 1), sp, idx, one, k, {ids.data() + row * k, 1, k}, {});
-        }
-        if (!team && ids != want) failures[t] = "one-thread answers differ";
-        size_t found = 0;  // the one-thread answers a team's found, in any order
-        for (size_t i = 0; i < ids.size(); ++i) {
-          const auto row = ids.begin() + static_cast<std::ptrdiff_t>(i / k * k);
-          found += std::find(row, row + k, want[i]) != row + k;
-        }
-        if (team && found < ids.size() * 9 / 10) failures[t] = "team answers far from one thread's";
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  for (std::thread& th : pool) th.join();
-  for (int t = 0; t < threads; ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
+  const std::vector<std::string> failures = run_callers(6, [&](int t) -> std::string {
+    const bool team = t >= 4;
+    std::vector<uint32_t> ids(want.size());
+    for (int64_t i = 0; i < q.rows(); ++i) {
+      const int64_t row = (i + t * 7) % q.rows();
+      const dataset_view one(q.row_bytes(row), q.type(), 1, q.cols());
+      search(cpu(team ? 3 : 1), sp, idx, one, k, {ids.data() + row * k, 1, k}, {});
+    }
+    if (!team) return ids == want ? "" : "one-thread answers differ";
+    size_t found = 0;  // the one-thread answers a team's found, in any order
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto row = ids.begin() + static_cast<std::ptrdiff_t>(i / k * k);
+      found += std::find(row, row + k, want[i]) != row + k;
+    }
+    return found >= ids.size() * 9 / 10 ? "" : "team answers far from one thread's";
+  });
+  for (size_t t = 0; t < failures.size(); ++t) EXPECT_EQ(failures[t], "") << "thread " << t;
 }
 
 TEST(Concurrency, TwoBuildsAtOnce) {
@@ -129,19 +129,12 @@ TEST(Concurrency, TwoBuildsAtOnce) {
   const auto g = want.graph();
   const std::vector<uint32_t> want_graph(g.data, g.data + g.size());
   std::vector<std::vector<uint32_t>> got(2);
-  std::vector<std::string> failures(2);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < 2; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        const cagra::index idx = build(cpu(t + 1), params(), base);
-        got[t].assign(idx.graph().data, idx.graph().data + idx.graph().size());
-      } catch (const std::exception& e) {
-        failures[t] = e.what();
-      }
-    });
-  for (std::thread& th : pool) th.join();
-  for (int t = 0; t < 2; ++t) {
+  const std::vector<std::string> failures = run_callers(2, [&](int t) -> std::string {
+    const cagra::index idx = build(cpu(t + 1), params(), base);
+    got[size_t(t)].assign(idx.graph().data, idx.graph().data + idx.graph().size());
+    return "";
+  });
+  for (size_t t = 0; t < 2; ++t) {
     EXPECT_EQ(failures[t], "") << "thread " << t;
     EXPECT_EQ(got[t], want_graph) << "thread " << t;
   }
