@@ -166,6 +166,14 @@ const backend_ops& backend_for(backend b);
  *  (core/threads.cpp: clamped to max_threads(), checked to be startable). Every OpenMP team of
  *  core and the CPU backend is sized by it. */
 int host_threads(int requested);
+/** The team for a light pass over `elements` values on a call's way (a check, a conversion, an
+ *  encoding of the queries): one thread per 2^15 values, at least 1, at most `threads`. A team
+ *  wider than its work is worse than idle: libgomp ends the threads that a narrower team after
+ *  it leaves out, and starts them again for the next wide one. The CPU's latency path on 16
+ *  threads checked and normalized its one cosine query on 16 threads, then walked on 4-12:
+ *  0.33-0.46 ms a query on bigann10k where it now takes 35-38 us, and 0.6-0.9 ms on MiniLM-1M,
+ *  slower than one thread's walk (16-core Xeon; bench/results/logs/team-size-ab-*.txt). */
+int threads_for_elements(int threads, int64_t elements);
 
 /** Fills knn.distances from f32 `data` (the rows the ids point to) with the CPU backend's
  *  distance kernels: distance-based reordering of a kNN graph that came without distances.

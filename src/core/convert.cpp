@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/half.hpp"
 
 namespace cagra::core {
@@ -96,7 +97,8 @@ convert_report convert_rows(const T* src, int64_t rows, int64_t cols, bool norma
                             int nt) {
   constexpr bool kHalf = std::is_same_v<Out, half>;
   int64_t zero_row = rows, beyond = rows * cols;
-#pragma omp parallel num_threads(std::max(nt, 1))
+  const int team = threads_for_elements(nt, rows * cols);  // one row: no team
+#pragma omp parallel num_threads(team)
   {
     std::vector<float> tmp(kHalf ? size_t(cols) : 0);
 #pragma omp for schedule(static) reduction(min : zero_row, beyond)
@@ -162,7 +164,8 @@ template <typename W>
 int64_t first_nonfinite_row(const void* data, int64_t rows, int64_t cols, W exp_mask, int nt) {
   const W* w = static_cast<const W*>(data);
   int64_t bad = rows;
-#pragma omp parallel for num_threads(std::max(nt, 1)) schedule(static) reduction(min : bad)
+  const int team = threads_for_elements(nt, rows * cols);  // one row: no team
+#pragma omp parallel for num_threads(team) schedule(static) reduction(min : bad)
   for (int64_t i = 0; i < rows; ++i) {
     const W* r = w + i * cols;
     bool special = false;

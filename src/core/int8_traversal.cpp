@@ -35,7 +35,8 @@ int8_codec fit_int8_codec(dataset_view rows, metric m, int threads) {
                 "the int8 traversal encodes f32 or f16 rows, not %s", to_string(rows.type));
   const size_t dim = size_t(rows.cols);
   std::vector<float> lo(dim, INFINITY), hi(dim, -INFINITY);
-#pragma omp parallel num_threads(std::max(threads, 1))
+  const int team = threads_for_elements(threads, rows.rows * rows.cols);
+#pragma omp parallel num_threads(team)
   {
     std::vector<float> l(dim, INFINITY), h(dim, -INFINITY), v(dim);
 #pragma omp for schedule(static)
@@ -68,7 +69,8 @@ host_matrix encode_rows(const int8_codec& c, dataset_view rows, int threads) {
                 c.offset.size(), dim);
   host_matrix out(dtype::i8, rows.rows, rows.cols);
   auto* codes = static_cast<int8_t*>(out.data());
-#pragma omp parallel num_threads(std::max(threads, 1))
+  const int team = threads_for_elements(threads, rows.rows * rows.cols);
+#pragma omp parallel num_threads(team)
   {
     std::vector<float> v(dim);
 #pragma omp for schedule(static)
@@ -89,7 +91,9 @@ host_matrix encode_queries(const int8_codec& c, dataset_view queries, int thread
   auto* codes = static_cast<int8_t*>(out.data());
   const auto* q = static_cast<const float*>(queries.data);
   const bool l2 = c.m == metric::l2;
-#pragma omp parallel num_threads(std::max(threads, 1))
+  const int team =
+      threads_for_elements(threads, queries.rows * queries.cols);  // one query: no team
+#pragma omp parallel num_threads(team)
   {
     std::vector<float> v(dim);
 #pragma omp for schedule(static)

@@ -141,5 +141,12 @@ namespace core {
 
 int host_threads(int requested) { return resolve_threads(requested); }
 
+int threads_for_elements(int threads, int64_t elements) {
+  constexpr int64_t kElementsPerThread = int64_t{1} << 15;
+  const int64_t wanted =
+      (std::max<int64_t>(elements, 0) + kElementsPerThread - 1) / kElementsPerThread;
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max(threads, 1)));
+}
+
 }  // namespace core
 }  // namespace cagra

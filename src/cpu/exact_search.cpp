@@ -63,7 +63,7 @@ template <typename Offer>
 void scan_queries(const index& idx, dataset_view queries, uint32_t k, int nt, uint32_t* ids,
                   float* distances, Offer&& offer) {
   const int64_t nq = queries.rows;
-  nt = nq == 1 ? 1 : thread_count(nt);
+  nt = int(std::clamp<int64_t>(nq, 1, thread_count(nt)));  // no thread without a query
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
     using T = decltype(tag);
     const query_t<T>* qs = static_cast<const query_t<T>*>(queries.data);

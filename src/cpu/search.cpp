@@ -171,7 +171,7 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
             search_stats* stats) {
   const uint32_t k = plan.k;
   const int64_t nq = queries.rows, n = idx.size();
-  nt = nq == 1 ? 1 : thread_count(nt);
+  nt = int(std::clamp<int64_t>(nq, 1, thread_count(nt)));  // no thread without a query
   dispatch_storage(idx.storage_dtype(), [&](auto tag) {
     using T = decltype(tag);
     const query_t<T>* q = static_cast<const query_t<T>*>(queries.data);

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/backend.hpp"
 #include "test_data.hpp"
 
 namespace cagra::test {
@@ -50,6 +51,19 @@ TEST(Threads, CountsAreClampedToAMultipleOfTheHardwareThreads) {
 }
 
 // 2^31 - 1 threads through the public calls: they run (clamped) and give the one-thread results.
+// The light passes on a call's way (the queries' check, conversion, int8 encoding) size their
+// team by their work: a one-query call on many threads that ran them on every thread and then
+// walked on fewer made libgomp end and start threads at every call (core/backend.hpp).
+TEST(Threads, LightPassesTakeATeamTheirSize) {
+  EXPECT_EQ(core::threads_for_elements(16, 384), 1) << "one 384-d query: no team";
+  EXPECT_EQ(core::threads_for_elements(16, 0), 1);
+  EXPECT_EQ(core::threads_for_elements(16, int64_t{1} << 15), 1);
+  EXPECT_EQ(core::threads_for_elements(16, (int64_t{1} << 15) + 1), 2);
+  EXPECT_EQ(core::threads_for_elements(16, int64_t{10000} * 384), 16)
+      << "a 10K batch: every thread";
+  EXPECT_EQ(core::threads_for_elements(0, int64_t{10000} * 384), 1);
+}
+
 TEST(Threads, HugeRequestsRunClampedWithTheSameResults) {
   const index idx = ring_index(500, 16);
   host_matrix q(dtype::f32, 64, 16);
