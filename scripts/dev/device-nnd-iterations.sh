@@ -13,7 +13,7 @@
 #   OUT=$OUT bash scripts/dev/device-nnd-iterations.sh NAME [METRIC]
 #
 # Environment: OUT (/tmp/out), DATA_ROOT (/tmp/cagra-data), BUILD_DIR (build-device), DEGREE
-# (32), CAPS ("2 3 4 5"), BACKENDS ("cpu cuda"), ITOPK (32,64,128), PATCH, CAGRA_COMMIT.
+# (32), CAPS ("3 4 5 6"), BACKENDS ("cpu cuda"), ITOPK (32,64,128), PATCH, CAGRA_COMMIT.
 # Writes $OUT/nnd-iterations-NAME-COMMIT.log.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -23,7 +23,7 @@ OUT=${OUT:-/tmp/out}
 DATA=${DATA_ROOT:-/tmp/cagra-data}/$NAME
 BUILD_DIR=${BUILD_DIR:-build-device}
 DEGREE=${DEGREE:-32}
-CAPS=${CAPS:-2 3 4 5}
+CAPS=${CAPS:-3 4 5 6}
 BACKENDS=${BACKENDS:-cpu cuda}
 ITOPK=${ITOPK:-32,64,128}
 PATCH=${PATCH:-bench/results/logs/cpu-nnd-iteration-changes-89e5293.patch}
@@ -44,7 +44,7 @@ if [ ! -x "$BUILD_DIR/cagra" ]; then
     cmake --build "$BUILD_DIR" -j "$(nproc)" --target cagra_cli >>"$W/build.log" 2>&1 ||
     { say "CUDA build failed"; tail -30 "$W/build.log"; exit 1; }
 fi
-GPU_CLI="$PWD/$BUILD_DIR/cagra"
+GPU_CLI="$(cd "$BUILD_DIR" && pwd)/cagra"
 CPU_CLI="$W/tree/build/cagra"
 if [[ $BACKENDS == *cpu* && ! -x $CPU_CLI ]]; then
   rm -rf "$W/tree" && mkdir -p "$W/tree"
@@ -66,7 +66,7 @@ for backend in $BACKENDS; do
     "$cli" build "$base" -o "$idx" --metric "$METRIC" --graph-degree "$DEGREE" \
       --intermediate-degree "$((2 * DEGREE))" --backend "$backend" --force "${args[@]}" \
       >"$W/build-out.log" 2>&1 || { say "build failed"; tail -5 "$W/build-out.log" | tee -a "$L"; continue; }
-    grep -E "^nnd-it|^build|^time" "$W/build-out.log" | tee -a "$L"
+    grep -E "^nnd-it|^build  |^time" "$W/build-out.log" | tee -a "$L"
     "$GPU_CLI" bench "$idx" "$queries" "$gt" --backend cuda --itopk "$ITOPK" --batch 10000 \
       --repeat 2 >"$W/bench.log" 2>&1
     grep -E "^ *[0-9]+ " "$W/bench.log" | tee -a "$L"
