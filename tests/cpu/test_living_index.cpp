@@ -118,6 +118,32 @@ TEST(LivingIndex, ExtendHalfToFullMatchesFullBuild) {
   }
 }
 
+// The same graph on any number of threads, whether rows come one a call (a small extend: its
+// steps run on as many threads as it has rows, its asks sorted by comparison) or 2,500 in one
+// (the radix sort, every thread).
+TEST(LivingIndex, ExtendIsTheSameGraphOnAnyThreadCount) {
+  const real_set s = bigann10k();
+  const int64_t first = 7000;
+  for (const int64_t per_call : {int64_t{1}, int64_t{2500}}) {
+    const int64_t added = per_call == 1 ? 150 : 2500;
+    std::vector<std::vector<uint32_t>> graphs;
+    for (const int threads : {1, 4}) {
+      resources res = cpu();
+      res.num_threads = threads;
+      index idx = build(cpu(), params32(), slice(s.base, 0, first));
+      extend_params ep;
+      ep.chunk_size = uint32_t(per_call);
+      for (int64_t r = first; r < first + added; r += per_call)
+        extend(res, ep, idx, slice(s.base, r, std::min(per_call, first + added - r)));
+      ASSERT_EQ(idx.size(), first + added);
+      check_invariants(idx, true);
+      const auto g = idx.graph();
+      graphs.emplace_back(g.data, g.data + g.rows * g.cols);
+    }
+    EXPECT_EQ(graphs[0], graphs[1]) << per_call << " rows a call";
+  }
+}
+
 std::vector<int64_t> range_labels(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), int64_t{100});
