@@ -35,8 +35,9 @@ void brute_force_impl(const host_matrix& data, const host_matrix& queries, metri
   const int64_t data_block = std::max<int64_t>(64, (256 << 10) / (dim * sizeof(T)));
   const int64_t n_qblocks = (nq + kQueryBlock - 1) / kQueryBlock;
   std::atomic<int64_t> done{0};
+  const int team = int(std::clamp<int64_t>(n_qblocks, 1, std::max(nt, 1)));  // a block a thread
 
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
   for (int64_t qb = 0; qb < n_qblocks; ++qb) {
     const int64_t q0 = qb * kQueryBlock, q1 = std::min(nq, q0 + kQueryBlock);
     std::vector<std::priority_queue<entry>> heaps(static_cast<size_t>(q1 - q0));
