@@ -74,7 +74,8 @@ struct resources {
 };
 
 /** The most CPU threads a call uses: 4 x the hardware threads this process may run on, at most
- *  1024 (but never fewer than the hardware threads). */
+ *  1024 (but never fewer than the hardware threads). The hardware threads are read once per
+ *  calling thread (its CPU affinity at its first call). */
 int max_threads();
 /** The CPU threads a call with resources::num_threads = `num_threads` runs on (the rule above);
  *  throws cagra::error for a negative count or one the system cannot start. */
