@@ -97,25 +97,32 @@ convert_report convert_rows(const T* src, int64_t rows, int64_t cols, bool norma
                             int nt) {
   constexpr bool kHalf = std::is_same_v<Out, half>;
   int64_t zero_row = rows, beyond = rows * cols;
-  const int team = threads_for_elements(nt, rows * cols);  // one row: no team
-#pragma omp parallel num_threads(team)
-  {
-    std::vector<float> tmp(kHalf ? size_t(cols) : 0);
-#pragma omp for schedule(static) reduction(min : zero_row, beyond)
-    for (int64_t i = 0; i < rows; ++i) {
-      float* out = nullptr;
-      if constexpr (kHalf)
-        out = tmp.data();
-      else
-        out = o + i * cols;
-      if (!row_to_float(src + i * cols, cols, normalize, out)) zero_row = std::min(zero_row, i);
-      if constexpr (kHalf) {
-        half* h = o + i * cols;
-        for (int64_t j = 0; j < cols; ++j) {
-          h[j] = float_to_half(out[j]);
-          if ((h[j].bits & 0x7C00u) == 0x7C00u) beyond = std::min(beyond, i * cols + j);
-        }
+  // Row i into `out` (f16: through `tmp`); lowers zero_row / beyond where it finds one.
+  const auto convert = [&](int64_t i, float* tmp, int64_t& first_zero, int64_t& first_beyond) {
+    float* out = nullptr;
+    if constexpr (kHalf)
+      out = tmp;
+    else
+      out = o + i * cols;
+    if (!row_to_float(src + i * cols, cols, normalize, out)) first_zero = std::min(first_zero, i);
+    if constexpr (kHalf) {
+      half* h = o + i * cols;
+      for (int64_t j = 0; j < cols; ++j) {
+        h[j] = float_to_half(out[j]);
+        if ((h[j].bits & 0x7C00u) == 0x7C00u) first_beyond = std::min(first_beyond, i * cols + j);
       }
+    }
+  };
+  const int team = threads_for_elements(nt, rows * cols);
+  if (team == 1) {  // a few rows (a search's queries): no parallel region at all
+    std::vector<float> tmp(kHalf ? size_t(cols) : 0);
+    for (int64_t i = 0; i < rows; ++i) convert(i, tmp.data(), zero_row, beyond);
+  } else {
+#pragma omp parallel num_threads(team)
+    {
+      std::vector<float> tmp(kHalf ? size_t(cols) : 0);
+#pragma omp for schedule(static) reduction(min : zero_row, beyond)
+      for (int64_t i = 0; i < rows; ++i) convert(i, tmp.data(), zero_row, beyond);
     }
   }
   return {zero_row == rows ? -1 : zero_row, beyond == rows * cols ? -1 : beyond};
@@ -163,14 +170,21 @@ namespace {
 template <typename W>
 int64_t first_nonfinite_row(const void* data, int64_t rows, int64_t cols, W exp_mask, int nt) {
   const W* w = static_cast<const W*>(data);
-  int64_t bad = rows;
-  const int team = threads_for_elements(nt, rows * cols);  // one row: no team
-#pragma omp parallel for num_threads(team) schedule(static) reduction(min : bad)
-  for (int64_t i = 0; i < rows; ++i) {
+  const auto special = [&](int64_t i) {
     const W* r = w + i * cols;
-    bool special = false;
-    for (int64_t j = 0; j < cols; ++j) special |= (r[j] & exp_mask) == exp_mask;
-    if (special && i < bad) bad = i;
+    bool any = false;
+    for (int64_t j = 0; j < cols; ++j) any |= (r[j] & exp_mask) == exp_mask;
+    return any;
+  };
+  int64_t bad = rows;
+  const int team = threads_for_elements(nt, rows * cols);
+  if (team == 1) {  // a few rows (a search's queries): no parallel region at all
+    for (int64_t i = 0; i < rows && bad == rows; ++i)
+      if (special(i)) bad = i;
+  } else {
+#pragma omp parallel for num_threads(team) schedule(static) reduction(min : bad)
+    for (int64_t i = 0; i < rows; ++i)
+      if (special(i) && i < bad) bad = i;
   }
   return bad == rows ? -1 : bad;
 }

@@ -91,23 +91,28 @@ host_matrix encode_queries(const int8_codec& c, dataset_view queries, int thread
   auto* codes = static_cast<int8_t*>(out.data());
   const auto* q = static_cast<const float*>(queries.data);
   const bool l2 = c.m == metric::l2;
-  const int team =
-      threads_for_elements(threads, queries.rows * queries.cols);  // one query: no team
-#pragma omp parallel num_threads(team)
-  {
+  const auto encode = [&](int64_t i, float* v) {
+    const float* r = q + size_t(i) * dim;
+    int8_t* o = codes + size_t(i) * dim;
+    if (l2) {
+      for (size_t j = 0; j < dim; ++j) o[j] = code_of((r[j] - c.offset[j]) * c.scale[j]);
+      return;
+    }
+    float most = 0;
+    for (size_t j = 0; j < dim; ++j) most = std::max(most, std::fabs(v[j] = r[j] / c.scale[j]));
+    const float t = most > 0 ? 127.f / most : 0.f;
+    for (size_t j = 0; j < dim; ++j) o[j] = code_of(v[j] * t);
+  };
+  const int team = threads_for_elements(threads, queries.rows * queries.cols);
+  if (team == 1) {  // a few queries: no parallel region at all
     std::vector<float> v(dim);
+    for (int64_t i = 0; i < queries.rows; ++i) encode(i, v.data());
+  } else {
+#pragma omp parallel num_threads(team)
+    {
+      std::vector<float> v(dim);
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < queries.rows; ++i) {
-      const float* r = q + size_t(i) * dim;
-      int8_t* o = codes + size_t(i) * dim;
-      if (l2) {
-        for (size_t j = 0; j < dim; ++j) o[j] = code_of((r[j] - c.offset[j]) * c.scale[j]);
-        continue;
-      }
-      float most = 0;
-      for (size_t j = 0; j < dim; ++j) most = std::max(most, std::fabs(v[j] = r[j] / c.scale[j]));
-      const float t = most > 0 ? 127.f / most : 0.f;
-      for (size_t j = 0; j < dim; ++j) o[j] = code_of(v[j] * t);
+      for (int64_t i = 0; i < queries.rows; ++i) encode(i, v.data());
     }
   }
   return out;

@@ -70,8 +70,7 @@ void scan_queries(const index& idx, dataset_view queries, uint32_t k, int nt, ui
     const T* x = static_cast<const T*>(idx.vectors().data());
     const size_t dim = idx.dim();
     const distance<T> dist{idx.metric(), dim};
-#pragma omp parallel num_threads(nt)
-    {
+    const auto scan_share = [&] {  // a thread's share (all of it outside a parallel region)
       top_k best(k);
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < nq; ++i) {
@@ -79,6 +78,12 @@ void scan_queries(const index& idx, dataset_view queries, uint32_t k, int nt, ui
         offer(i, qs + i * dim, x, dim, dist, best);
         best.write(ids + i * k, distances ? distances + i * k : nullptr);
       }
+    };
+    if (nt == 1) {  // one query (a batch-1 re-rank): no parallel region (search.cpp)
+      scan_share();
+    } else {
+#pragma omp parallel num_threads(nt)
+      scan_share();
     }
   });
 }
