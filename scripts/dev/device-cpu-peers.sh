@@ -65,6 +65,7 @@ for batch in ${BATCHES//,/ }; do
     --itopk "$ITOPK" --traversal "$trav" --random-samplings "${SAMPLINGS:-0}" --repeat "${REPS:-3}" \
     --dataset "$NAME" --json "$J" --build-s "$build_s" | tail -n +5 || rc=1
 done
+WALKERS=${WALKERS:-}
 for t in ${WALKERS//,/ }; do
   [[ $skip == *,ours,* ]] && break
   echo "== ours, batch 1, --algo multi on $t threads"
