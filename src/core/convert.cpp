@@ -9,6 +9,7 @@
 
 #include "core/backend.hpp"
 #include "core/half.hpp"
+#include "core/team.hpp"
 
 namespace cagra::core {
 namespace {
@@ -113,18 +114,15 @@ convert_report convert_rows(const T* src, int64_t rows, int64_t cols, bool norma
       }
     }
   };
-  const int team = threads_for_elements(nt, rows * cols);
-  if (team == 1) {  // a few rows (a search's queries): no parallel region at all
+  // A few rows (a search's queries) run on the caller's thread.
+  run_team(threads_for_elements(nt, rows * cols), [&] {
     std::vector<float> tmp(kHalf ? size_t(cols) : 0);
-    for (int64_t i = 0; i < rows; ++i) convert(i, tmp.data(), zero_row, beyond);
-  } else {
-#pragma omp parallel num_threads(team)
-    {
-      std::vector<float> tmp(kHalf ? size_t(cols) : 0);
-#pragma omp for schedule(static) reduction(min : zero_row, beyond)
-      for (int64_t i = 0; i < rows; ++i) convert(i, tmp.data(), zero_row, beyond);
-    }
-  }
+    int64_t first_zero = rows, first_beyond = rows * cols;
+#pragma omp for schedule(static) nowait
+    for (int64_t i = 0; i < rows; ++i) convert(i, tmp.data(), first_zero, first_beyond);
+#pragma omp critical(cagra_convert_rows)
+    zero_row = std::min(zero_row, first_zero), beyond = std::min(beyond, first_beyond);
+  });
   return {zero_row == rows ? -1 : zero_row, beyond == rows * cols ? -1 : beyond};
 }
 
@@ -177,15 +175,15 @@ int64_t first_nonfinite_row(const void* data, int64_t rows, int64_t cols, W exp_
     return any;
   };
   int64_t bad = rows;
-  const int team = threads_for_elements(nt, rows * cols);
-  if (team == 1) {  // a few rows (a search's queries): no parallel region at all
-    for (int64_t i = 0; i < rows && bad == rows; ++i)
-      if (special(i)) bad = i;
-  } else {
-#pragma omp parallel for num_threads(team) schedule(static) reduction(min : bad)
+  // A few rows (a search's queries) run on the caller's thread.
+  run_team(threads_for_elements(nt, rows * cols), [&] {
+    int64_t first = rows;
+#pragma omp for schedule(static) nowait
     for (int64_t i = 0; i < rows; ++i)
-      if (special(i) && i < bad) bad = i;
-  }
+      if (i < first && special(i)) first = i;
+#pragma omp critical(cagra_first_nonfinite_row)
+    bad = std::min(bad, first);
+  });
   return bad == rows ? -1 : bad;
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/half.hpp"
+#include "core/team.hpp"
 #include "core/update/editor.hpp"
 
 namespace cagra::core {
@@ -35,18 +36,16 @@ int8_codec fit_int8_codec(dataset_view rows, metric m, int threads) {
                 "the int8 traversal encodes f32 or f16 rows, not %s", to_string(rows.type));
   const size_t dim = size_t(rows.cols);
   std::vector<float> lo(dim, INFINITY), hi(dim, -INFINITY);
-  const int team = threads_for_elements(threads, rows.rows * rows.cols);
-#pragma omp parallel num_threads(team)
-  {
+  run_team(threads_for_elements(threads, rows.rows * rows.cols), [&] {
     std::vector<float> l(dim, INFINITY), h(dim, -INFINITY), v(dim);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t i = 0; i < rows.rows; ++i) {
       row_as_float(rows, i, v.data());
       for (size_t j = 0; j < dim; ++j) l[j] = std::min(l[j], v[j]), h[j] = std::max(h[j], v[j]);
     }
-#pragma omp critical
+#pragma omp critical(cagra_fit_int8_codec)
     for (size_t j = 0; j < dim; ++j) lo[j] = std::min(lo[j], l[j]), hi[j] = std::max(hi[j], h[j]);
-  }
+  });
   int8_codec c;
   c.m = m;
   c.offset.resize(dim);
@@ -69,9 +68,7 @@ host_matrix encode_rows(const int8_codec& c, dataset_view rows, int threads) {
                 c.offset.size(), dim);
   host_matrix out(dtype::i8, rows.rows, rows.cols);
   auto* codes = static_cast<int8_t*>(out.data());
-  const int team = threads_for_elements(threads, rows.rows * rows.cols);
-#pragma omp parallel num_threads(team)
-  {
+  run_team(threads_for_elements(threads, rows.rows * rows.cols), [&] {
     std::vector<float> v(dim);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows.rows; ++i) {
@@ -79,7 +76,7 @@ host_matrix encode_rows(const int8_codec& c, dataset_view rows, int threads) {
       int8_t* o = codes + size_t(i) * dim;
       for (size_t j = 0; j < dim; ++j) o[j] = code_of((v[j] - c.offset[j]) * c.scale[j]);
     }
-  }
+  });
   return out;
 }
 
@@ -103,18 +100,12 @@ host_matrix encode_queries(const int8_codec& c, dataset_view queries, int thread
     const float t = most > 0 ? 127.f / most : 0.f;
     for (size_t j = 0; j < dim; ++j) o[j] = code_of(v[j] * t);
   };
-  const int team = threads_for_elements(threads, queries.rows * queries.cols);
-  if (team == 1) {  // a few queries: no parallel region at all
+  // A few queries run on the caller's thread.
+  run_team(threads_for_elements(threads, queries.rows * queries.cols), [&] {
     std::vector<float> v(dim);
-    for (int64_t i = 0; i < queries.rows; ++i) encode(i, v.data());
-  } else {
-#pragma omp parallel num_threads(team)
-    {
-      std::vector<float> v(dim);
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < queries.rows; ++i) encode(i, v.data());
-    }
-  }
+    for (int64_t i = 0; i < queries.rows; ++i) encode(i, v.data());
+  });
   return out;
 }
 

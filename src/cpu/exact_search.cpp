@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include "core/filter.hpp"
+#include "core/team.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
 
@@ -79,12 +80,7 @@ void scan_queries(const index& idx, dataset_view queries, uint32_t k, int nt, ui
         best.write(ids + i * k, distances ? distances + i * k : nullptr);
       }
     };
-    if (nt == 1) {  // one query (a batch-1 re-rank): no parallel region (search.cpp)
-      scan_share();
-    } else {
-#pragma omp parallel num_threads(nt)
-      scan_share();
-    }
+    core::run_team(nt, scan_share);  // one query (a batch-1 re-rank): no region
   });
 }
 

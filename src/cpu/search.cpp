@@ -14,6 +14,7 @@
 #include <omp.h>
 
 #include "core/bits.hpp"
+#include "core/team.hpp"
 #include "core/visited_hash.hpp"
 #include "cpu/backend.hpp"
 #include "cpu/distance.hpp"
@@ -209,14 +210,7 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
         }
       }
     };
-    // One thread walks on the caller's thread: a parallel region of one thread still cost
-    // ~1,200 instructions a call (libgomp's team set-up), 2-3% of a short batch-1 walk.
-    if (nt == 1) {
-      walk_share();
-    } else {
-#pragma omp parallel num_threads(nt)
-      walk_share();
-    }
+    core::run_team(nt, walk_share);  // one thread: the caller's, no region
     if (stats) stats->queries += static_cast<uint64_t>(nq);
   });
 }
