@@ -10,6 +10,8 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include "core/xxh64.hpp"
 #include "test_data.hpp"
@@ -323,6 +325,31 @@ TEST(LivingIndex, BadInputIsRefusedAndChangesNothing) {
   EXPECT_THROW(fidx.set_labels(negative), error);
   EXPECT_TRUE(fidx.has_labels());
   EXPECT_EQ(fidx.label_of(599), 599);
+}
+
+TEST(LivingIndex, AnExtendStoppedBetweenChunksChangesNothing) {
+  // A progress callback that throws after the first chunk: the rows, graph, labels and live
+  // bitset the chunk changed are restored, and the next extend gives the graph an untouched
+  // index gives (the kept in-degrees are recomputed).
+  const real_set s = bigann10k();
+  index idx = build(cpu(), params32(), slice(s.base, 0, 1000));
+  index same = build(cpu(), params32(), slice(s.base, 0, 1000));
+  for (index* i : {&idx, &same}) {
+    const int64_t gone[] = {3, 40, 999};
+    remove(cpu(), *i, gone, 3);
+  }
+  const std::vector<uint8_t> before = fingerprint(idx);
+  resources stopping = cpu();
+  stopping.progress = [](const char* stage, double fraction) {
+    if (std::string(stage) == "extend" && fraction < 1.0) throw std::runtime_error("stop");
+  };
+  extend_params small;
+  small.chunk_size = 100;
+  EXPECT_THROW(extend(stopping, small, idx, slice(s.base, 1000, 300)), std::runtime_error);
+  EXPECT_EQ(fingerprint(idx), before);
+  extend(cpu(), small, idx, slice(s.base, 1000, 300));
+  extend(cpu(), small, same, slice(s.base, 1000, 300));
+  EXPECT_EQ(fingerprint(idx), fingerprint(same));
 }
 
 TEST(LivingIndex, TwentyRoundsOfExtendRemoveCompactSaveLoad) {
