@@ -19,7 +19,9 @@
 #include "cpu/pair_distance.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include <cagra/error.hpp>
@@ -281,7 +283,13 @@ void pair_distance<T>::block(const T* const* a, size_t na, const T* const* b, si
   if (m_ == metric::l2) return blocks<true>(a, na, b, nb, dim_, out);
   blocks<false>(a, na, b, nb, dim_, out);
   const bool cosine = m_ == metric::cosine;
-  for (size_t p = 0; p < na * nb; ++p) out[p] = cosine ? 1.0f - out[p] : -out[p];
+  // A dot product of large finite floats can sum +inf and -inf: NaN. It counts as the farthest
+  // (+inf), so that (distance, id) stays a strict order: with NaN in its lists NN-descent's
+  // result depended on the order of the proposals, i.e. on the threads (fuzz_build_search).
+  for (size_t p = 0; p < na * nb; ++p) {
+    const float d = cosine ? 1.0f - out[p] : -out[p];
+    out[p] = std::isnan(d) ? std::numeric_limits<float>::infinity() : d;
+  }
 }
 
 template class pair_distance<float>;

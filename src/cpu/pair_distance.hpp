@@ -13,7 +13,8 @@
 namespace cagra::cpu {
 
 /** The ordering distance of `m` (as cpu::distance: squared L2, -dot, 1 - dot) between rows of
- *  type T (float, uint8_t or int8_t) of `dim` elements. A pair's value has the same bits in
+ *  type T (float, uint8_t or int8_t) of `dim` elements; a dot product that overflows to NaN
+ *  (+inf and -inf summed) gives +inf. A pair's value has the same bits in
  *  every block it is computed in and in either order of the pair (integer rows: exactly the
  *  per-pair kernels' values on every CPU; float rows: one 8- or 16-lane accumulator a pair by
  *  the CPU's instruction set, a different summation order than the search kernels', so the last

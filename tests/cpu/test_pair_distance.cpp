@@ -91,6 +91,24 @@ TEST(PairDistance, ByteBlocksEqualThePerPairKernels) {
   byte_blocks_are_exact<int8_t>();
 }
 
+TEST(PairDistance, ADotProductThatOverflowsBothWaysIsTheFarthest) {
+  // Finite rows whose products overflow to +inf in one element and -inf in another: the sum is
+  // NaN, which would break the (distance, id) order of NN-descent's lists (fuzz_build_search
+  // found builds that differed by thread count). It counts as +inf.
+  const float a[3] = {6.5e30f, -1.9e19f, 1.0f};
+  const float b[3] = {-2.4e33f, -3.0e26f, 1.0f};
+  const float* ra[1] = {a};
+  const float* rb[1] = {b};
+  for (metric m : {metric::inner_product, metric::cosine}) {
+    float out = 0;
+    cpu::pair_distance<float>(m, 3).block(ra, 1, rb, 1, &out);
+    EXPECT_TRUE(std::isinf(out) && out > 0) << to_string(m) << ": " << out;
+  }
+  float l2 = 0;
+  cpu::pair_distance<float>(metric::l2, 3).block(ra, 1, rb, 1, &l2);
+  EXPECT_TRUE(std::isinf(l2) && l2 > 0) << l2;
+}
+
 TEST(PairDistance, TooManyRowsIsAnError) {
   const std::vector<float> data(8 * 4, 1.f);
   const float* r[8];
