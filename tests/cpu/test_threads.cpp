@@ -64,6 +64,45 @@ TEST(Threads, LightPassesTakeATeamTheirSize) {
   EXPECT_EQ(core::threads_for_elements(0, int64_t{10000} * 384), 1);
 }
 
+// A caller's own OpenMP team, each thread asking for its own query with one thread: a one-thread
+// call runs its loops on the caller's thread (core::run_team), and an orphaned `omp for` there
+// would bind to the caller's team, handing each thread a share of another thread's loop.
+TEST(Threads, OneThreadCallsFromInsideACallersParallelRegion) {
+  const index idx = ring_index(500, 16);
+  const int64_t nq = 64;
+  host_matrix q(dtype::f32, nq, 16);
+  std::copy(idx.vectors().as<float>().data, idx.vectors().as<float>().data + nq * 16,
+            q.as<float>().data);
+  resources res;
+  res.target = backend::cpu;
+  res.num_threads = 1;
+  auto row = [&](int64_t i) {
+    dataset_view one = q.view();
+    one.data = q.row_bytes(i);
+    one.rows = 1;
+    return one;
+  };
+  for (traversal_type tr : {traversal_type::exact, traversal_type::int8}) {
+    search_params sp;
+    sp.traversal = tr;
+    std::vector<uint32_t> want(nq * 5), got(nq * 5, kInvalidId);
+    search(res, sp, idx, q.view(), 5, {want.data(), nq, 5}, {});
+#pragma omp parallel for num_threads(4) schedule(static, 1)
+    for (int64_t i = 0; i < nq; ++i)
+      search(res, sp, idx, row(i), 5, {got.data() + i * 5, 1, 5}, {});
+    EXPECT_EQ(want, got) << (tr == traversal_type::int8 ? "int8" : "exact");
+  }
+  // The CPU brute force under cosine: each query normalized (convert_rows) and scanned.
+  const knn_graph all = brute_force_knn(res, metric::cosine, idx.vectors().view(), q.view(), 5);
+  std::vector<uint32_t> got(nq * 5, kInvalidId);
+#pragma omp parallel for num_threads(4) schedule(static, 1)
+  for (int64_t i = 0; i < nq; ++i) {
+    const knn_graph one = brute_force_knn(res, metric::cosine, idx.vectors().view(), row(i), 5);
+    std::copy(one.ids.begin(), one.ids.end(), got.begin() + i * 5);
+  }
+  EXPECT_EQ(all.ids, got);
+}
+
 TEST(Threads, HugeRequestsRunClampedWithTheSameResults) {
   const index idx = ring_index(500, 16);
   host_matrix q(dtype::f32, 64, 16);
