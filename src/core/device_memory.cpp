@@ -54,7 +54,7 @@ stage_memory nn_descent_memory(int64_t rows, int64_t dim, dtype t, uint32_t k, f
       {"pcount", n * 4},        // proposals per node
       {"fwd_new", n * s * 4},  {"fwd_old", n * s * 4}, {"rev_new", n * s * 4},
       {"rev_old", n * s * 4},  {"rcnt", 2 * n * 4},  // reverse-list counts (new, old)
-      {"counters", 2 * 8},
+      {"counters", 4 * 8},                           // changed, past the room, held listed, held
   };
   return m;
 }

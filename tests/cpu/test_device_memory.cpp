@@ -55,8 +55,8 @@ TEST(DeviceMemory, NnDescentTermsMirrorTheRunState) {
   for (const char* s : {"fwd_new", "fwd_old", "rev_new", "rev_old"})
     EXPECT_EQ(find(m, s)->bytes, 1000u * 32 * 4) << s;
   EXPECT_EQ(find(m, "rcnt")->bytes, 2000u * 4);
-  EXPECT_EQ(find(m, "counters")->bytes, 16u);
-  EXPECT_EQ(m.requested(), 1000u * 2508 + 16);
+  EXPECT_EQ(find(m, "counters")->bytes, 32u);
+  EXPECT_EQ(m.requested(), 1000u * 2508 + 32);
   // Rows padded to 16 bytes; the sample follows the rate, capped at 32; P >= max(2k, 128).
   EXPECT_EQ(find(core::nn_descent_memory(10, 3, dtype::u8, 8, 0.5f), "data")->bytes, 10u * 16);
   EXPECT_EQ(find(core::nn_descent_memory(10, 3, dtype::u8, 32, 0.5f), "fwd_new")->bytes,

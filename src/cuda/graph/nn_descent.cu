@@ -9,7 +9,9 @@
 //            slots, later arrivals replacing a random slot (reservoir-like);
 //   join   — nn_descent_join.cu: one CTA per node, new x (new ∪ old) distances, proposals
 //            below the target's worst distance into per-node buffers [n, P] (P = max(2k, 128)
-//            rounded up to a power of two), overflow dropped;
+//            rounded up to a power of two): first come while there is room, then the slot
+//            the id hashes to keeps the nearer key; once an eighth of the proposals held were
+//            ids already listed, the join drops such offers itself (for good);
 //   update — one CTA per node: its proposals are bitonic-sorted, duplicates and entries already
 //            in the list dropped (a pair's distance has the same bits wherever it is computed,
 //            see row_distance), then merged with the list by rank (merge path): the k smallest
@@ -154,8 +156,9 @@ __global__ void sample_kernel(const u64* keys, uint8_t* flags, int64_t n, uint32
 }
 
 /** One CTA per node: merges its proposals into its list (see the file comment). counters[0] +=
- *  entries inserted, counters[1] += proposals dropped for lack of room (those offered before the
- *  join saw the buffer full: it skips full targets). Resets pcount. */
+ *  entries inserted, counters[1] += proposals past the buffer's room (competing in hashed
+ *  slots), counters[2] += proposals held that the list already had, counters[3] += proposals
+ *  held. Resets pcount. */
 __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* props,
                               uint32_t* pcount, uint32_t cap, u64* counters) {
   extern __shared__ u64 sm[];
@@ -166,7 +169,7 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
   uint8_t* lf = reinterpret_cast<uint8_t*>(vk + cap);  // [k]
   uint8_t* of = lf + k;                                // [k]
   __shared__ uint32_t wtot[kThreads / 32];
-  __shared__ uint32_t s_nv, s_added;
+  __shared__ uint32_t s_nv, s_added, s_listed;
   const int64_t v = blockIdx.x;
   const uint32_t t = threadIdx.x, lane = t & 31u, warp = t >> 5;
   const uint32_t offered = pcount[v];
@@ -177,6 +180,7 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
     if (offered > cap) atomicAdd(counters + 1, u64(offered - cap));
     s_nv = 0;
     s_added = 0;
+    s_listed = 0;
   }
   const uint32_t np = min(offered, cap), np2 = bits::next_pow2(np);
   for (uint32_t i = t; i < np2; i += blockDim.x) pk[i] = i < np ? props[v * cap + i] : ~0ull;
@@ -198,6 +202,7 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
       if (ok) {
         const uint32_t r = lower_bound(lk, k, key);
         ok = !(r < k && lk[r] == key);
+        if (!ok) atomicAdd(&s_listed, 1u);
       }
     }
     const uint32_t b = __ballot_sync(kFull, ok);
@@ -212,6 +217,10 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
     __syncthreads();
   }
   const uint32_t nv = s_nv;
+  if (t == 0) {
+    atomicAdd(counters + 2, u64(s_listed));
+    atomicAdd(counters + 3, u64(np));
+  }
   if (nv == 0) return;
   uint32_t added = 0;
   for (uint32_t q = t; q < nv; q += blockDim.x) {
@@ -337,7 +346,7 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   r.rev_new.reserve(size_t(n) * r.s);
   r.rev_old.reserve(size_t(n) * r.s);
   r.rcnt.reserve(2 * size_t(n));
-  r.counters.reserve(2);
+  r.counters.reserve(4);
   trace.mark("device buffers allocated");
 
   phase_timer timer(st, timing_build());
@@ -385,6 +394,7 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   ja.n = n;
   ja.dot = dot;
   ja.cosine = cosine;
+  ja.check_listed = false;
 
   const size_t update_smem = size_t(k) * (2 * sizeof(u64) + 2) + size_t(r.cap) * 2 * sizeof(u64);
   if (update_smem > 48 * 1024)
@@ -395,7 +405,7 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   uint32_t it = 0;
   while (it < p.max_iterations) {
     CAGRA_CUDA_TRY(cudaMemsetAsync(r.rcnt.data(), 0, 2 * size_t(n) * sizeof(uint32_t), st));
-    CAGRA_CUDA_TRY(cudaMemsetAsync(r.counters.data(), 0, 2 * sizeof(u64), st));
+    CAGRA_CUDA_TRY(cudaMemsetAsync(r.counters.data(), 0, 4 * sizeof(u64), st));
     const uint64_t salt = mix64(seed ^ (uint64_t(it + 1) << 40));
     timer.mark(0);
     sample_kernel<<<sample_blocks, kThreads, 0, st>>>(
@@ -410,19 +420,26 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
                                                               r.cap, r.counters.data());
     CAGRA_CUDA_CHECK_LAUNCH();
     timer.mark(3);
-    u64 counters[2] = {0, 0};
+    u64 counters[4] = {0, 0, 0, 0};
     CAGRA_CUDA_TRY(
         cudaMemcpyAsync(counters, r.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, st));
     stream.sync();
     ++it;
     if (timing_build())
       std::fprintf(stderr,
-                   "[gpu nn-descent] iteration %u: %llu entries changed, %llu proposals dropped; "
+                   "[gpu nn-descent] iteration %u: %llu entries changed, %llu proposals past the "
+                   "room, %llu of %llu held listed%s; "
                    "sample %.2f ms, "
                    "join %.2f ms, update %.2f ms\n",
-                   it, counters[0], counters[1], timer.ms(0, 1), timer.ms(1, 2), timer.ms(2, 3));
+                   it, counters[0], counters[1], counters[2], counters[3],
+                   ja.check_listed ? " (listed dropped in the join)" : "", timer.ms(0, 1),
+                   timer.ms(1, 2), timer.ms(2, 3));
     if (progress) progress("NN-descent", double(it) / p.max_iterations);
     if (double(counters[0]) < stop) break;
+    // The CPU build's rule: drop listed ids in the join from the iteration after one where an
+    // eighth of the proposals held were listed; then for good (the join's drops are not
+    // counted, and the listed share only grows as the lists settle).
+    ja.check_listed = ja.check_listed || (counters[3] > 0 && counters[2] * 8 >= counters[3]);
   }
   if (iterations_run) *iterations_run = it;
   trace.mark("iterations done");

@@ -27,7 +27,8 @@ struct join_args {
   unsigned long long* props;            // [n, cap] proposals (keys) to each node
   uint32_t* pcount;                     // [n] proposals offered (may exceed cap)
   int64_t n;
-  bool dot, cosine;  // inner product or cosine (else l2); cosine: 1 - dot
+  bool dot, cosine;   // inner product or cosine (else l2); cosine: 1 - dot
+  bool check_listed;  // drop offers of ids the target's list has (this iteration's snapshot)
 };
 void launch_join(dtype t, const join_args& a, cudaStream_t stream);
 

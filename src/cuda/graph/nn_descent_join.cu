@@ -17,11 +17,14 @@
 //  3. Proposals: a NEW target t takes row t (every other candidate), an OLD target takes column
 //     t (the NEW rows); entries below t's current worst distance (the snapshot of this
 //     iteration) are counted by one warp, one atomicAdd reserves room in t's proposal buffer,
-//     and they are written as (distance, id) keys; what does not fit is dropped. A target whose
-//     buffer is seen full when the step starts is skipped (the same keys land; in the early
-//     iterations most offers find full buffers). (Keeping only
-//     each CTA's 4..32 nearest offers per target was tried: lower recall and slower; so was
-//     skipping the mirrored half of NEW x NEW: no gain, a CTA waits for its busiest warps.)
+//     and they are written as (distance, id) keys; past the buffer's room an offer goes to the
+//     slot its id hashes to, which keeps the nearer key (atomicMin). With check_listed (the
+//     host's 1/8 rule) offers of ids the target's list already has are dropped first: they
+//     would take the room and win the slots (bench/results/logs/nnd-buffer-emulation-cpu.txt;
+//     on the GPU half the iterations, logs/nnd-hybrid-*.txt). (Keeping only each CTA's 4..32
+//     nearest offers per target was tried: lower recall and slower; so was skipping the
+//     mirrored half of NEW x NEW: no gain, a CTA waits for its busiest warps; so were four
+//     binary searches in lockstep for the listed check: slower than one at a time.)
 #include <cuda_runtime_api.h>
 
 #include "cuda/check.hpp"
@@ -69,6 +72,23 @@ __device__ __forceinline__ void mma_bytes(int (&c)[4], const uint32_t (&a)[4],
         : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
+}
+
+/** Whether `key` is one of the k ascending keys at `list` (read through the read-only cache: the
+ *  lists do not change during the join). */
+__device__ __forceinline__ bool in_sorted(const unsigned long long* list, uint32_t k,
+                                          unsigned long long key) {
+  uint32_t lo = 0, n = k;
+  while (n > 0) {
+    const uint32_t half = n / 2;
+    if (__ldg(list + lo + half) < key) {
+      lo += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
+  }
+  return lo < k && __ldg(list + lo) == key;
 }
 
 template <typename T, bool kDot>
@@ -292,19 +312,14 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   }
   __syncthreads();
 
-  // 3. Proposals, one warp per target; lane l holds columns l, l + 32, l + 64, l + 96. A target
-  // whose buffer is already full is skipped: all it would be offered is dropped (most targets of
-  // the early iterations, which offer many times the buffers' room).
+  // 3. Proposals, one warp per target; lane l holds columns l, l + 32, l + 64, l + 96. First
+  // come while the target's buffer has room; past it each offer competes in the slot its id
+  // hashes to, which keeps the nearer key (the early iterations offer many times the room).
   constexpr uint32_t kWarps = kThreads / 32;
   static_assert(kMaxCand <= 32 * kWarps, "a warp's targets fit in one ballot");
-  uint32_t full = 0;  // bit i: target warp + kWarps * i
-  {
-    const uint32_t tt = warp + kWarps * lane;
-    full = __ballot_sync(kFull, tt < C && __ldcg(a.pcount + cand[tt]) >= a.cap);
-  }
-  const uint32_t below = (1u << lane) - 1u;  // lanes before this one
-  for (uint32_t tt = warp, i = 0; tt < C; tt += kWarps, ++i) {
-    if ((full >> i) & 1u) continue;
+  const uint32_t below = (1u << lane) - 1u;                           // lanes before this one
+  const uint32_t slot_shift = 32u - uint32_t(__ffs(int(a.cap)) - 1);  // cap: a power of two
+  for (uint32_t tt = warp; tt < C; tt += kWarps) {
     const bool tnew = tt < nnew;
     const uint32_t len = tnew ? C : nnew, nq = (len + 31) / 32;  // uniform over the warp
     const float wt = worst[tt];
@@ -320,22 +335,41 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
           const float d = tnew ? g[tt * kLdg + j] : g[j * kLdg + tt];
           if (d < wt && j != tt) dv[q] = d;
         }
-        offers[q] = __ballot_sync(kFull, dv[q] < kInf);
-        total += __popc(offers[q]);
       }
     }
-    if (total == 0) continue;
     const uint32_t target = cand[tt];
+    if (a.check_listed) {
+      // Offers of ids the target's list already has take room and win hashed slots: dropped
+      // here in the iterations where they are many (the host's 1/8 rule). A listed id is the
+      // same (distance, id) key (a distance has the same bits wherever it is computed), found
+      // by a binary search of the sorted list: log2(k) cached loads an offer.
+      const unsigned long long* list = a.keys + int64_t(target) * a.k;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (dv[q] < kInf && in_sorted(list, a.k, make_key(dv[q], cand[lane + 32 * q])))
+          dv[q] = kInf;
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      offers[q] = uint32_t(q) < nq ? __ballot_sync(kFull, dv[q] < kInf) : 0u;
+      total += __popc(offers[q]);
+    }
+    if (total == 0) continue;
     unsigned long long* out = a.props + int64_t(target) * a.cap;
     uint32_t base = 0;
     if (lane == 0) base = atomicAdd(a.pcount + target, total);
     base = __shfl_sync(kFull, base, 0);
-    if (base >= a.cap) continue;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       if (dv[q] < kInf) {
-        const uint32_t slot = base + __popc(offers[q] & below);
-        if (slot < a.cap) out[slot] = make_key(dv[q], cand[lane + 32 * q]);
+        const uint32_t slot = base + __popc(offers[q] & below), id = cand[lane + 32 * q];
+        const unsigned long long key = make_key(dv[q], id);
+        if (slot < a.cap) {
+          out[slot] = key;
+        } else {  // the buffer is full: the slot the id hashes to keeps the nearer key
+          unsigned long long* h = out + ((id * 0x9E3779B1u) >> slot_shift);
+          if (key < __ldcg(h)) atomicMin(h, key);
+        }
       }
       base += __popc(offers[q]);
     }
