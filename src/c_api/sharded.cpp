@@ -1,7 +1,8 @@
-// The sharded-index functions of the C interface (include/cagra/c_api.h): build, search, save,
-// load, info, offsets and cagra_is_sharded_file, each a checked call into cagra/multi_gpu.hpp
-// inside c_api::guarded. The sizes a C caller passes as int64_t are checked here before they
-// narrow to the C++ API's types, so that a bad count reads as the caller's mistake.
+// The sharded-index functions of the C interface (include/cagra/c_api_sharded.h): build,
+// search, save, load, info, offsets and cagra_is_sharded_file, each a checked call into
+// cagra/multi_gpu.hpp inside c_api::guarded. The sizes a C caller passes as int64_t are checked
+// here before they narrow to the C++ API's types, so that a bad count reads as the caller's
+// mistake.
 #include <cstdint>
 #include <filesystem>
 #include <limits>

@@ -1,6 +1,9 @@
 /* C API test (see test_c_api.c): a sharded index (cagra_sharded_index_*): build, info and
  * offsets, search with global ids, device lists and filters, a save/load round trip, the files
- * telling single and sharded indexes apart, and the error paths of every sharded call. */
+ * telling single and sharded indexes apart, and the error paths of every sharded call. The
+ * sharded header comes first: it stands alone (it includes cagra/c_api.h itself). */
+#include <cagra/c_api_sharded.h>
+
 #include "c_api_test_support.h"
 
 #include <stdlib.h>
