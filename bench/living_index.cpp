@@ -170,14 +170,7 @@ int run(const options& o) {
       t = clk::now();
       extend(res, ep, grown, batch, nullptr, &r);
       ext_s += since(t);
-      er.chunks += r.chunks;
-      er.setup_seconds += r.setup_seconds;
-      er.search_seconds += r.search_seconds;
-      er.chunk_knn_seconds += r.chunk_knn_seconds;
-      er.prune_seconds += r.prune_seconds;
-      er.reverse_seconds += r.reverse_seconds;
-      er.device_seconds += r.device_seconds;
-      er.total_seconds += r.total_seconds;
+      er += r;
     }
     std::printf(
         "extend: %u chunks, setup %.2f s, search %.2f s, chunk kNN %.2f s, prune %.2f s, reverse "

@@ -124,6 +124,22 @@ struct extend_report {
   double reverse_seconds = 0;           ///< appending, reverse edges into existing rows (host)
   double device_seconds = 0;            ///< bringing a backend's copy of the index up to date
   double total_seconds = 0;             ///< everything, validation and conversion included
+
+  /** Adds another call's report (a stream of extend calls summed): counts and times add up,
+   *  backend_used becomes the other's. */
+  extend_report& operator+=(const extend_report& o) {
+    rows_added += o.rows_added;
+    chunks += o.chunks;
+    backend_used = o.backend_used;
+    setup_seconds += o.setup_seconds;
+    search_seconds += o.search_seconds;
+    chunk_knn_seconds += o.chunk_knn_seconds;
+    prune_seconds += o.prune_seconds;
+    reverse_seconds += o.reverse_seconds;
+    device_seconds += o.device_seconds;
+    total_seconds += o.total_seconds;
+    return *this;
+  }
 };
 
 /** Inserts `vectors` into `idx` (docs/living_index.md): per chunk of new rows, candidates from

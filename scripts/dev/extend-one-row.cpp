@@ -58,12 +58,7 @@ int main(int argc, char** argv) {
   for (int64_t r = 1; r < rows.rows(); ++r) {
     cagra::extend_report rep;
     add_row(r, rep);
-    sum.setup_seconds += rep.setup_seconds;
-    sum.search_seconds += rep.search_seconds;
-    sum.prune_seconds += rep.prune_seconds;
-    sum.reverse_seconds += rep.reverse_seconds;
-    sum.device_seconds += rep.device_seconds;
-    sum.total_seconds += rep.total_seconds;
+    sum += rep;
   }
   const double wall = std::chrono::duration<double>(clk::now() - t0).count();
   const double us = 1e6 / double(rows.rows() - 1);

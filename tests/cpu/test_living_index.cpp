@@ -123,6 +123,35 @@ TEST(LivingIndex, ExtendHalfToFullMatchesFullBuild) {
 // The same graph on any number of threads, whether rows come one a call (a small extend: its
 // steps run on as many threads as it has rows, its asks sorted by comparison) or 2,500 in one
 // (the radix sort, every thread).
+TEST(LivingIndex, ExtendReportsOfAStreamAddUp) {
+  extend_report a, b;
+  a.rows_added = 3;
+  a.chunks = 1;
+  a.search_seconds = 0.25;
+  a.total_seconds = 1;
+  b.rows_added = 5;
+  b.chunks = 2;
+  b.backend_used = backend::cuda;
+  b.setup_seconds = 0.5;
+  b.search_seconds = 0.5;
+  b.chunk_knn_seconds = 0.125;
+  b.prune_seconds = 0.25;
+  b.reverse_seconds = 0.0625;
+  b.device_seconds = 0.03125;
+  b.total_seconds = 2;
+  a += b;
+  EXPECT_EQ(a.rows_added, 8);
+  EXPECT_EQ(a.chunks, 3u);
+  EXPECT_EQ(a.backend_used, backend::cuda);
+  EXPECT_EQ(a.setup_seconds, 0.5);
+  EXPECT_EQ(a.search_seconds, 0.75);
+  EXPECT_EQ(a.chunk_knn_seconds, 0.125);
+  EXPECT_EQ(a.prune_seconds, 0.25);
+  EXPECT_EQ(a.reverse_seconds, 0.0625);
+  EXPECT_EQ(a.device_seconds, 0.03125);
+  EXPECT_EQ(a.total_seconds, 3);
+}
+
 TEST(LivingIndex, ExtendIsTheSameGraphOnAnyThreadCount) {
   const real_set s = bigann10k();
   const int64_t first = 7000;
