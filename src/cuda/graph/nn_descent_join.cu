@@ -21,10 +21,12 @@
 //     slot its id hashes to, which keeps the nearer key (atomicMin). With check_listed (the
 //     host's 1/8 rule) offers of ids the target's list already has are dropped first: they
 //     would take the room and win the slots (bench/results/logs/nnd-buffer-emulation-cpu.txt;
-//     on the GPU half the iterations, logs/nnd-hybrid-*.txt). (Keeping only each CTA's 4..32
-//     nearest offers per target was tried: lower recall and slower; so was skipping the
+//     on the GPU half the iterations, logs/nnd-hybrid-*.txt); the check searches a copy of the
+//     target's list in shared memory (logs/nnd-shared-list-*.txt). (Keeping only each CTA's
+//     4..32 nearest offers per target was tried: lower recall and slower; so was skipping the
 //     mirrored half of NEW x NEW: no gain, a CTA waits for its busiest warps; so were four
-//     binary searches in lockstep for the listed check: slower than one at a time.)
+//     binary searches in lockstep in global memory, and loading the next target's list while
+//     searching the current one: no faster than loading it when there are offers.)
 #include <cuda_runtime_api.h>
 
 #include "cuda/check.hpp"
@@ -41,6 +43,8 @@ constexpr uint32_t kLdb = 136;   // the same for the swizzled byte chunk (8 bank
 constexpr uint32_t kLdg = 129;   // distance-tile row length: column reads conflict-free
 constexpr uint32_t kBufWords = (kMaxNew * kLdg > kWords * kLdb) ? kMaxNew * kLdg : kWords * kLdb;
 constexpr uint32_t kFull = 0xFFFFFFFFu;
+constexpr uint32_t kWarps = kThreads / 32;
+constexpr uint32_t kSharedK = 128;  // lists up to this long are searched in a copy in shared memory
 constexpr float kInf = __builtin_huge_valf();
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -74,21 +78,30 @@ __device__ __forceinline__ void mma_bytes(int (&c)[4], const uint32_t (&a)[4],
 #endif
 }
 
-/** Whether `key` is one of the k ascending keys at `list` (read through the read-only cache: the
- *  lists do not change during the join). */
+/** Key i of a list: in global memory read through the read-only cache (the lists do not change
+ *  during the join), or a warp's copy in shared memory. */
+template <bool kShared>
+__device__ __forceinline__ unsigned long long list_key(const unsigned long long* list, uint32_t i) {
+  if constexpr (kShared)
+    return list[i];
+  else
+    return __ldg(list + i);
+}
+/** Whether `key` is one of the k ascending keys at `list`. */
+template <bool kShared>
 __device__ __forceinline__ bool in_sorted(const unsigned long long* list, uint32_t k,
                                           unsigned long long key) {
   uint32_t lo = 0, n = k;
   while (n > 0) {
     const uint32_t half = n / 2;
-    if (__ldg(list + lo + half) < key) {
+    if (list_key<kShared>(list, lo + half) < key) {
       lo += half + 1;
       n -= half + 1;
     } else {
       n = half;
     }
   }
-  return lo < k && __ldg(list + lo) == key;
+  return lo < k && list_key<kShared>(list, lo) == key;
 }
 
 template <typename T, bool kDot>
@@ -107,6 +120,9 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   __shared__ int nrm[kMaxCand];
   __shared__ uint32_t wtot[4];
   __shared__ __align__(16) uint32_t buf[kBufWords];
+  // The listed check, a warp's own: its target's list, the columns offered, which are listed.
+  __shared__ unsigned long long list_copy[kWarps][kSharedK];
+  __shared__ uint8_t offer_col[kWarps][kMaxCand], offer_listed[kWarps][kMaxCand];
 
   const int64_t u = blockIdx.x;
   const uint32_t t = threadIdx.x, lane = t & 31u, warp = t >> 5;
@@ -315,7 +331,6 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   // 3. Proposals, one warp per target; lane l holds columns l, l + 32, l + 64, l + 96. First
   // come while the target's buffer has room; past it each offer competes in the slot its id
   // hashes to, which keeps the nearer key (the early iterations offer many times the room).
-  constexpr uint32_t kWarps = kThreads / 32;
   static_assert(kMaxCand <= 32 * kWarps, "a warp's targets fit in one ballot");
   const uint32_t below = (1u << lane) - 1u;                           // lanes before this one
   const uint32_t slot_shift = 32u - uint32_t(__ffs(int(a.cap)) - 1);  // cap: a power of two
@@ -338,16 +353,47 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
       }
     }
     const uint32_t target = cand[tt];
-    if (a.check_listed) {
+    if (a.check_listed &&
+        __any_sync(kFull, dv[0] < kInf || dv[1] < kInf || dv[2] < kInf || dv[3] < kInf)) {
       // Offers of ids the target's list already has take room and win hashed slots: dropped
       // here in the iterations where they are many (the host's 1/8 rule). A listed id is the
       // same (distance, id) key (a distance has the same bits wherever it is computed), found
-      // by a binary search of the sorted list: log2(k) cached loads an offer.
+      // by a binary search of the sorted list. The warp copies the list into shared memory
+      // first (k <= kSharedK), one round trip where the searches in global memory made log2(k)
+      // dependent ones, and compacts the offers to its first lanes, one search a lane, not a
+      // round of searches for each of the 4 columns a lane holds.
       const unsigned long long* list = a.keys + int64_t(target) * a.k;
+      unsigned long long* copy = list_copy[warp];
+      uint8_t *cols = offer_col[warp], *listed = offer_listed[warp];
+      const bool in_shared = a.k <= kSharedK;
+      __syncwarp();  // the previous target's searches are done
+      if (in_shared) {
+        unsigned long long v[kSharedK / 32];  // every load in flight before the first store
+#pragma unroll
+        for (uint32_t r = 0; r < kSharedK / 32; ++r)
+          if (lane + 32 * r < a.k) v[r] = __ldg(list + lane + 32 * r);
+#pragma unroll
+        for (uint32_t r = 0; r < kSharedK / 32; ++r)
+          if (lane + 32 * r < a.k) copy[lane + 32 * r] = v[r];
+      }
+      uint32_t n_offers = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t b = __ballot_sync(kFull, dv[q] < kInf);
+        if (dv[q] < kInf) cols[n_offers + __popc(b & below)] = uint8_t(lane + 32 * q);
+        n_offers += __popc(b);
+      }
+      __syncwarp();
+      for (uint32_t o = lane; o < n_offers; o += 32) {
+        const uint32_t j = cols[o];
+        const unsigned long long key =
+            make_key(tnew ? g[tt * kLdg + j] : g[j * kLdg + tt], cand[j]);
+        listed[j] = in_shared ? in_sorted<true>(copy, a.k, key) : in_sorted<false>(list, a.k, key);
+      }
+      __syncwarp();
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        if (dv[q] < kInf && in_sorted(list, a.k, make_key(dv[q], cand[lane + 32 * q])))
-          dv[q] = kInf;
+        if (dv[q] < kInf && listed[lane + 32 * q]) dv[q] = kInf;
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
