@@ -412,9 +412,9 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         const unsigned long long key = make_key(dv[q], id);
         if (slot < a.cap) {
           out[slot] = key;
-        } else {  // the buffer is full: the slot the id hashes to keeps the nearer key
-          unsigned long long* h = out + ((id * 0x9E3779B1u) >> slot_shift);
-          if (key < __ldcg(h)) atomicMin(h, key);
+        } else {  // the buffer is full: the slot the id hashes to keeps the nearer key (no read
+                  // of the slot first: a round trip each, which cost more than the atomics saved)
+          atomicMin(out + ((id * 0x9E3779B1u) >> slot_shift), key);
         }
       }
       base += __popc(offers[q]);
