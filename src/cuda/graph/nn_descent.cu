@@ -1,7 +1,7 @@
 // NN-descent on the GPU (GNND-like, Wang et al. 2021; our own code). The graph lives on the
 // device as keys [n, k] (orderable distance << 32 | id, rows ascending, so one unsigned compare
 // orders by (distance, id)) and "new" flags [n, k]. After a random start (init_kernel: k
-// distinct random neighbors per node from a counter-based hash of (seed, node, draw), exact
+// distinct random neighbors per node from a counter-based hash of (seed, node, draw), their
 // distances, a bitonic sort), each iteration runs four kernels with nothing shared between a
 // writer and a reader inside one kernel:
 //   sample — one warp per node: the first S new entries (flag cleared) and the first S old ones
@@ -18,6 +18,8 @@
 //            are kept, the inserted ones flagged new, and their number counted;
 //   stop   — after max_iterations or when fewer than termination_threshold * n * k entries
 //            changed (the CPU's rule).
+// Float rows' l2 distances are |x|^2 + |y|^2 - 2 x.y in the iterations (one FMA an element in the
+// join's tile); lists returned with their distances are re-measured as (x - y)^2 and re-sorted.
 // Dataset: one device copy in its storage type, rows zero padded to 16 bytes.
 #include "core/bits.hpp"
 #include "core/device_memory.hpp"
@@ -247,6 +249,31 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
   if (t == 0 && s_added) atomicAdd(counters, u64(s_added));
 }
 
+/** Float rows, l2: the lists' distances re-measured as (x - y)^2 (the iterations' distances come
+ *  from the norms and the dot product, whose error follows |x|^2 + |y|^2, not the distance), each
+ *  list re-sorted, then decoded. One CTA per node. */
+template <typename T>
+__global__ void exact_l2_lists_kernel(const uint4* data, uint32_t row_u4, uint32_t k, uint32_t kp2,
+                                      const u64* keys, uint32_t* ids, float* dists) {
+  extern __shared__ u64 sk[];  // [kp2]
+  const int64_t u = blockIdx.x;
+  const uint4* ru = data + u * row_u4;
+  for (uint32_t j = threadIdx.x; j < kp2; j += blockDim.x) {
+    u64 key = ~0ull;
+    if (j < k) {
+      const uint32_t id = uint32_t(keys[u * k + j]);
+      key = make_key(nnd_detail::row_l2_exact<T>(ru, data + int64_t(id) * row_u4, row_u4), id);
+    }
+    sk[j] = key;
+  }
+  __syncthreads();
+  dev::block_sort_u64(sk, kp2);
+  for (uint32_t j = threadIdx.x; j < k; j += blockDim.x) {
+    ids[u * k + j] = uint32_t(sk[j]);
+    dists[u * k + j] = nnd_detail::key_distance(sk[j]);
+  }
+}
+
 /** Keys -> ids and distances (dists may be null). */
 __global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, float* dists) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
@@ -451,8 +478,16 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   lists.k = k;
   lists.ids.reserve(nk);
   if (with_distances) lists.distances.reserve(nk);
-  decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(
-      r.keys.data(), nk, lists.ids.data(), lists.distances.data());
+  if (with_distances && m == metric::l2 && (t == dtype::f32 || t == dtype::f16)) {
+    const uint32_t kp2 = bits::next_pow2(k);
+    auto kernel = t == dtype::f32 ? exact_l2_lists_kernel<float> : exact_l2_lists_kernel<__half>;
+    kernel<<<unsigned(n), 128, kp2 * sizeof(u64), st>>>(r.data.data(), r.row_u4, k, kp2,
+                                                       r.keys.data(), lists.ids.data(),
+                                                       lists.distances.data());
+  } else {
+    decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(
+        r.keys.data(), nk, lists.ids.data(), lists.distances.data());
+  }
   CAGRA_CUDA_CHECK_LAUNCH();
   stream.sync();
   trace.mark("lists decoded");

@@ -55,6 +55,16 @@ __device__ __forceinline__ float finish_distance(float acc, bool dot, bool cosin
   return d == 0.0f ? 0.0f : d;
 }
 
+/** Squared l2 distance of float rows from their squared norms and dot product: one FMA an
+ *  element in the join's distance tile where (x - y)^2 took a subtraction too. Its error is a few
+ *  units in the last place of |x|^2 + |y|^2 (the pair's own distance may be far smaller: the lists'
+ *  distances are re-measured exactly at the end). Symmetric in x and y, so a pair has the same
+ *  bits wherever it is computed; never negative. */
+__device__ __forceinline__ float l2_from_dot(float xx, float yy, float xy) {
+  const float d = fmaf(-2.0f, xy, xx + yy);
+  return d > 0.0f ? d : 0.0f;
+}
+
 /** 16-byte word -> values. Float rows (f32: 4, f16: 8 elements) give floats; byte rows give 4
  *  packed 32-bit words (4 bytes each, for dp4a). kPer values per 16-byte word. */
 template <typename T>
@@ -91,9 +101,9 @@ __device__ __forceinline__ void unpack_floats(const uint4& v, float* out) {
   }
 }
 
-/** Distance of rows a and b, accumulated element by element in index order (float rows: one fp32
- *  accumulator, fmaf; byte rows: exact integers). The join kernel accumulates in the same order,
- *  so both produce the same bits for the same pair. */
+/** Distance of rows a and b, accumulated element by element in index order (float rows: fp32
+ *  accumulators, fmaf, l2 from the norms and the dot product; byte rows: exact integers). The
+ *  join kernel accumulates in the same order, so both produce the same bits for the same pair. */
 template <typename T>
 __device__ float row_distance(const uint4* a, const uint4* b, uint32_t row_u4, bool dot,
                               bool cosine) {
@@ -119,23 +129,41 @@ __device__ float row_distance(const uint4* a, const uint4* b, uint32_t row_u4, b
     return finish_distance(static_cast<float>(dot ? ab : aa + bb - 2 * ab), dot, cosine);
   } else {
     constexpr uint32_t P = unpack_traits<T>::kPer;
-    float acc = 0.0f;
+    float xy = 0.0f, xx = 0.0f, yy = 0.0f;
     for (uint32_t q = 0; q < row_u4; ++q) {
       float x[P], y[P];
       unpack_floats<T>(__ldg(a + q), x);
       unpack_floats<T>(__ldg(b + q), y);
 #pragma unroll
       for (uint32_t e = 0; e < P; ++e) {
-        if (dot) {
-          acc = fmaf(x[e], y[e], acc);
-        } else {
-          const float t = x[e] - y[e];
-          acc = fmaf(t, t, acc);
+        xy = fmaf(x[e], y[e], xy);
+        if (!dot) {
+          xx = fmaf(x[e], x[e], xx);
+          yy = fmaf(y[e], y[e], yy);
         }
       }
     }
-    return finish_distance(acc, dot, cosine);
+    return dot ? finish_distance(xy, true, cosine) : l2_from_dot(xx, yy, xy);
   }
+}
+
+/** Squared l2 distance of float rows summed as (x - y)^2 in index order: the lists' distances
+ *  when they leave the GPU, re-measured after the iterations. */
+template <typename T>
+__device__ float row_l2_exact(const uint4* a, const uint4* b, uint32_t row_u4) {
+  constexpr uint32_t P = unpack_traits<T>::kPer;
+  float acc = 0.0f;
+  for (uint32_t q = 0; q < row_u4; ++q) {
+    float x[P], y[P];
+    unpack_floats<T>(__ldg(a + q), x);
+    unpack_floats<T>(__ldg(b + q), y);
+#pragma unroll
+    for (uint32_t e = 0; e < P; ++e) {
+      const float t = x[e] - y[e];
+      acc = fmaf(t, t, acc);
+    }
+  }
+  return acc == 0.0f ? 0.0f : acc;
 }
 
 }  // namespace cagra::cuda::nnd_detail

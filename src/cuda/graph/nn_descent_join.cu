@@ -6,8 +6,10 @@
 //     chunks of 32 words (32 floats, or 128 bytes as 32 packed words) of every candidate into
 //     shared memory (transposed, [word][candidate]).
 //     - Float rows: thread (ty, tx) owns rows 4ty..4ty+3 and columns tx + 16j (j < 8) of the
-//       [64 x 128] tile and accumulates (a - b)^2 or a * b element by element in index order in
-//       fp32 (the order of row_distance, so the same pair gives the same bits anywhere).
+//       [64 x 128] tile and accumulates a * b element by element in index order in fp32 (the
+//       order of row_distance, so the same pair gives the same bits anywhere); l2 is
+//       |a|^2 + |b|^2 - 2 a.b, the norms summed in the same order (one FMA an element where
+//       (a - b)^2 took two instructions).
 //     - Byte rows: tensor cores (mma.sync m16n8k32, u8 x u8 or s8 x s8 into s32: exact integer
 //       dot products, so the same bits as row_distance's dp4a sums); warp w owns columns
 //       16w..16w+15 of every NEW row; distances are |a|^2 + |b|^2 - 2 a.b (l2) or a.b. The
@@ -117,7 +119,8 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   __shared__ uint32_t hkey[kSlots], howner[kSlots];
   __shared__ uint32_t cand[kMaxCand];
   __shared__ float worst[kMaxCand];
-  __shared__ int nrm[kMaxCand];
+  __shared__ int nrm[kMaxCand];      // byte rows, l2: |x|^2 of each candidate
+  __shared__ float nrm_f[kMaxCand];  // float rows, l2
   __shared__ uint32_t wtot[4];
   __shared__ __align__(16) uint32_t buf[kBufWords];
   // The listed check, a warp's own: its target's list, the columns offered, which are listed.
@@ -174,6 +177,7 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   for (uint32_t c = t; c < C; c += kThreads) {
     worst[c] = key_distance(a.keys[int64_t(cand[c]) * a.k + a.k - 1]);
     nrm[c] = 0;
+    nrm_f[c] = 0.0f;
   }
 
   // 2. The distance tile.
@@ -231,6 +235,13 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         }
         nrm[t] = s2;
       }
+    } else if constexpr (!kBytes && !kDot) {
+      if (t < C) {  // in element order, as row_distance sums it
+        float s2 = nrm_f[t];
+#pragma unroll 8
+        for (uint32_t w = 0; w < kWords; ++w) s2 = fmaf(xs[w * kLdx + t], xs[w * kLdx + t], s2);
+        nrm_f[t] = s2;
+      }
     }
     if constexpr (kMma) {
       if (cols_on) {
@@ -278,14 +289,7 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
             if (uint32_t(j) < jmax) {
               const float b = xs[w * kLdx + tx + 16 * j];
 #pragma unroll
-              for (int i = 0; i < 4; ++i) {
-                if constexpr (kDot) {
-                  acc[i][j] = fmaf(ar[i], b, acc[i][j]);
-                } else {
-                  const float d = ar[i] - b;
-                  acc[i][j] = fmaf(d, d, acc[i][j]);
-                }
-              }
+              for (int i = 0; i < 4; ++i) acc[i][j] = fmaf(ar[i], b, acc[i][j]);  // x . y
             }
           }
         }
@@ -321,8 +325,10 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         if (row < nnew && col < C) {
           if constexpr (kBytes)
             g[row * kLdg + col] = byte_distance(acc[i][j], row, col);
+          else if constexpr (kDot)
+            g[row * kLdg + col] = finish_distance(acc[i][j], true, a.cosine);
           else
-            g[row * kLdg + col] = finish_distance(acc[i][j], kDot, a.cosine);
+            g[row * kLdg + col] = l2_from_dot(nrm_f[row], nrm_f[col], acc[i][j]);
         }
       }
   }
