@@ -52,7 +52,14 @@ tile_isa pick_isa() {
 #endif
 }
 
-const tile_isa kIsa = pick_isa();
+/** The tiles' instruction set, picked on first use: a namespace-scope constant would be set
+ *  during static initialization, possibly before distance.cpp's CPU checks it reads (their order
+ *  across files is the link's), and a program linking the static library with this file first
+ *  got the portable tiles. */
+tile_isa isa() {
+  static const tile_isa picked = pick_isa();
+  return picked;
+}
 
 /** Portable tiles (no AVX2): 8 lanes in plain loops; float bits may differ from the SIMD tiles'. */
 template <bool L2, size_t R, size_t C, typename T, typename S>
@@ -212,13 +219,13 @@ CAGRA_PAIR_TILES(avx512, CAGRA_AVX512_FN, avx512_ops)
 
 #endif  // CAGRA_PAIR_SIMD
 
-/** One tile of R rows against C columns on kIsa: float sums for float rows, exact for bytes. */
+/** One tile of R rows against C columns on isa(): float sums for float rows, exact for bytes. */
 template <bool L2, size_t R, size_t C, typename T>
 void tile(const T* const* a, const T* const* b, size_t dim, float* out) {
   if constexpr (std::is_same_v<T, float>) {
 #ifdef CAGRA_PAIR_SIMD
-    if (kIsa == tile_isa::avx512) return f32_avx512<L2, R, C>(a, b, dim, out);
-    if (kIsa == tile_isa::avx2) return f32_avx2<L2, R, C>(a, b, dim, out);
+    if (isa() == tile_isa::avx512) return f32_avx512<L2, R, C>(a, b, dim, out);
+    if (isa() == tile_isa::avx2) return f32_avx2<L2, R, C>(a, b, dim, out);
 #endif
     tile_portable<L2, R, C>(a, b, 0, dim, out);
   } else {
@@ -227,9 +234,9 @@ void tile(const T* const* a, const T* const* b, size_t dim, float* out) {
       const size_t i1 = std::min(dim, i0 + kIntChunk);
       int32_t part[R * C];
 #ifdef CAGRA_PAIR_SIMD
-      if (kIsa == tile_isa::avx512)
+      if (isa() == tile_isa::avx512)
         int_avx512<L2, R, C>(a, b, i0, i1, part);
-      else if (kIsa == tile_isa::avx2)
+      else if (isa() == tile_isa::avx2)
         int_avx2<L2, R, C>(a, b, i0, i1, part);
       else
 #endif
@@ -268,7 +275,7 @@ void any_rows_block(const T* const* a, size_t na, const T* const* b, size_t nb, 
 /** Columns a tile: 6 where AVX-512 gives 32 registers, else 3. */
 template <bool L2, typename T>
 void blocks(const T* const* a, size_t na, const T* const* b, size_t nb, size_t dim, float* out) {
-  if (kIsa == tile_isa::avx512) return any_rows_block<L2, 6>(a, na, b, nb, dim, out);
+  if (isa() == tile_isa::avx512) return any_rows_block<L2, 6>(a, na, b, nb, dim, out);
   any_rows_block<L2, 3>(a, na, b, nb, dim, out);
 }
 
