@@ -481,9 +481,8 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   if (with_distances && m == metric::l2 && (t == dtype::f32 || t == dtype::f16)) {
     const uint32_t kp2 = bits::next_pow2(k);
     auto kernel = t == dtype::f32 ? exact_l2_lists_kernel<float> : exact_l2_lists_kernel<__half>;
-    kernel<<<unsigned(n), 128, kp2 * sizeof(u64), st>>>(r.data.data(), r.row_u4, k, kp2,
-                                                       r.keys.data(), lists.ids.data(),
-                                                       lists.distances.data());
+    kernel<<<unsigned(n), 128, kp2 * sizeof(u64), st>>>(
+        r.data.data(), r.row_u4, k, kp2, r.keys.data(), lists.ids.data(), lists.distances.data());
   } else {
     decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(
         r.keys.data(), nk, lists.ids.data(), lists.distances.data());
