@@ -120,9 +120,7 @@ TEST(LivingIndex, ExtendHalfToFullMatchesFullBuild) {
   }
 }
 
-// The same graph on any number of threads, whether rows come one a call (a small extend: its
-// steps run on as many threads as it has rows, its asks sorted by comparison) or 2,500 in one
-// (the radix sort, every thread).
+// extend_report += sums the reports of a stream of calls field by field.
 TEST(LivingIndex, ExtendReportsOfAStreamAddUp) {
   extend_report a, b;
   a.rows_added = 3;
@@ -152,6 +150,9 @@ TEST(LivingIndex, ExtendReportsOfAStreamAddUp) {
   EXPECT_EQ(a.total_seconds, 3);
 }
 
+// The same graph on any number of threads, whether rows come one a call (a small extend: its
+// steps run on as many threads as it has rows, its asks sorted by comparison) or 2,500 in one
+// (the radix sort, every thread).
 TEST(LivingIndex, ExtendIsTheSameGraphOnAnyThreadCount) {
   const real_set s = bigann10k();
   const int64_t first = 7000;
