@@ -65,6 +65,36 @@ __device__ __forceinline__ float l2_from_dot(float xx, float yy, float xy) {
   return d > 0.0f ? d : 0.0f;
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+constexpr bool kTensorCores = true;  // mma.sync with s8/u8 and tf32 inputs
+#else
+constexpr bool kTensorCores = false;
+#endif
+
+/** x rounded to tf32 (10 mantissa bits, to nearest, ties away), as bits for an mma operand. */
+__device__ __forceinline__ uint32_t tf32_bits(float x) {
+  uint32_t r = __float_as_uint(x);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+#endif
+  return r;
+}
+
+/** c += a * b over 16 rows x 8 columns x 8 tf32 elements, fp32 sums. A pair's sum depends only on
+ *  its two rows' elements and the order of the k-steps: the join and the random start, which
+ *  step through the elements 8 at a time in the same order, give it the same bits, in either
+ *  order of the pair (the products are the same, at the same positions). */
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const uint32_t (&a)[4],
+                                         const uint32_t (&b)[2]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 /** 16-byte word -> values. Float rows (f32: 4, f16: 8 elements) give floats; byte rows give 4
  *  packed 32-bit words (4 bytes each, for dp4a). kPer values per 16-byte word. */
 template <typename T>
@@ -147,10 +177,11 @@ __device__ float row_distance(const uint4* a, const uint4* b, uint32_t row_u4, b
   }
 }
 
-/** Squared l2 distance of float rows summed as (x - y)^2 in index order: the lists' distances
- *  when they leave the GPU, re-measured after the iterations. */
+/** The distance of float rows in fp32 from the full elements, in index order ((x - y)^2 for l2):
+ *  the lists' distances when they leave the GPU, re-measured after the iterations. */
 template <typename T>
-__device__ float row_l2_exact(const uint4* a, const uint4* b, uint32_t row_u4) {
+__device__ float row_distance_exact(const uint4* a, const uint4* b, uint32_t row_u4, bool dot,
+                                    bool cosine) {
   constexpr uint32_t P = unpack_traits<T>::kPer;
   float acc = 0.0f;
   for (uint32_t q = 0; q < row_u4; ++q) {
@@ -159,11 +190,11 @@ __device__ float row_l2_exact(const uint4* a, const uint4* b, uint32_t row_u4) {
     unpack_floats<T>(__ldg(b + q), y);
 #pragma unroll
     for (uint32_t e = 0; e < P; ++e) {
-      const float t = x[e] - y[e];
-      acc = fmaf(t, t, acc);
+      const float t = dot ? x[e] : x[e] - y[e];
+      acc = fmaf(t, dot ? y[e] : t, acc);
     }
   }
-  return acc == 0.0f ? 0.0f : acc;
+  return finish_distance(acc, dot, cosine);
 }
 
 }  // namespace cagra::cuda::nnd_detail

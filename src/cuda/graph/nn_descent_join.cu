@@ -9,7 +9,11 @@
 //       [64 x 128] tile and accumulates a * b element by element in index order in fp32 (the
 //       order of row_distance, so the same pair gives the same bits anywhere); l2 is
 //       |a|^2 + |b|^2 - 2 a.b, the norms summed in the same order (one FMA an element where
-//       (a - b)^2 took two instructions).
+//       (a - b)^2 took two instructions). From sm_80: tensor cores (mma.sync m16n8k8, tf32
+//       inputs rounded to nearest, fp32 sums), laid out as the byte path below but unswizzled
+//       ([element][candidate], rows of kLdt = 136 words: fragment loads free of bank conflicts);
+//       the random start (nn_descent.cu, tf32_start_distances) sums a pair the same way, and
+//       lists returned with distances are re-measured from the full elements.
 //     - Byte rows: tensor cores (mma.sync m16n8k32, u8 x u8 or s8 x s8 into s32: exact integer
 //       dot products, so the same bits as row_distance's dp4a sums); warp w owns columns
 //       16w..16w+15 of every NEW row; distances are |a|^2 + |b|^2 - 2 a.b (l2) or a.b. The
@@ -49,11 +53,7 @@ constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kSharedK = 128;  // lists up to this long are searched in a copy in shared memory
 constexpr float kInf = __builtin_huge_valf();
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-constexpr bool kTensorBytes = true;
-#else
-constexpr bool kTensorBytes = false;
-#endif
+constexpr uint32_t kLdt = 136;  // the tf32 chunk's row length: fragment loads conflict-free
 
 /** Word `w`, candidate `c` of the swizzled byte chunk. */
 __device__ __forceinline__ uint32_t byte_slot(uint32_t w, uint32_t c) {
@@ -181,7 +181,8 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
   }
 
   // 2. The distance tile.
-  constexpr bool kMma = kBytes && kTensorBytes;
+  constexpr bool kMma = kBytes && kTensorCores;    // bytes: s8/u8 mma
+  constexpr bool kMmaF = !kBytes && kTensorCores;  // float rows: tf32 mma
   // Float rows (and bytes without tensor cores): thread (ty, tx) owns rows 4ty.., columns tx + 16j.
   const uint32_t ty = t >> 4, tx = t & 15u, r0 = ty * 4;
   const bool rows_on = r0 < nnew;
@@ -217,6 +218,11 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         buf[(q * 4 + 1) * kLdx + ci] = v.y;
         buf[(q * 4 + 2) * kLdx + ci] = v.z;
         buf[(q * 4 + 3) * kLdx + ci] = v.w;
+      } else if constexpr (kMmaF) {
+        float f[kPer];
+        unpack_floats<T>(v, f);
+#pragma unroll
+        for (uint32_t i = 0; i < kPer; ++i) buf[(q * kPer + i) * kLdt + ci] = tf32_bits(f[i]);
       } else {
         float f[kPer];
         unpack_floats<T>(v, f);
@@ -236,10 +242,13 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         nrm[t] = s2;
       }
     } else if constexpr (!kBytes && !kDot) {
-      if (t < C) {  // in element order, as row_distance sums it
+      if (t < C) {  // in element order, as row_distance (and the tf32 start) sums it
         float s2 = nrm_f[t];
 #pragma unroll 8
-        for (uint32_t w = 0; w < kWords; ++w) s2 = fmaf(xs[w * kLdx + t], xs[w * kLdx + t], s2);
+        for (uint32_t w = 0; w < kWords; ++w) {
+          const float x = kMmaF ? __uint_as_float(buf[w * kLdt + t]) : xs[w * kLdx + t];
+          s2 = fmaf(x, x, s2);
+        }
         nrm_f[t] = s2;
       }
     }
@@ -263,6 +272,30 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
                   buf[byte_slot(k8 + 4 + tig, row)], buf[byte_slot(k8 + 4 + tig, row + 8)]};
               mma_bytes<T>(mma_acc[mt][0], fa, fb[0]);
               mma_bytes<T>(mma_acc[mt][1], fa, fb[1]);
+            }
+          }
+        }
+      }
+    } else if constexpr (kMmaF) {
+      if (cols_on) {
+#pragma unroll
+        for (uint32_t k8 = 0; k8 < kWords; k8 += 8) {  // 8 elements a step
+          uint32_t fb[2][2];
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            const uint32_t col = n0 + 8 * nt + grp;
+            fb[nt][0] = buf[(k8 + tig) * kLdt + col];
+            fb[nt][1] = buf[(k8 + 4 + tig) * kLdt + col];
+          }
+#pragma unroll
+          for (int mt = 0; mt < 4; ++mt) {
+            if (uint32_t(16 * mt) < nnew) {
+              const uint32_t row = 16 * mt + grp;
+              const uint32_t fa[4] = {
+                  buf[(k8 + tig) * kLdt + row], buf[(k8 + tig) * kLdt + row + 8],
+                  buf[(k8 + 4 + tig) * kLdt + row], buf[(k8 + 4 + tig) * kLdt + row + 8]};
+              mma_tf32(reinterpret_cast<float(&)[4]>(acc[mt][0]), fa, fb[0]);
+              mma_tf32(reinterpret_cast<float(&)[4]>(acc[mt][4]), fa, fb[1]);
             }
           }
         }
@@ -314,6 +347,22 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
             const uint32_t col = n0 + 8 * nt + 2 * tig + (h & 1);
             if (row < nnew && col < C)
               g[row * kLdg + col] = byte_distance(mma_acc[mt][nt][h], row, col);
+          }
+    }
+  } else if constexpr (kMmaF) {
+    if (cols_on) {
+#pragma unroll
+      for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int h = 0; h < 4; ++h) {
+            const uint32_t row = 16 * mt + grp + (h >= 2 ? 8 : 0);
+            const uint32_t col = n0 + 8 * nt + 2 * tig + (h & 1);
+            const float dot = acc[mt][4 * nt + h];
+            if (row < nnew && col < C)
+              g[row * kLdg + col] = kDot ? finish_distance(dot, true, a.cosine)
+                                         : l2_from_dot(nrm_f[row], nrm_f[col], dot);
           }
     }
   } else if (rows_on) {
