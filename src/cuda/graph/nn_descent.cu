@@ -1,6 +1,6 @@
 // NN-descent on the GPU (GNND-like, Wang et al. 2021; our own code). The graph lives on the
 // device as keys [n, k] (orderable distance << 32 | id, rows ascending, so one unsigned compare
-// orders by (distance, id)) and "new" flags [n, k]. After a random start (init_kernel: k
+// orders by (distance, id)) and "new" flags [n, k]. After a random start (nn_descent_lists.cu: k
 // distinct random neighbors per node from a counter-based hash of (seed, node, draw), their
 // distances, a bitonic sort), each iteration runs four kernels with nothing shared between a
 // writer and a reader inside one kernel:
@@ -14,13 +14,15 @@
 //            ids already listed, the join drops such offers itself (for good);
 //   update — one CTA per node: its proposals are bitonic-sorted, duplicates and entries already
 //            in the list dropped (a pair's distance has the same bits wherever it is computed,
-//            see row_distance), then merged with the list by rank (merge path): the k smallest
-//            are kept, the inserted ones flagged new, and their number counted;
+//            see row_distance and tf32_start_distances), then merged with the list by rank (merge
+//            path): the k smallest are kept, the inserted ones flagged new, and their number
+//            counted;
 //   stop   — after max_iterations or when fewer than termination_threshold * n * k entries
 //            changed (the CPU's rule).
 // Float rows' l2 distances are |x|^2 + |y|^2 - 2 x.y in the iterations (one FMA an element in the
 // join's tile; from sm_80 tf32 products on tensor cores, in the start as in the join); lists
-// returned with their distances are re-measured from the full elements and re-sorted.
+// returned with their distances are re-measured from the full elements and re-sorted
+// (nn_descent_lists.cu).
 // Dataset: one device copy in its storage type, rows zero padded to 16 bytes.
 #include "core/bits.hpp"
 #include "core/device_memory.hpp"
@@ -66,121 +68,6 @@ __device__ __forceinline__ uint32_t lower_bound(const u64* a, uint32_t n, u64 ke
       hi = mid;
   }
   return lo;
-}
-
-/** Element e of a float row (f32 or f16; 0 past the row's padded end). */
-template <typename T>
-__device__ __forceinline__ float row_elem(const uint4* row, uint32_t e, uint32_t row_u4) {
-  constexpr uint32_t P = nnd_detail::unpack_traits<T>::kPer;
-  if (e >= row_u4 * P) return 0.0f;
-  if constexpr (std::is_same_v<T, float>)
-    return __ldg(reinterpret_cast<const float*>(row) + e);
-  else
-    return __half2float(reinterpret_cast<const __half*>(row)[e]);
-}
-
-/** Float rows on tensor cores: the keys of node u against its k start neighbors, computed as the
- *  join computes a pair (tf32 products summed by mma 8 elements a step, over the join's chunks
- *  of 32 elements; l2 from the squared norms of the rounded elements), so that a pair has the
- *  same bits here and in every join. Each warp takes 8 neighbors at a time as the mma's columns,
- *  with u in every row; sk[j] for j < kp2 (~0 past k). Needs blockDim.x == 128. */
-template <typename T>
-__device__ void tf32_start_distances(const uint4* data, uint32_t row_u4, int64_t u,
-                                     const uint32_t* ids, uint32_t k, uint32_t kp2, bool dot,
-                                     bool cosine, u64* sk) {
-  __shared__ float norms[kMaxK + 1];  // the neighbors' squared norms, then u's
-  constexpr uint32_t P = nnd_detail::unpack_traits<T>::kPer;
-  const uint32_t elems = (row_u4 * P + 31) / 32 * 32;  // the join's chunks, zero padded
-  const uint32_t t = threadIdx.x, lane = t & 31u, warp = t >> 5;
-  const uint4* ru = data + u * row_u4;
-  if (!dot) {
-    for (uint32_t j = t; j <= k; j += blockDim.x) {
-      const uint4* r = j < k ? data + int64_t(ids[j]) * row_u4 : ru;
-      float s2 = 0.0f;
-      for (uint32_t e = 0; e < elems; ++e) {
-        const float x = __uint_as_float(nnd_detail::tf32_bits(row_elem<T>(r, e, row_u4)));
-        s2 = fmaf(x, x, s2);
-      }
-      norms[j == k ? kMaxK : j] = s2;
-    }
-    __syncthreads();
-  }
-  const uint32_t grp = lane >> 2, tig = lane & 3u;
-  for (uint32_t g8 = warp * 8; g8 < kp2; g8 += 8 * (blockDim.x / 32)) {
-    const uint32_t j = g8 + grp;  // this lane's column: neighbor j
-    const uint4* rv = j < k ? data + int64_t(ids[j]) * row_u4 : nullptr;
-    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (uint32_t k8 = 0; k8 < elems; k8 += 8) {
-      const uint32_t x0 = nnd_detail::tf32_bits(row_elem<T>(ru, k8 + tig, row_u4));
-      const uint32_t x1 = nnd_detail::tf32_bits(row_elem<T>(ru, k8 + 4 + tig, row_u4));
-      const uint32_t a[4] = {x0, x0, x1, x1};
-      const uint32_t b[2] = {
-          rv ? nnd_detail::tf32_bits(row_elem<T>(rv, k8 + tig, row_u4)) : 0u,
-          rv ? nnd_detail::tf32_bits(row_elem<T>(rv, k8 + 4 + tig, row_u4)) : 0u};
-      nnd_detail::mma_tf32(c, a, b);
-    }
-    if (grp == 0) {  // row 0: columns 2 tig and 2 tig + 1
-#pragma unroll
-      for (uint32_t h = 0; h < 2; ++h) {
-        const uint32_t jj = g8 + 2 * tig + h;
-        if (jj >= kp2) continue;
-        u64 key = ~0ull;
-        if (jj < k) {
-          const float d = dot ? nnd_detail::finish_distance(c[h], true, cosine)
-                              : nnd_detail::l2_from_dot(norms[kMaxK], norms[jj], c[h]);
-          key = make_key(d, ids[jj]);
-        }
-        sk[jj] = key;
-      }
-    }
-  }
-}
-
-/** One CTA per node: k distinct random neighbors (warp 0 draws them), distances, sorted row. */
-template <typename T>
-__global__ void init_kernel(const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, uint32_t kp2,
-                            uint64_t seed, bool dot, bool cosine, u64* keys, uint8_t* flags) {
-  extern __shared__ u64 sk[];                             // [kp2]
-  uint32_t* ids = reinterpret_cast<uint32_t*>(sk + kp2);  // [k]
-  const int64_t u = blockIdx.x;
-  const uint32_t t = threadIdx.x, lane = t & 31u;
-  if (t < 32) {
-    uint32_t m = 0;
-    const uint64_t base = mix64(seed ^ mix64(uint64_t(u)));
-    for (uint32_t round = 0; m < k; ++round) {
-      const uint64_t h = mix64(base + uint64_t(round) * 32 + lane);
-      const uint32_t c = uint32_t(((h >> 32) * uint64_t(n)) >> 32);
-      bool ok = c != uint32_t(u);
-      const uint32_t same = __match_any_sync(kFull, c);
-      ok = ok && (__ffs(same) - 1) == int(lane);  // the lowest lane drawing c
-      for (uint32_t j = 0; j < m && ok; ++j) ok = ids[j] != c;
-      const uint32_t b = __ballot_sync(kFull, ok);
-      const uint32_t pos = m + __popc(b & ((1u << lane) - 1u));
-      if (ok && pos < k) ids[pos] = c;
-      m = min(k, m + __popc(b));
-      __syncwarp();
-    }
-  }
-  __syncthreads();
-  const uint4* ru = data + u * row_u4;
-  if constexpr (!nnd_detail::unpack_traits<T>::kBytes && nnd_detail::kTensorCores) {
-    tf32_start_distances<T>(data, row_u4, u, ids, k, kp2, dot, cosine, sk);
-  } else {
-    for (uint32_t j = t; j < kp2; j += blockDim.x) {
-      u64 key = ~0ull;
-      if (j < k)
-        key = make_key(
-            nnd_detail::row_distance<T>(ru, data + int64_t(ids[j]) * row_u4, row_u4, dot, cosine),
-            ids[j]);
-      sk[j] = key;
-    }
-  }
-  __syncthreads();
-  dev::block_sort_u64(sk, kp2);
-  for (uint32_t j = t; j < k; j += blockDim.x) {
-    keys[u * k + j] = sk[j];
-    flags[u * k + j] = 1;
-  }
 }
 
 /** Appends u to v's reverse list; past s entries, the arrival replaces a random slot. */
@@ -322,45 +209,6 @@ __global__ void update_kernel(u64* keys, uint8_t* flags, uint32_t k, const u64* 
   if (t == 0 && s_added) atomicAdd(counters, u64(s_added));
 }
 
-/** Float rows: the lists' distances re-measured from the full elements ((x - y)^2 for l2; the
- *  iterations' distances come from tf32 products, and l2 from the norms and the dot product,
- *  whose error follows |x|^2 + |y|^2, not the distance), each list re-sorted, then decoded. One
- *  CTA per node. */
-template <typename T>
-__global__ void exact_lists_kernel(const uint4* data, uint32_t row_u4, uint32_t k, uint32_t kp2,
-                                   bool dot, bool cosine, const u64* keys, uint32_t* ids,
-                                   float* dists) {
-  extern __shared__ u64 sk[];  // [kp2]
-  const int64_t u = blockIdx.x;
-  const uint4* ru = data + u * row_u4;
-  for (uint32_t j = threadIdx.x; j < kp2; j += blockDim.x) {
-    u64 key = ~0ull;
-    if (j < k) {
-      const uint32_t id = uint32_t(keys[u * k + j]);
-      key = make_key(
-          nnd_detail::row_distance_exact<T>(ru, data + int64_t(id) * row_u4, row_u4, dot, cosine),
-          id);
-    }
-    sk[j] = key;
-  }
-  __syncthreads();
-  dev::block_sort_u64(sk, kp2);
-  for (uint32_t j = threadIdx.x; j < k; j += blockDim.x) {
-    ids[u * k + j] = uint32_t(sk[j]);
-    dists[u * k + j] = nnd_detail::key_distance(sk[j]);
-  }
-}
-
-/** Keys -> ids and distances (dists may be null). */
-__global__ void decode_kernel(const u64* keys, size_t total, uint32_t* ids, float* dists) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const u64 key = keys[i];
-    ids[i] = uint32_t(key);
-    if (dists) dists[i] = nnd_detail::key_distance(key);
-  }
-}
-
 struct run_state {
   int64_t n;
   uint32_t k, s, cap, row_u4;
@@ -369,15 +217,6 @@ struct run_state {
   device_buffer<uint8_t> flags;
   device_buffer<uint32_t> fwd_new, fwd_old, rev_new, rev_old, rcnt, pcount;
 };
-
-template <typename T>
-void launch_init(run_state& r, uint64_t seed, bool dot, bool cosine, cudaStream_t st) {
-  const uint32_t kp2 = bits::next_pow2(r.k);
-  const size_t smem = kp2 * sizeof(u64) + r.k * sizeof(uint32_t);
-  init_kernel<T><<<unsigned(r.n), 128, smem, st>>>(r.data.data(), r.row_u4, r.n, r.k, kp2, seed,
-                                                   dot, cosine, r.keys.data(), r.flags.data());
-  CAGRA_CUDA_CHECK_LAUNCH();
-}
 
 /** The CPU's argument checks and the GPU version's own limits, free device memory included
  *  (cagra::error, before anything is allocated). */
@@ -464,12 +303,8 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   CAGRA_CUDA_TRY(cudaMemsetAsync(r.pcount.data(), 0, size_t(n) * sizeof(uint32_t), st));
 
   const bool dot = m != metric::l2, cosine = m == metric::cosine;
-  switch (t) {
-    case dtype::f32: launch_init<float>(r, seed, dot, cosine, st); break;
-    case dtype::f16: launch_init<__half>(r, seed, dot, cosine, st); break;
-    case dtype::u8: launch_init<uint8_t>(r, seed, dot, cosine, st); break;
-    default: launch_init<int8_t>(r, seed, dot, cosine, st); break;
-  }
+  nnd_detail::launch_start(t, r.data.data(), r.row_u4, n, k, seed, dot, cosine, r.keys.data(),
+                           r.flags.data(), st);
   timer.mark(1);
   if (timing_build()) {
     stream.sync();
@@ -555,17 +390,9 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   lists.k = k;
   lists.ids.reserve(nk);
   if (with_distances) lists.distances.reserve(nk);
-  if (with_distances && (t == dtype::f32 || t == dtype::f16)) {
-    const uint32_t kp2 = bits::next_pow2(k);
-    auto kernel = t == dtype::f32 ? exact_lists_kernel<float> : exact_lists_kernel<__half>;
-    kernel<<<unsigned(n), 128, kp2 * sizeof(u64), st>>>(r.data.data(), r.row_u4, k, kp2, dot,
-                                                        cosine, r.keys.data(), lists.ids.data(),
-                                                        lists.distances.data());
-  } else {
-    decode_kernel<<<unsigned(std::min<size_t>((nk + 255) / 256, 65535)), 256, 0, st>>>(
-        r.keys.data(), nk, lists.ids.data(), lists.distances.data());
-  }
-  CAGRA_CUDA_CHECK_LAUNCH();
+  nnd_detail::launch_lists_out(t, r.data.data(), r.row_u4, n, k, dot, cosine, r.keys.data(),
+                               lists.ids.data(), with_distances ? lists.distances.data() : nullptr,
+                               st);
   stream.sync();
   trace.mark("lists decoded");
   if (progress) progress("NN-descent", 1.0);

@@ -1,7 +1,7 @@
 // NN-descent on the GPU (paper §III-A): the intermediate kNN graph of the CUDA build.
 // Plain C++ (no CUDA types), so that src/core/dispatch.cpp can call it without nvcc; the
-// kernels live in nn_descent.cu (driver, init, sample, update) and nn_descent_join.cu (join),
-// which share the device helpers of nn_descent_detail.cuh.
+// kernels live in nn_descent.cu (driver, sample, update), nn_descent_join.cu (join) and
+// nn_descent_lists.cu (random start, lists out), which share nn_descent_detail.cuh's helpers.
 //
 // Same contract as cpu::nn_descent: `data` in storage type (f32, f16, u8, i8; rows already unit
 // for cosine), distances as cpu::distance (l2: squared L2; inner_product: -<a, b>; cosine:

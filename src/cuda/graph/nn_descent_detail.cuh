@@ -1,6 +1,7 @@
-// Device helpers shared by nn_descent.cu and nn_descent_join.cu (the GPU NN-descent): the join
-// kernel's arguments, the (distance, id) sort keys and the pair distance both files compute with
-// the same arithmetic in the same order, so that a pair has the same bits wherever it is computed.
+// Device helpers shared by nn_descent.cu, nn_descent_join.cu and nn_descent_lists.cu (the GPU
+// NN-descent): the launchers, the (distance, id) sort keys and the pair distance every file
+// computes with the same arithmetic in the same order, so that a pair has the same bits wherever
+// it is computed.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,15 @@ struct join_args {
   bool check_listed;  // drop offers of ids the target's list has (this iteration's snapshot)
 };
 void launch_join(dtype t, const join_args& a, cudaStream_t stream);
+
+/** The random start (nn_descent_lists.cu): keys [n, k] (rows sorted) and flags [n, k] (all new). */
+void launch_start(dtype t, const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, uint64_t seed,
+                  bool dot, bool cosine, unsigned long long* keys, uint8_t* flags, cudaStream_t st);
+/** Keys [n, k] -> ids [n, k] and, when dists is not null, distances [n, k] (float rows
+ *  re-measured from the full elements and each list re-sorted; nn_descent_lists.cu). */
+void launch_lists_out(dtype t, const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, bool dot,
+                      bool cosine, const unsigned long long* keys, uint32_t* ids, float* dists,
+                      cudaStream_t st);
 
 /** Float bits mapped so that unsigned order is float order (as in brute_force.cu). */
 __device__ __forceinline__ uint32_t orderable(float f) {
