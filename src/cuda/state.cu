@@ -11,6 +11,7 @@
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
+#include "cuda/host_upload.hpp"
 
 namespace cagra::cuda {
 namespace {
@@ -51,14 +52,13 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   s->dataset.reserve(data_bytes);
   if (s->row_stride != row_bytes)
     CAGRA_CUDA_TRY(cudaMemsetAsync(s->dataset.data(), 0, data_bytes, s->stream.get()));
-  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(s->dataset.data(), s->row_stride, idx.vectors().data(),
-                                   row_bytes, row_bytes, size_t(s->rows), cudaMemcpyHostToDevice,
-                                   s->stream.get()));
+  upload_rows(s->dataset.data(), s->row_stride, idx.vectors().data(), row_bytes, row_bytes,
+              size_t(s->rows), s->stream.get());
   const size_t graph_elems = size_t(s->rows) * s->degree;
   s->graph.reserve(graph_elems);
-  CAGRA_CUDA_TRY(cudaMemcpyAsync(s->graph.data(), idx.graph().data, graph_elems * sizeof(uint32_t),
-                                 cudaMemcpyHostToDevice, s->stream.get()));
-  s->stream.sync();
+  const size_t graph_row = size_t(s->degree) * sizeof(uint32_t);
+  upload_rows(s->graph.data(), graph_row, idx.graph().data, graph_row, graph_row, size_t(s->rows),
+              s->stream.get());
   copies->by_device[size_t(device)] = s;
   return s;
 }

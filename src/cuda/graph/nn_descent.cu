@@ -39,6 +39,7 @@
 #include "cuda/check.hpp"
 #include "cuda/graph/build_trace.hpp"
 #include "cuda/graph/device_lists.hpp"
+#include "cuda/host_upload.hpp"
 #include "cuda/memory.hpp"
 #include "cuda/primitives/bitonic.cuh"
 
@@ -298,13 +299,18 @@ device_lists nn_descent_lists(const host_matrix& data, metric m, uint32_t k,
   const size_t src_pitch = size_t(dim) * dtype_size(t), dst_pitch = size_t(r.row_u4) * 16;
   if (dst_pitch != src_pitch)
     CAGRA_CUDA_TRY(cudaMemsetAsync(r.data.data(), 0, dst_pitch * size_t(n), st));
-  CAGRA_CUDA_TRY(cudaMemcpy2DAsync(r.data.data(), dst_pitch, data.data(), src_pitch, src_pitch,
-                                   size_t(n), cudaMemcpyHostToDevice, st));
+  upload_rows(r.data.data(), dst_pitch, data.data(), src_pitch, src_pitch, size_t(n), st);
   CAGRA_CUDA_TRY(cudaMemsetAsync(r.pcount.data(), 0, size_t(n) * sizeof(uint32_t), st));
+  if (timing_build()) {
+    stream.sync();
+    trace.mark("dataset uploaded");
+  }
 
   const bool dot = m != metric::l2, cosine = m == metric::cosine;
-  nnd_detail::launch_start(t, r.data.data(), r.row_u4, n, k, seed, dot, cosine, r.keys.data(),
-                           r.flags.data(), st);
+  // The proposal buffer is free until the first join: the start's scratch (n floats).
+  nnd_detail::launch_start(t, r.data.data(), r.row_u4, n, k, seed, dot, cosine,
+                           reinterpret_cast<float*>(r.props.data()), r.keys.data(), r.flags.data(),
+                           st);
   timer.mark(1);
   if (timing_build()) {
     stream.sync();

@@ -33,9 +33,11 @@ struct join_args {
 };
 void launch_join(dtype t, const join_args& a, cudaStream_t stream);
 
-/** The random start (nn_descent_lists.cu): keys [n, k] (rows sorted) and flags [n, k] (all new). */
+/** The random start (nn_descent_lists.cu): keys [n, k] (rows sorted) and flags [n, k] (all new).
+ *  scratch: n floats of device memory the call may use (float rows' norms for l2). */
 void launch_start(dtype t, const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, uint64_t seed,
-                  bool dot, bool cosine, unsigned long long* keys, uint8_t* flags, cudaStream_t st);
+                  bool dot, bool cosine, float* scratch, unsigned long long* keys, uint8_t* flags,
+                  cudaStream_t st);
 /** Keys [n, k] -> ids [n, k] and, when dists is not null, distances [n, k] (float rows
  *  re-measured from the full elements and each list re-sorted; nn_descent_lists.cu). */
 void launch_lists_out(dtype t, const uint4* data, uint32_t row_u4, int64_t n, uint32_t k, bool dot,
