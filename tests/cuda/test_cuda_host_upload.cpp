@@ -17,8 +17,8 @@ namespace {
 /** Uploads rows x width bytes (src rows src_pitch apart) to rows dst_pitch apart and checks every
  *  destination byte: the row's bytes, or the 0xA5 fill past the row's width. */
 void check_upload(size_t rows, size_t width, size_t src_pitch, size_t dst_pitch) {
-  SCOPED_TRACE(testing::Message() << rows << " rows of " << width << " bytes, pitches "
-                                  << src_pitch << " / " << dst_pitch);
+  SCOPED_TRACE(testing::Message() << rows << " rows of " << width << " bytes, pitches " << src_pitch
+                                  << " / " << dst_pitch);
   std::vector<uint8_t> src(rows * src_pitch);
   for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t((i * 2654435761u) >> 13);
   void* dst = nullptr;
@@ -44,8 +44,8 @@ TEST(CudaHostUpload, EveryByteArrivesInItsRow) {
   check_upload(300001, 384, 384, 384);  // 115 MB packed: 14 chunks, the last one partial
   check_upload(200003, 500, 512, 512);  // pitched source and destination, rows not 16-aligned
   check_upload(100000, 500, 500, 512);  // packed source, padded destination (the build's case)
-  check_upload(5, 20 << 20, 20 << 20, (20 << 20) + 16);  // rows wider than a chunk
-  check_upload(1000, 128, 128, 144);    // small: the direct copy
+  check_upload(5, 20 << 20, 20 << 20, (20 << 20) + 16);            // rows wider than a chunk
+  check_upload(1000, 128, 128, 144);                               // small: the direct copy
   cuda::upload_rows(nullptr, 128, nullptr, 128, 128, 0, nullptr);  // nothing to copy
 }
 
