@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <cagra/error.hpp>
+
 #include "cuda/check.hpp"
 #include "cuda/memory.hpp"
 
@@ -24,16 +26,20 @@ void upload_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
   if (rows == 0 || width == 0) return;
   auto* out = static_cast<uint8_t*>(dst);
   const auto* in = static_cast<const uint8_t*>(src);
-  if (width * rows < kDirectBytes) {
+  const auto direct = [&] {
     CAGRA_CUDA_TRY(cudaMemcpy2DAsync(out, dst_pitch, in, src_pitch, width, rows,
                                      cudaMemcpyHostToDevice, stream));
     CAGRA_CUDA_TRY(cudaStreamSynchronize(stream));
-    return;
-  }
+  };
+  if (width * rows < kDirectBytes) return direct();
   const size_t chunk_rows = std::max<size_t>(1, kChunkBytes / width);
   pinned_buffer<uint8_t> chunk[2];
   cuda_event copied[2];
-  for (auto& c : chunk) c.reserve(chunk_rows * width);
+  try {
+    for (auto& c : chunk) c.reserve(chunk_rows * width);
+  } catch (const error&) {  // no page-locked memory to be had (a locked-memory limit): copy plainly
+    return direct();
+  }
   const int threads = std::max(1, std::min(kMaxThreads, omp_get_max_threads()));
   for (size_t r0 = 0, i = 0; r0 < rows; r0 += chunk_rows, ++i) {
     const size_t nr = std::min(chunk_rows, rows - r0), b = i & 1;

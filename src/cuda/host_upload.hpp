@@ -13,7 +13,8 @@ namespace cagra::cuda {
 
 /** Copies `rows` rows of `width` bytes from host memory (`src`, `src_pitch` bytes apart; pageable
  *  is fine) to device memory (`dst`, `dst_pitch` apart) on `stream`, and waits for it: on return
- *  the copy is done and `src` may be freed. Small copies go straight through cudaMemcpy2DAsync. */
+ *  the copy is done and `src` may be freed. Small copies, and any copy when page-locked memory
+ *  cannot be had, go straight through cudaMemcpy2DAsync. */
 void upload_rows(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
                  size_t rows, cudaStream_t stream);
 
