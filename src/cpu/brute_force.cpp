@@ -4,8 +4,9 @@
 // L2, so each data row is read from memory once per query block, not once per query. Each query
 // keeps a bounded max-heap ordered by (distance, id), which makes the result independent of the
 // thread count and of the order rows are visited. Byte rows are compared 4 queries at a time
-// (pair_distance's tiles, exact); float and half rows by the per-pair kernels that search uses,
-// so that their ground-truth distances have the search's bits.
+// (pair_distance's tiles, exact); float rows of the kNN graph too (the tiles' float sums may
+// differ from the search's in the last bits); the ground truth of float and half rows by the
+// per-pair kernels that search uses, so that its distances have the search's bits.
 #include <algorithm>
 #include <atomic>
 #include <queue>
@@ -56,23 +57,30 @@ void brute_force_impl(const host_matrix& data, const host_matrix& queries, metri
           heap.push(e);
         }
       };
-      if constexpr (std::is_integral_v<T>) {
-        // Byte rows: tiles of up to 4 queries against the block's rows (pair_distance), whose
-        // exact sums equal the per-pair kernel's bit for bit.
-        const pair_distance<T> pairs(m, dim);
-        const int64_t cols = d1 - d0;
-        rows.resize(size_t(cols));
-        for (int64_t j = d0; j < d1; ++j) rows[size_t(j - d0)] = x + j * int64_t(dim);
-        tile.resize(pair_distance<T>::kMaxRows * size_t(cols));
-        for (int64_t i0 = q0; i0 < q1; i0 += int64_t(pair_distance<T>::kMaxRows)) {
-          const int64_t nr = std::min<int64_t>(q1 - i0, pair_distance<T>::kMaxRows);
-          const T* qs[pair_distance<T>::kMaxRows];
-          for (int64_t r = 0; r < nr; ++r) qs[r] = q + (i0 + r) * int64_t(dim);
-          pairs.block(qs, size_t(nr), rows.data(), size_t(cols), tile.data());
-          for (int64_t r = 0; r < nr; ++r)
-            for (int64_t j = d0; j < d1; ++j) offer(i0 + r, j, tile[size_t(r * cols + j - d0)]);
+      // Byte rows: tiles of up to 4 queries against the block's rows (pair_distance), whose
+      // exact sums equal the per-pair kernel's bit for bit. Float rows take them for the kNN
+      // graph (exclude_self): its distances need not have the search's bits, as the ground
+      // truth's do.
+      bool tiled = false;
+      if constexpr (std::is_integral_v<T> || std::is_same_v<T, float>) {
+        if (std::is_integral_v<T> || exclude_self) {
+          tiled = true;
+          const pair_distance<T> pairs(m, dim);
+          const int64_t cols = d1 - d0;
+          rows.resize(size_t(cols));
+          for (int64_t j = d0; j < d1; ++j) rows[size_t(j - d0)] = x + j * int64_t(dim);
+          tile.resize(pair_distance<T>::kMaxRows * size_t(cols));
+          for (int64_t i0 = q0; i0 < q1; i0 += int64_t(pair_distance<T>::kMaxRows)) {
+            const int64_t nr = std::min<int64_t>(q1 - i0, pair_distance<T>::kMaxRows);
+            const T* qs[pair_distance<T>::kMaxRows];
+            for (int64_t r = 0; r < nr; ++r) qs[r] = q + (i0 + r) * int64_t(dim);
+            pairs.block(qs, size_t(nr), rows.data(), size_t(cols), tile.data());
+            for (int64_t r = 0; r < nr; ++r)
+              for (int64_t j = d0; j < d1; ++j) offer(i0 + r, j, tile[size_t(r * cols + j - d0)]);
+          }
         }
-      } else {
+      }
+      if (!tiled) {
         for (int64_t i = q0; i < q1; ++i) {
           const query_t<T>* qi = q + i * static_cast<int64_t>(dim);
           for (int64_t j = d0; j < d1; ++j)
