@@ -136,7 +136,7 @@ namespace {
 uint64_t knn_pass_bytes(const build_plan& plan, const index_params& params, int64_t rows,
                         int64_t dim) {
   const uint32_t k = uint32_t(std::min<int64_t>(plan.intermediate_graph_degree, rows - 1));
-  const knn_algo algo = resolve_knn_algo(params.knn.algo, rows, k);
+  const knn_algo algo = resolve_knn_algo(params.knn.algo, rows, k, backend::cuda);
   return (algo == knn_algo::nn_descent
               ? nn_descent_memory(rows, dim, plan.storage, k, params.knn.sample_rate)
               : brute_force_memory(rows, rows, dim, plan.storage, k, params.metric))
@@ -251,7 +251,7 @@ uint64_t peak_for_rows(const build_plan& plan, const index_params& params, int64
   if (params.intermediate_graph_degree == 0)
     p.intermediate_graph_degree =
         uint32_t(std::min<int64_t>(2 * int64_t{params.graph_degree}, rows - 1));
-  p.knn = resolve_knn_algo(params.knn.algo, rows, p.intermediate_graph_degree);
+  p.knn = resolve_knn_algo(params.knn.algo, rows, p.intermediate_graph_degree, backend::cuda);
   return gpu_build_memory(p, params, rows, dim).peak();
 }
 

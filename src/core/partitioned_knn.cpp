@@ -273,7 +273,7 @@ knn_graph partitioned_knn(const backend_ops& be, const host_matrix& data, metric
     out->pk = uint32_t(std::min<int64_t>(k, pn - 1));
     out->sub = gather(data, rows, nt);
     out->seed = bits::mix64(seed + pi);
-    out->algo = resolve_knn_algo(params.algo, pn, out->pk);
+    out->algo = resolve_knn_algo(params.algo, pn, out->pk, be.kind());
     if (out->algo == knn_algo::brute_force && out->pk > be.brute_force_max_k())
       out->algo = knn_algo::nn_descent;
     if (!params.checkpoint_dir.empty()) {

@@ -34,12 +34,17 @@ bool gpu_takes(const index_shape& s, uint32_t itopk) {
          (dtype_size(s.type) != 1 || s.dim <= gpu::kMaxByteDim);
 }
 
-knn_algo resolve_knn_algo(knn_algo requested, int64_t rows, uint32_t k) {
+knn_algo resolve_knn_algo(knn_algo requested, int64_t rows, uint32_t k, backend target) {
   if (requested != knn_algo::automatic) return requested;
-  // NN-descent costs ~ c * n * k^2 distances, brute force n^2. Measured on Fashion-MNIST (60K rows,
-  // k = 64, 2 threads): NN-descent 24.4 s, brute force 84.1 s, so the crossover is near n = 4 k^2.
-  return rows <= std::max<int64_t>(10000, int64_t{4} * k * k) ? knn_algo::brute_force
-                                                              : knn_algo::nn_descent;
+  // Brute force costs n^2 distances, NN-descent about n times a cost that grows with k (more
+  // candidates an iteration, fewer iterations). On the CPU (Fashion-MNIST, 60K rows, 2 threads,
+  // both with pair_distance's tiles): k = 64, NN-descent 18.1 s (f32) / 24.4 s (u8) against
+  // brute force 99 s / 84 s; k = 128, 55 s / 44 s against 103 s / 58 s. With brute force ~n^2
+  // and NN-descent ~n, the crossovers are near n = 11K / 18K (k = 64) and 32K / 46K (k = 128):
+  // 2 k^2 takes the float ones, and costs bytes at most 1.3x between them. The GPU's crossover
+  // (cuBLAS brute force) was set at 4 k^2 from the CPU's k = 64 point and is kept.
+  const int64_t c = target == backend::cuda ? 4 : 2;
+  return rows <= std::max<int64_t>(10000, c * k * k) ? knn_algo::brute_force : knn_algo::nn_descent;
 }
 
 /** Filtered search (cagra/filter.hpp): the path and the top-M length for a filter that allows
@@ -257,7 +262,7 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
       params.intermediate_graph_degree
           ? params.intermediate_graph_degree
           : static_cast<uint32_t>(std::min<int64_t>(2 * int64_t{params.graph_degree}, rows - 1));
-  b.knn = core::resolve_knn_algo(params.knn.algo, rows, b.intermediate_graph_degree);
+  b.knn = core::resolve_knn_algo(params.knn.algo, rows, b.intermediate_graph_degree, b.target);
   b.storage = core::storage_dtype_for(input, params.metric, params.storage);
   const int64_t part = params.knn.partition_rows;
   CAGRA_EXPECTS(part == 0 || part >= core::min_partition_rows(b.intermediate_graph_degree),
@@ -278,7 +283,8 @@ build_plan plan_build(const resources& res, const index_params& params, int64_t 
   }
   // A partitioned kNN stage runs the algorithm of a set of the partition's size.
   if (b.partition_rows)
-    b.knn = core::resolve_knn_algo(params.knn.algo, b.partition_rows, b.intermediate_graph_degree);
+    b.knn = core::resolve_knn_algo(params.knn.algo, b.partition_rows, b.intermediate_graph_degree,
+                                   b.target);
   return b;
 }
 

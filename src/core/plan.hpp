@@ -83,8 +83,9 @@ search_plan make_search_plan(backend target, const search_params& params, const 
 uint32_t plan_filter(search_plan& s, const search_params& params, const index_shape& shape,
                      uint32_t k, int64_t allowed);
 
-/** The kNN algorithm `automatic` means for `rows` rows and degree k: brute force while it is
- *  cheaper than NN-descent (n <= max(10000, 4 k^2)), NN-descent beyond. */
-knn_algo resolve_knn_algo(knn_algo requested, int64_t rows, uint32_t k);
+/** The kNN algorithm `automatic` means for `rows` rows and degree k on `target`: brute force
+ *  while it is cheaper than NN-descent (n <= max(10000, c k^2), c = 4 on the GPU, 2 on the CPU),
+ *  NN-descent beyond. */
+knn_algo resolve_knn_algo(knn_algo requested, int64_t rows, uint32_t k, backend target);
 
 }  // namespace cagra::core

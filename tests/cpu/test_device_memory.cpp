@@ -27,7 +27,7 @@ build_plan gpu_plan(int64_t rows, uint32_t d, uint32_t k, dtype storage = dtype:
   p.target = backend::cuda;
   p.graph_degree = d;
   p.intermediate_graph_degree = k;
-  p.knn = core::resolve_knn_algo(algo, rows, k);
+  p.knn = core::resolve_knn_algo(algo, rows, k, backend::cuda);
   p.storage = storage;
   return p;
 }
