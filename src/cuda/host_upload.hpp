@@ -1,6 +1,6 @@
 // Host rows to device memory faster than a pageable copy. cudaMemcpy from pageable host memory
-// moves ~6-8 GB/s on an H200 host (the driver stages it through its own small pinned buffers,
-// one at a time): 80 ms for a 1M x 128 f32 set, 230 ms at 384-d, a sixth of a GPU build. Here
+// moved 6.4-8.2 GB/s on an H200 host (the driver stages it through its own small pinned
+// buffers): 62-80 ms for a 1M x 128 f32 set, ~0.2 s at 384-d, a tenth of a GPU build. Here
 // host threads copy the rows into two pinned chunks in turn while the DMA engine takes the other
 // one, so the copy runs at the host's memcpy rate or the link's, whichever is lower.
 #pragma once
