@@ -262,7 +262,7 @@ const std::map<std::string, std::string>& golden_table() {
       {"fashion4k.u8.ip.nnd.distance.d32.search.itopk32.k10.dist", "5705397ae3598ce5"},
       {"fashion4k.u8.ip.nnd.distance.d32.search.itopk32.kfull.ids", "17911f27ecb9b3d1"},
       {"fashion4k.u8.ip.nnd.distance.d32.search.itopk32.kfull.dist", "f14bd922f03d0b12"},
-      {"fashion4k.f32.cosine.bf.rank.d32.graph", "2635723a29c5eca2"},
+      {"fashion4k.f32.cosine.bf.rank.d32.graph", "b16c6766666eb92e"},
       {"fashion4k.f32.cosine.bf.rank.d32.vectors", "ab5358e09ed0802a"},
       {"fashion4k.f32.cosine.bf.rank.d32.search.defaults.k10.ids", "91a309bb8643572e"},
       {"fashion4k.f32.cosine.bf.rank.d32.search.defaults.k10.dist", "260a465ab723afa6"},
@@ -288,7 +288,7 @@ const std::map<std::string, std::map<std::string, std::string>>& float_tables() 
   static const std::map<std::string, std::map<std::string, std::string>> tables = {
       {"x86_64-avx2x4+f16c gcc12",
        {
-           {"fashion4k.f32.cosine.bf.rank.d32.graph", "b16c6766666eb92e"},
+           {"fashion4k.f32.cosine.bf.rank.d32.graph", "b709730e20b1324a"},
            {"fashion4k.f32.cosine.bf.rank.d32.vectors", "ab5358e09ed0802a"},
            {"fashion4k.f32.cosine.bf.rank.d32.search.defaults.k10.ids", "91a309bb8643572e"},
            {"fashion4k.f32.cosine.bf.rank.d32.search.defaults.k10.dist", "63e49dfbbe0a770d"},
