@@ -72,7 +72,8 @@ def build(
             ``>= graph_degree``, ``< n``, ``<= 1024``). 0 = automatic: ``2 * graph_degree``,
             at most ``n - 1`` (:func:`explain_build` shows the value).
         knn_algo: ``"auto"``, ``"nn_descent"`` or ``"brute_force"``. Auto takes brute force
-            up to ``max(10000, 4 * intermediate_graph_degree**2)`` rows.
+            up to ``max(10000, c * intermediate_graph_degree**2)`` rows, c = 2 on the CPU and
+            4 on the GPU.
         knn_max_iterations: NN-descent iteration cap.
         knn_termination_threshold: NN-descent stops when fewer than this share of the list
             entries changed in an iteration.
