@@ -15,9 +15,9 @@ namespace cagra::cuda {
 namespace {
 
 constexpr size_t kChunkBytes = size_t{8} << 20;  // one pinned chunk
-constexpr size_t kDirectBytes = size_t{32}
-                                << 20;  // below this the staging costs more than it saves
-constexpr int kMaxThreads = 8;          // enough to outrun a PCIe 5 x16 link
+// Below this the staging costs more than it saves.
+constexpr size_t kDirectBytes = size_t{32} << 20;
+constexpr int kMaxThreads = 8;  // enough to outrun a PCIe 5 x16 link
 
 }  // namespace
 
