@@ -252,50 +252,37 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         nrm_f[t] = s2;
       }
     }
-    if constexpr (kMma) {
+    if constexpr (kMma || kMmaF) {
       if (cols_on) {
+        // Word k of candidate c: the byte chunk is swizzled, the tf32 chunk is not.
+        auto at = [&](uint32_t k, uint32_t c) {
+          if constexpr (kMma)
+            return buf[byte_slot(k, c)];
+          else
+            return buf[k * kLdt + c];
+        };
 #pragma unroll
-        for (uint32_t k8 = 0; k8 < kWords; k8 += 8) {  // 32 bytes a step
+        for (uint32_t k8 = 0; k8 < kWords; k8 += 8) {  // 32 bytes or 8 elements a step
           uint32_t fb[2][2];
 #pragma unroll
           for (int nt = 0; nt < 2; ++nt) {
             const uint32_t col = n0 + 8 * nt + grp;
-            fb[nt][0] = buf[byte_slot(k8 + tig, col)];
-            fb[nt][1] = buf[byte_slot(k8 + 4 + tig, col)];
+            fb[nt][0] = at(k8 + tig, col);
+            fb[nt][1] = at(k8 + 4 + tig, col);
           }
 #pragma unroll
           for (int mt = 0; mt < 4; ++mt) {
             if (uint32_t(16 * mt) < nnew) {
               const uint32_t row = 16 * mt + grp;
-              const uint32_t fa[4] = {
-                  buf[byte_slot(k8 + tig, row)], buf[byte_slot(k8 + tig, row + 8)],
-                  buf[byte_slot(k8 + 4 + tig, row)], buf[byte_slot(k8 + 4 + tig, row + 8)]};
-              mma_bytes<T>(mma_acc[mt][0], fa, fb[0]);
-              mma_bytes<T>(mma_acc[mt][1], fa, fb[1]);
-            }
-          }
-        }
-      }
-    } else if constexpr (kMmaF) {
-      if (cols_on) {
-#pragma unroll
-        for (uint32_t k8 = 0; k8 < kWords; k8 += 8) {  // 8 elements a step
-          uint32_t fb[2][2];
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
-            const uint32_t col = n0 + 8 * nt + grp;
-            fb[nt][0] = buf[(k8 + tig) * kLdt + col];
-            fb[nt][1] = buf[(k8 + 4 + tig) * kLdt + col];
-          }
-#pragma unroll
-          for (int mt = 0; mt < 4; ++mt) {
-            if (uint32_t(16 * mt) < nnew) {
-              const uint32_t row = 16 * mt + grp;
-              const uint32_t fa[4] = {
-                  buf[(k8 + tig) * kLdt + row], buf[(k8 + tig) * kLdt + row + 8],
-                  buf[(k8 + 4 + tig) * kLdt + row], buf[(k8 + 4 + tig) * kLdt + row + 8]};
-              mma_tf32(reinterpret_cast<float(&)[4]>(acc[mt][0]), fa, fb[0]);
-              mma_tf32(reinterpret_cast<float(&)[4]>(acc[mt][4]), fa, fb[1]);
+              const uint32_t fa[4] = {at(k8 + tig, row), at(k8 + tig, row + 8),
+                                      at(k8 + 4 + tig, row), at(k8 + 4 + tig, row + 8)};
+              if constexpr (kMma) {
+                mma_bytes<T>(mma_acc[mt][0], fa, fb[0]);
+                mma_bytes<T>(mma_acc[mt][1], fa, fb[1]);
+              } else {
+                mma_tf32(reinterpret_cast<float(&)[4]>(acc[mt][0]), fa, fb[0]);
+                mma_tf32(reinterpret_cast<float(&)[4]>(acc[mt][4]), fa, fb[1]);
+              }
             }
           }
         }
@@ -335,7 +322,10 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
     const int v = kDot ? dot : nrm[row] + nrm[col] - 2 * dot;
     return finish_distance(static_cast<float>(v), kDot, a.cosine);
   };
-  if constexpr (kMma) {
+  auto float_distance = [&](float dot, uint32_t row, uint32_t col) {
+    return kDot ? finish_distance(dot, true, a.cosine) : l2_from_dot(nrm_f[row], nrm_f[col], dot);
+  };
+  if constexpr (kMma || kMmaF) {
     if (cols_on) {
 #pragma unroll
       for (int mt = 0; mt < 4; ++mt)
@@ -345,24 +335,12 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
           for (int h = 0; h < 4; ++h) {
             const uint32_t row = 16 * mt + grp + (h >= 2 ? 8 : 0);
             const uint32_t col = n0 + 8 * nt + 2 * tig + (h & 1);
-            if (row < nnew && col < C)
-              g[row * kLdg + col] = byte_distance(mma_acc[mt][nt][h], row, col);
-          }
-    }
-  } else if constexpr (kMmaF) {
-    if (cols_on) {
-#pragma unroll
-      for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-          for (int h = 0; h < 4; ++h) {
-            const uint32_t row = 16 * mt + grp + (h >= 2 ? 8 : 0);
-            const uint32_t col = n0 + 8 * nt + 2 * tig + (h & 1);
-            const float dot = acc[mt][4 * nt + h];
-            if (row < nnew && col < C)
-              g[row * kLdg + col] = kDot ? finish_distance(dot, true, a.cosine)
-                                         : l2_from_dot(nrm_f[row], nrm_f[col], dot);
+            if (row < nnew && col < C) {
+              if constexpr (kMma)
+                g[row * kLdg + col] = byte_distance(mma_acc[mt][nt][h], row, col);
+              else
+                g[row * kLdg + col] = float_distance(acc[mt][4 * nt + h], row, col);
+            }
           }
     }
   } else if (rows_on) {
@@ -374,10 +352,8 @@ __global__ void __launch_bounds__(kThreads, 4) join_kernel(join_args a) {
         if (row < nnew && col < C) {
           if constexpr (kBytes)
             g[row * kLdg + col] = byte_distance(acc[i][j], row, col);
-          else if constexpr (kDot)
-            g[row * kLdg + col] = finish_distance(acc[i][j], true, a.cosine);
           else
-            g[row * kLdg + col] = l2_from_dot(nrm_f[row], nrm_f[col], acc[i][j]);
+            g[row * kLdg + col] = float_distance(acc[i][j], row, col);
         }
       }
   }
