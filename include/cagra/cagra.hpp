@@ -68,10 +68,11 @@ struct build_report {
  *  @param[out] report  optional: stage times and choices */
 index build(const resources& res, const index_params& params, dataset_view dataset,
             build_report* report = nullptr);
-/** `build` of a matrix the caller gives away: when the index stores the rows as they are (same
- *  element type, not cosine), the matrix becomes the index's vectors without a copy, which
- *  halves the host memory of a large build; otherwise it is converted and freed before the
- *  graph is built. Same index as `build` of its view. */
+/** `build` of a matrix the caller gives away: when the index stores the rows in their own
+ *  element type (f32 rows for cosine, which are scaled to unit norm in place), the matrix
+ *  becomes the index's vectors without a copy, which halves the host memory of a large build;
+ *  otherwise it is converted and freed before the graph is built. Same index as `build` of its
+ *  view. Input refused (NaN/Inf, an all-zero row for cosine) leaves the matrix as it was. */
 index build(const resources& res, const index_params& params, host_matrix&& dataset,
             build_report* report = nullptr);
 

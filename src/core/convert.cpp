@@ -161,30 +161,38 @@ host_matrix to_float(const dataset_view& v, bool normalize, int nt, const char* 
 }  // namespace
 
 namespace {
-/** First row of an [rows, cols] matrix of float words (f32: W = uint32_t, f16: uint16_t) with a
- *  NaN or an infinity (exponent bits all ones), or -1. Bit tests on the raw words, rows over the
- *  threads: the check runs on every search call's queries, and the generic value_at loop (a
- *  switch per element, one thread) was a large part of a GPU call's host time for f32 queries. */
-template <typename W>
-int64_t first_nonfinite_row(const void* data, int64_t rows, int64_t cols, W exp_mask, int nt) {
-  const W* w = static_cast<const W*>(data);
-  const auto special = [&](int64_t i) {
-    const W* r = w + i * cols;
-    bool any = false;
-    for (int64_t j = 0; j < cols; ++j) any |= (r[j] & exp_mask) == exp_mask;
-    return any;
-  };
-  int64_t bad = rows;
+/** The first row i < rows for which `is_hit(i)` holds, or -1; rows over the threads. */
+template <typename IsHit>
+int64_t first_row_where(int64_t rows, int64_t cols, IsHit is_hit, int nt) {
+  int64_t first_hit = rows;
   // A few rows (a search's queries) run on the caller's thread.
   run_team(threads_for_elements(nt, rows * cols), [&] {
     int64_t first = rows;
 #pragma omp for schedule(static) nowait
     for (int64_t i = 0; i < rows; ++i)
-      if (i < first && special(i)) first = i;
-#pragma omp critical(cagra_first_nonfinite_row)
-    bad = std::min(bad, first);
+      if (i < first && is_hit(i)) first = i;
+#pragma omp critical(cagra_first_row_where)
+    first_hit = std::min(first_hit, first);
   });
-  return bad == rows ? -1 : bad;
+  return first_hit == rows ? -1 : first_hit;
+}
+
+/** First row of an [rows, cols] matrix of float words (f32: W = uint32_t, f16: uint16_t) with a
+ *  NaN or an infinity (exponent bits all ones), or -1. Bit tests on the raw words: the check runs
+ *  on every search call's queries, and the generic value_at loop (a switch per element, one
+ *  thread) was a large part of a GPU call's host time for f32 queries. */
+template <typename W>
+int64_t first_nonfinite_row(const void* data, int64_t rows, int64_t cols, W exp_mask, int nt) {
+  const W* w = static_cast<const W*>(data);
+  return first_row_where(
+      rows, cols,
+      [&](int64_t i) {
+        const W* r = w + i * cols;
+        bool any = false;
+        for (int64_t j = 0; j < cols; ++j) any |= (r[j] & exp_mask) == exp_mask;
+        return any;
+      },
+      nt);
 }
 }  // namespace
 
@@ -233,6 +241,33 @@ host_matrix to_storage(dataset_view input, metric m, storage_type s, int nt) {
         (long long)row, (long long)col, double(value));
   }
   return h;
+}
+
+host_matrix normalized_in_place(host_matrix&& rows, int nt) {
+  CAGRA_EXPECTS(rows.type() == dtype::f32, "in-place normalization takes f32 rows, not %s",
+                to_string(rows.type()));
+  const int64_t n = rows.rows(), cols = rows.cols();
+  check_finite(rows.view(), "dataset", nt);
+  // A row is all zeros when every word is +0 or -0. Checked before any row changes, so that a
+  // refused matrix is left as it was (row_to_float below cannot fail).
+  const uint32_t* w = static_cast<const uint32_t*>(rows.data());
+  const int64_t zero = first_row_where(
+      n, cols,
+      [&](int64_t i) {
+        uint32_t bits = 0;
+        for (int64_t j = 0; j < cols; ++j) bits |= w[i * cols + j] & 0x7FFFFFFFu;
+        return bits == 0;
+      },
+      nt);
+  expect_no_zero_row({zero, -1}, "dataset");
+  float* x = static_cast<float*>(rows.data());
+  // In place: row_to_float writes each element back unchanged, then scales it (the same bits as
+  // to_storage's copy).
+  run_team(threads_for_elements(nt, n * cols), [&] {
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) row_to_float(x + i * cols, cols, true, x + i * cols);
+  });
+  return std::move(rows);
 }
 
 bool queries_as_is(dataset_view queries, dtype storage, metric m) {

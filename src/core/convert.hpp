@@ -18,6 +18,11 @@ dtype storage_dtype_for(dtype input, metric m, storage_type s);
  *  Throws on NaN/Inf values and, for cosine, on all-zero rows. */
 host_matrix to_storage(dataset_view input, metric m, storage_type s, int num_threads);
 
+/** to_storage of f32 rows the caller gives away, for cosine: each row is scaled to unit norm in
+ *  place (the same bits as to_storage's copy) and the matrix returned, so a large build holds
+ *  one copy of its rows. Throws on NaN/Inf values and all-zero rows before any row changes. */
+host_matrix normalized_in_place(host_matrix&& rows, int num_threads);
+
 /** Converts `queries` to the query type of vectors stored as `storage` (f32 for f32/f16
  *  storage, the same integer type for u8/i8); normalizes rows for cosine. Throws when a value
  *  cannot be represented exactly, or is NaN/Inf. */

@@ -136,7 +136,9 @@ index build_from(const resources& res, const index_params& params, dataset_view 
   const build_plan plan = plan_build(res, params, dataset.rows, dataset.cols, dataset.type);
   // Before any work: a build that cannot fit the device is refused with what it needs.
   // Rows handed over that need no conversion are the stored vectors already (no copy).
-  const bool take_over = owned && plan.storage == dataset.type && params.metric != metric::cosine;
+  // Cosine f32 rows are normalized in place.
+  const bool take_over = owned && plan.storage == dataset.type &&
+                         (params.metric != metric::cosine || dataset.type == dtype::f32);
   core::check_build_memory(res, params, plan, dataset.rows, dataset.cols, 0,
                            take_over ? uint64_t(owned->size_bytes()) : 0);
   build_report rep;
@@ -145,7 +147,9 @@ index build_from(const resources& res, const index_params& params, dataset_view 
   const bool gpu = plan.target == backend::cuda;
   const int nt = threads(res);
   host_matrix stored;
-  if (take_over) {
+  if (take_over && params.metric == metric::cosine) {
+    stored = core::normalized_in_place(std::move(*owned), nt);
+  } else if (take_over) {
     core::check_finite(dataset, "dataset", nt);  // what to_storage checks, without the copy
     stored = std::move(*owned);
   } else {

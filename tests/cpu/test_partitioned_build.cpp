@@ -239,10 +239,36 @@ TEST(MovedDataset, BuildsTheSameIndex) {
     ASSERT_EQ(a.vectors().size_bytes(), b.vectors().size_bytes());
     EXPECT_EQ(std::memcmp(a.vectors().data(), b.vectors().data(), a.vectors().size_bytes()), 0);
   }
-  // Bad values are refused as from a view.
+  // Bad values are refused as from a view, and the refused matrix is left as it was (cosine
+  // rows are normalized in place only once every row has passed).
   host_matrix bad = host_matrix::copy_of(f32);
   static_cast<float*>(bad.data())[5] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THROW(build(cpu(), index_params{}, std::move(bad)), cagra::error);
+  index_params cosine;
+  cosine.metric = metric::cosine;
+  for (const int64_t row : {int64_t{0}, int64_t{1234}, f32.rows() - 1}) {
+    host_matrix zero = host_matrix::copy_of(f32);
+    float* z = static_cast<float*>(zero.data()) + row * zero.cols();
+    std::fill(z, z + zero.cols(), 0.0f);
+    z[3] = -0.0f;  // +0 and -0 alike
+    const host_matrix before = host_matrix::copy_of(zero);
+    try {
+      (void)build(cpu(), cosine, std::move(zero));
+      ADD_FAILURE() << "an all-zero row " << row << " was indexed for cosine";
+    } catch (const cagra::error& e) {
+      EXPECT_NE(std::string(e.what()).find("row " + std::to_string(row) + " is all zeros"),
+                std::string::npos)
+          << e.what();
+    }
+    ASSERT_EQ(zero.size_bytes(), before.size_bytes());
+    EXPECT_EQ(std::memcmp(zero.data(), before.data(), zero.size_bytes()), 0) << row;
+  }
+  host_matrix nan_row = host_matrix::copy_of(f32);
+  static_cast<float*>(nan_row.data())[7 * nan_row.cols() + 2] =
+      std::numeric_limits<float>::infinity();
+  const host_matrix nan_before = host_matrix::copy_of(nan_row);
+  EXPECT_THROW(build(cpu(), cosine, std::move(nan_row)), cagra::error);
+  EXPECT_EQ(std::memcmp(nan_row.data(), nan_before.data(), nan_row.size_bytes()), 0);
 }
 
 // Checkpoints of the kNN stage: every partition saved, all loaded on a rerun (same graph), a
