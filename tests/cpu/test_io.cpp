@@ -163,6 +163,29 @@ TEST(IoRoundTrip, NeighborsWithAndWithoutDistances) {
   EXPECT_TRUE(same_bytes(io::read_neighbors(iv).ids, ids));
 }
 
+// Bodies of 64 MiB and more are read in 16 MiB pieces over threads (input_file::read_bulk):
+// every byte in its place, a last piece that is not whole, and reads after one (the .ibin's
+// distances) continuing where it stopped.
+TEST(IoRoundTrip, LargeBodiesReadInPieces) {
+  const int64_t rows = 4'500'001;  // x 4 x 4 bytes = 72,000,016: four whole pieces and a part
+  for (const char* ext : {".fbin", ".npy"}) {
+    SCOPED_TRACE(ext);
+    const std::string path = temp_path(std::string("large") + ext);
+    const host_matrix m = random_matrix(dtype::f32, rows, 4, 31);
+    io::write_matrix(path, m);
+    EXPECT_TRUE(same_bytes(m, io::read_matrix(path)));
+    fs::remove(path);
+  }
+  host_matrix ids = random_matrix(dtype::u32, rows, 4, 32);
+  host_matrix dist = random_matrix(dtype::f32, rows, 4, 33);
+  const std::string gt = temp_path("large_gt.ibin");
+  io::write_neighbors(gt, ids.as<const uint32_t>(), dist.as<const float>());
+  const io::neighbors_file back = io::read_neighbors(gt);
+  EXPECT_TRUE(same_bytes(back.ids, ids));
+  EXPECT_TRUE(same_bytes(back.distances, dist));
+  fs::remove(gt);
+}
+
 TEST(IoRoundTrip, HandMadeNpyVariants) {
   // v2 header, 1-D (= one row), f8 narrowed to f32.
   bytes b = npy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 2);

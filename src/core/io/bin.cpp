@@ -42,13 +42,13 @@ host_matrix read_bin(const std::string& path, dtype t, host_matrix* distances) {
                   "values the header announces",
                   path.c_str(), (unsigned long long)(body - data_bytes), rows, cols, to_string(t));
   }
-  host_matrix m = alloc_matrix(path, t, rows, cols);
-  f.read(m.data(), data_bytes, "body");
+  host_matrix m = alloc_matrix(path, t, rows, cols, false);
+  f.read_bulk(m.data(), data_bytes, "body");
   if (distances != nullptr) {
     *distances = host_matrix();
     if (is_ibin && body != data_bytes) {
-      *distances = alloc_matrix(path, dtype::f32, rows, cols);
-      f.read(distances->data(), data_bytes, "distances");
+      *distances = alloc_matrix(path, dtype::f32, rows, cols, false);
+      f.read_bulk(distances->data(), data_bytes, "distances");
     }
   }
   return m;

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <omp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -164,9 +165,10 @@ uint64_t mul_checked(uint64_t a, uint64_t b, const std::string& path, const char
   return r;
 }
 
-host_matrix alloc_matrix(const std::string& path, dtype t, int64_t rows, int64_t cols) {
+host_matrix alloc_matrix(const std::string& path, dtype t, int64_t rows, int64_t cols,
+                         bool zeroed) {
   try {
-    return host_matrix(t, rows, cols);
+    return zeroed ? host_matrix(t, rows, cols) : host_matrix::uninitialized(t, rows, cols);
   } catch (const std::bad_alloc&) {
     CAGRA_FAIL("%s: cannot allocate %lld x %lld %s values (out of memory)", path.c_str(),
                (long long)rows, (long long)cols, to_string(t));
@@ -208,12 +210,16 @@ input_file::~input_file() {
   if (f_ != nullptr) std::fclose(f_);
 }
 
-void input_file::read(void* dst, uint64_t n, const char* what) {
+void input_file::expect_room(uint64_t n, const char* what) const {
   CAGRA_EXPECTS(n <= remaining(),
                 "%s: truncated %s: need %llu bytes at offset %llu, the file "
                 "has %llu",
                 path_.c_str(), what, (unsigned long long)n, (unsigned long long)offset_,
                 (unsigned long long)size_);
+}
+
+void input_file::read(void* dst, uint64_t n, const char* what) {
+  expect_room(n, what);
   auto* out = static_cast<uint8_t*>(dst);
   uint64_t done = 0;
   while (done < n) {
@@ -228,6 +234,43 @@ void input_file::read(void* dst, uint64_t n, const char* what) {
     }
   }
   offset_ += n;
+}
+
+void input_file::read_bulk(void* dst, uint64_t n, const char* what) {
+  constexpr uint64_t kPiece = uint64_t{16} << 20, kFrom = uint64_t{64} << 20;
+  const int threads = std::min(8, omp_get_max_threads());
+  if (n < kFrom || threads < 2) return read(dst, n, what);
+  expect_room(n, what);
+  auto* out = static_cast<uint8_t*>(dst);
+  const int fd = ::fileno(f_);
+  const int64_t pieces = static_cast<int64_t>((n + kPiece - 1) / kPiece);
+  std::atomic<uint64_t> first_short{n};  // bytes before the first that could not be read
+  std::atomic<int> read_errno{0};
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    const uint64_t lo = uint64_t(p) * kPiece, len = std::min(kPiece, n - lo);
+    uint64_t done = 0;
+    while (done < len) {
+      const ssize_t got = ::pread(fd, out + lo + done, static_cast<size_t>(len - done),
+                                  static_cast<off_t>(offset_ + lo + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {  // the file shrank after we sized it, or the device failed
+        if (got < 0) read_errno = errno;
+        uint64_t seen = first_short.load();
+        while (lo + done < seen && !first_short.compare_exchange_weak(seen, lo + done)) {
+        }
+        break;
+      }
+      done += static_cast<uint64_t>(got);
+    }
+  }
+  if (first_short.load() < n) {
+    const int err = read_errno.load();
+    CAGRA_FAIL("%s: truncated %s: read %llu of %llu bytes at offset %llu%s%s", path_.c_str(), what,
+               (unsigned long long)first_short.load(), (unsigned long long)n,
+               (unsigned long long)offset_, err ? ": " : "", err ? std::strerror(err) : "");
+  }
+  seek(offset_ + n);  // the stream's own position and buffer, for reads after this one
 }
 
 void input_file::seek(uint64_t offset) {

@@ -237,8 +237,8 @@ host_matrix read_idx(const std::string& path) {
                 "values the IDX header announces",
                 path.c_str(), (unsigned long long)(f.remaining() - h.data_bytes));
   host_matrix m =
-      alloc_matrix(path, h.type, static_cast<int64_t>(h.rows), static_cast<int64_t>(h.cols));
-  f.read(m.data(), h.data_bytes, "body");
+      alloc_matrix(path, h.type, static_cast<int64_t>(h.rows), static_cast<int64_t>(h.cols), false);
+  f.read_bulk(m.data(), h.data_bytes, "body");
   swap_f32_from_be(m);
   return m;
 }

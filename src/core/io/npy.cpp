@@ -304,10 +304,11 @@ host_matrix read_npy(const std::string& path, bool as_ids, std::string* converte
   } else {
     out_type = matrix_dtype(path, h.descr, t);
   }
+  const bool as_is = dtype_size(out_type) == t.file_size && !(as_ids && t.kind == 'i');
   host_matrix m =
-      alloc_matrix(path, out_type, static_cast<int64_t>(rows), static_cast<int64_t>(cols));
-  if (dtype_size(out_type) == t.file_size && !(as_ids && t.kind == 'i')) {
-    f.read(m.data(), data_bytes, "body");
+      alloc_matrix(path, out_type, static_cast<int64_t>(rows), static_cast<int64_t>(cols), !as_is);
+  if (as_is) {
+    f.read_bulk(m.data(), data_bytes, "body");
     return m;
   }
   // Converting read: f8 -> f32, or ids that need sign / range checks.
