@@ -236,25 +236,25 @@ void input_file::read(void* dst, uint64_t n, const char* what) {
   offset_ += n;
 }
 
-void input_file::read_bulk(void* dst, uint64_t n, const char* what) {
+pieces_read read_pieces(int fd, void* dst, uint64_t n, uint64_t offset) {
   constexpr uint64_t kPiece = uint64_t{16} << 20, kFrom = uint64_t{64} << 20;
-  const int threads = std::min(8, omp_get_max_threads());
-  if (n < kFrom || threads < 2) return read(dst, n, what);
-  expect_room(n, what);
   auto* out = static_cast<uint8_t*>(dst);
-  const int fd = ::fileno(f_);
-  const int64_t pieces = static_cast<int64_t>((n + kPiece - 1) / kPiece);
-  std::atomic<uint64_t> first_short{n};  // bytes before the first that could not be read
+  const int threads = n < kFrom ? 1 : std::min(8, omp_get_max_threads());
+  const uint64_t piece = threads > 1 ? kPiece : std::max<uint64_t>(n, 1);
+  const int64_t pieces = static_cast<int64_t>((n + piece - 1) / piece);
+  std::atomic<uint64_t> first_short{n};
   std::atomic<int> read_errno{0};
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
   for (int64_t p = 0; p < pieces; ++p) {
-    const uint64_t lo = uint64_t(p) * kPiece, len = std::min(kPiece, n - lo);
+    const uint64_t lo = uint64_t(p) * piece, len = std::min(piece, n - lo);
     uint64_t done = 0;
     while (done < len) {
-      const ssize_t got = ::pread(fd, out + lo + done, static_cast<size_t>(len - done),
-                                  static_cast<off_t>(offset_ + lo + done));
+      // At most 1 GiB a call (Linux moves at most ~2 GiB per read).
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(len - done, uint64_t{1} << 30));
+      const ssize_t got =
+          ::pread(fd, out + lo + done, want, static_cast<off_t>(offset + lo + done));
       if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {  // the file shrank after we sized it, or the device failed
+      if (got <= 0) {  // the file shrank after it was sized, or the device failed
         if (got < 0) read_errno = errno;
         uint64_t seen = first_short.load();
         while (lo + done < seen && !first_short.compare_exchange_weak(seen, lo + done)) {
@@ -264,11 +264,16 @@ void input_file::read_bulk(void* dst, uint64_t n, const char* what) {
       done += static_cast<uint64_t>(got);
     }
   }
-  if (first_short.load() < n) {
-    const int err = read_errno.load();
+  return {first_short.load(), read_errno.load()};
+}
+
+void input_file::read_bulk(void* dst, uint64_t n, const char* what) {
+  expect_room(n, what);
+  const pieces_read r = read_pieces(::fileno(f_), dst, n, offset_);
+  if (r.done < n) {
     CAGRA_FAIL("%s: truncated %s: read %llu of %llu bytes at offset %llu%s%s", path_.c_str(), what,
-               (unsigned long long)first_short.load(), (unsigned long long)n,
-               (unsigned long long)offset_, err ? ": " : "", err ? std::strerror(err) : "");
+               (unsigned long long)r.done, (unsigned long long)n, (unsigned long long)offset_,
+               r.error ? ": " : "", r.error ? std::strerror(r.error) : "");
   }
   seek(offset_ + n);  // the stream's own position and buffer, for reads after this one
 }
