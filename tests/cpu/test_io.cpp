@@ -168,16 +168,25 @@ TEST(IoRoundTrip, NeighborsWithAndWithoutDistances) {
 // distances) continuing where it stopped.
 TEST(IoRoundTrip, LargeBodiesReadInPieces) {
   const int64_t rows = 4'500'001;  // x 4 x 4 bytes = 72,000,016: four whole pieces and a part
+  // Every 32-bit word holds a hash of its own position (below 2^31: valid ids), so a word read
+  // into the wrong place shows; cheaper than random_matrix's byte by byte (this runs under ASan).
+  const auto positions = [rows](dtype t, uint32_t salt) {
+    host_matrix m(t, rows, 4);
+    auto* w = static_cast<uint32_t*>(m.data());
+    for (int64_t i = 0; i < rows * 4; ++i)
+      w[i] = (uint32_t(i) * 2654435761u ^ salt) & 0x3FFFFFFFu;  // also finite as f32
+    return m;
+  };
   for (const char* ext : {".fbin", ".npy"}) {
     SCOPED_TRACE(ext);
     const std::string path = temp_path(std::string("large") + ext);
-    const host_matrix m = random_matrix(dtype::f32, rows, 4, 31);
+    const host_matrix m = positions(dtype::f32, 31);
     io::write_matrix(path, m);
     EXPECT_TRUE(same_bytes(m, io::read_matrix(path)));
     fs::remove(path);
   }
-  host_matrix ids = random_matrix(dtype::u32, rows, 4, 32);
-  host_matrix dist = random_matrix(dtype::f32, rows, 4, 33);
+  host_matrix ids = positions(dtype::u32, 32);
+  host_matrix dist = positions(dtype::f32, 33);
   const std::string gt = temp_path("large_gt.ibin");
   io::write_neighbors(gt, ids.as<const uint32_t>(), dist.as<const float>());
   const io::neighbors_file back = io::read_neighbors(gt);
