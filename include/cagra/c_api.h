@@ -139,6 +139,18 @@ typedef enum cagra_traversal {
   CAGRA_TRAVERSAL_INT8 = 1
 } cagra_traversal_t;
 
+/** GPU searches with CAGRA_TRAVERSAL_INT8: where the stored rows that the re-ranking reads live
+ *  (docs/params.md "Stored rows in host memory"). DEVICE copies them to the GPU; HOST leaves them
+ *  in host memory, pinned in place and mapped (the GPU holds only the int8 codes and the graph,
+ *  and reads the re-ranked candidates' rows across PCIe); AUTO takes the copy the GPU already
+ *  has, else DEVICE when the rows fit its free memory, else HOST. Same results either way. HOST
+ *  needs CAGRA_TRAVERSAL_INT8 and rows of a multiple of 16 bytes. */
+typedef enum cagra_rows_location {
+  CAGRA_ROWS_AUTO = 0,
+  CAGRA_ROWS_DEVICE = 1,
+  CAGRA_ROWS_HOST = 2
+} cagra_rows_location_t;
+
 /** Id written to result slots that hold no neighbor. */
 #define CAGRA_INVALID_ID 0xFFFFFFFFu
 
@@ -237,6 +249,10 @@ typedef struct cagra_search_params {
    *  waits for; NULL (the default) = the legacy default stream. The results are complete when
    *  the call returns. Appended: the struct grows by 8 bytes (recompile callers). */
   void* cuda_stream;
+  /** CAGRA_TRAVERSAL_INT8 on the GPU: where the re-ranked rows are read (cagra_rows_location_t);
+   *  default CAGRA_ROWS_AUTO. Appended: the struct grows by 8 bytes, 4 of them padding
+   *  (recompile callers). */
+  cagra_rows_location_t stored_rows;
 } cagra_search_params_t;
 
 /** Parameters of cagra_index_extend (docs/living_index.md). 0 = automatic. */

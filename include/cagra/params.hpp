@@ -37,6 +37,8 @@ enum class filter_algo : uint32_t { automatic = 0, graph = 1, exact = 2 };
 enum class storage_type : uint32_t { same_as_input = 0, f32 = 1, f16 = 2 };
 /** Which copy of the rows a search walks the graph on (search_params::traversal). */
 enum class traversal_type : uint32_t { exact = 0, int8 = 1 };
+/** Where a GPU search reads the index's stored rows from (search_params::stored_rows). */
+enum class rows_location : uint32_t { automatic = 0, device = 1, host = 2 };
 
 const char* to_string(backend b);
 const char* to_string(knn_algo a);
@@ -44,9 +46,12 @@ const char* to_string(reorder_kind r);
 const char* to_string(search_algo a);
 const char* to_string(filter_algo a);
 const char* to_string(traversal_type t);
+const char* to_string(rows_location r);
 backend parse_backend(const std::string& s);
 /** Parses "exact" | "int8"; throws cagra::error otherwise. */
 traversal_type parse_traversal(const std::string& s);
+/** Parses "auto" | "device" | "host"; throws cagra::error otherwise. */
+rows_location parse_rows_location(const std::string& s);
 
 /** Execution context: which backend, how many threads, and an optional progress callback. */
 struct resources {
@@ -200,6 +205,16 @@ struct search_params {
   /** int8 traversal: candidates re-ranked per query, in [k, itopk]; 0 = auto:
    *  min(itopk, max(32, 4 k)) (cagra::plan_search shows the value used). */
   uint32_t rerank = 0;
+  /** GPU searches with traversal = int8: where the stored rows that the re-ranking reads live
+   *  (docs/params.md "Stored rows in host memory"). `device`: copied to the GPU beside the int8
+   *  codes and the graph. `host`: left in host memory, pinned in place and mapped, so the GPU
+   *  holds only the codes (a quarter of f32 rows) and the graph, and reads each re-ranked
+   *  candidate's row across PCIe (an index whose rows do not fit the GPU is searched this way).
+   *  `automatic`: the copy the GPU already has, else `device` when the rows fit in the GPU's free
+   *  memory, else `host`. Results are the same bit for bit wherever the rows live. `host` needs
+   *  traversal = int8 (an exact walk reads every visited row) and rows of a multiple of 16 bytes
+   *  (f32: dim a multiple of 4; f16: of 8). The CPU backend reads host rows anyway. */
+  rows_location stored_rows = rows_location::automatic;
 
   /** Throws one cagra::error listing every violated constraint. */
   void validate(uint32_t k, int64_t rows, uint32_t graph_degree) const;

@@ -131,6 +131,9 @@ struct search_plan {
    *  `rerank` candidates, which are re-ranked exactly into the k results. */
   traversal_type traversal = traversal_type::exact;
   uint32_t rerank = 0;  ///< candidates re-ranked per query (int8 traversal), else 0
+  /** int8 traversal on the GPU: where the re-ranking reads the stored rows
+   *  (search_params::stored_rows, as asked: `automatic` is settled by the device copy). */
+  rows_location stored_rows = rows_location::automatic;
   /** Set by search() for a cosine index, never by plan_search: the caller's f32 rows go to the
    *  GPU as they are, and are checked and normalized there (with the host's arithmetic, the
    *  same bits) instead of in a host copy (a large batch through the copy pipeline). */

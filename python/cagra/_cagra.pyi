@@ -73,6 +73,13 @@ class Traversal(enum.Enum):
 
     int8 = 1
 
+class RowsLocation(enum.Enum):
+    auto = 0
+
+    device = 1
+
+    host = 2
+
 INVALID_ID: int = 4294967295
 
 class IndexParams:
@@ -248,6 +255,12 @@ class SearchParams:
 
     @rerank.setter
     def rerank(self, arg: int, /) -> None: ...
+
+    @property
+    def stored_rows(self) -> RowsLocation: ...
+
+    @stored_rows.setter
+    def stored_rows(self, arg: RowsLocation, /) -> None: ...
 
 class ExtendParams:
     def __init__(self) -> None: ...

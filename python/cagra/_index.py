@@ -20,6 +20,7 @@ from ._options import (
     _BACKENDS,
     _DEFAULT_FILTER_ALGO,
     _DEFAULT_SEARCH_ALGO,
+    _DEFAULT_STORED_ROWS,
     _DEFAULT_TRAVERSAL,
     _DTYPES,
     _METRIC_NAMES,
@@ -115,6 +116,7 @@ class Index(LivingIndex, HnswlibExport):
         persistent_lifetime_us: int = _SP.persistent_lifetime_us,
         traversal: str = _DEFAULT_TRAVERSAL,
         rerank: int = _SP.rerank,
+        stored_rows: str = _DEFAULT_STORED_ROWS,
         backend: str = "auto",
         num_threads: int = 0,
         filter: ArrayLike | None = None,
@@ -172,6 +174,14 @@ class Index(LivingIndex, HnswlibExport):
             rerank: ``traversal="int8"``: candidates re-ranked per query, in
                 ``[k, itopk_size]``; 0 = automatic, ``min(itopk_size, max(32, 4 k))``
                 (:meth:`explain` shows it as ``rerank=``).
+            stored_rows: ``traversal="int8"`` on the GPU: where the stored rows that the
+                re-ranking reads live. ``"device"``: copied to the GPU; ``"host"``: left in
+                host memory, pinned in place and mapped, so the GPU holds only the int8 codes
+                and the graph and reads each re-ranked candidate's row across PCIe (for an
+                index whose rows do not fit the GPU); ``"auto"`` (default): the copy the GPU
+                already has, else ``"device"`` when the rows fit its free memory, else
+                ``"host"``. The results are the same. ``"host"`` needs ``traversal="int8"``
+                and rows of a multiple of 16 bytes (CagraError otherwise).
             backend: ``"auto"`` (CUDA when built and a GPU is visible, for what the GPU
                 kernels take; else the CPU), ``"cpu"`` or ``"cuda"``.
             num_threads: CPU threads; 0 = all (or ``OMP_NUM_THREADS``). At most 4 per
@@ -246,6 +256,7 @@ class Index(LivingIndex, HnswlibExport):
             traversal,
             rerank,
             persistent_lifetime_us,
+            stored_rows,
         )
         q = _vectors(queries, "queries")
         shape = getattr(q, "shape", ())
@@ -285,6 +296,7 @@ class Index(LivingIndex, HnswlibExport):
         persistent_lifetime_us: int = _SP.persistent_lifetime_us,
         traversal: str = _DEFAULT_TRAVERSAL,
         rerank: int = _SP.rerank,
+        stored_rows: str = _DEFAULT_STORED_ROWS,
         backend: str = "auto",
         num_threads: int = 0,
         filter: ArrayLike | None = None,
@@ -320,6 +332,7 @@ class Index(LivingIndex, HnswlibExport):
             traversal,
             rerank,
             persistent_lifetime_us,
+            stored_rows,
         )
         batch = _uint("batch", batch, 63)
         if batch < 1:

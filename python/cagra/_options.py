@@ -61,6 +61,11 @@ _FILTER_ALGOS = {
     "exact": _ext.FilterAlgo.exact,
 }
 _TRAVERSALS = {"exact": _ext.Traversal.exact, "int8": _ext.Traversal.int8}
+_ROWS_LOCATIONS = {
+    "auto": _ext.RowsLocation.auto,
+    "device": _ext.RowsLocation.device,
+    "host": _ext.RowsLocation.host,
+}
 _DTYPES = {
     "f32": np.dtype(np.float32),
     "f16": np.dtype(np.float16),
@@ -83,6 +88,7 @@ _DEFAULT_STORAGE = _name_of(_STORAGES, _IP.storage)
 _DEFAULT_SEARCH_ALGO = _name_of(_SEARCH_ALGOS, _SP.algo)
 _DEFAULT_FILTER_ALGO = _name_of(_FILTER_ALGOS, _SP.filter)
 _DEFAULT_TRAVERSAL = _name_of(_TRAVERSALS, _SP.traversal)
+_DEFAULT_STORED_ROWS = _name_of(_ROWS_LOCATIONS, _SP.stored_rows)
 
 # ---- argument checks -------------------------------------------------------------------------
 
@@ -172,6 +178,7 @@ def _search_params(
     traversal: str,
     rerank: int,
     persistent_lifetime_us: int = 1000,
+    stored_rows: str = "auto",
 ) -> Any:
     p = _ext.SearchParams()
     p.itopk_size = _uint("itopk_size", itopk_size)
@@ -195,4 +202,5 @@ def _search_params(
         raise CagraError(f"filter_algo must be one of {options}; got {filter_algo!r}") from None
     p.traversal = _choice("traversal", traversal, _TRAVERSALS)
     p.rerank = _uint("rerank", rerank)
+    p.stored_rows = _choice("stored_rows", stored_rows, _ROWS_LOCATIONS)
     return p

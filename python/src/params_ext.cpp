@@ -36,6 +36,10 @@ void bind_enums(nb::module_& m) {
   nb::enum_<cagra::traversal_type>(m, "Traversal")
       .value("exact", cagra::traversal_type::exact)
       .value("int8", cagra::traversal_type::int8);
+  nb::enum_<cagra::rows_location>(m, "RowsLocation")
+      .value("auto", cagra::rows_location::automatic)
+      .value("device", cagra::rows_location::device)
+      .value("host", cagra::rows_location::host);
 }
 
 void bind_params(nb::module_& m) {
@@ -84,7 +88,8 @@ void bind_params(nb::module_& m) {
       .def_rw("seed", &sp::seed)
       .def_rw("filter", &sp::filter)
       .def_rw("traversal", &sp::traversal)
-      .def_rw("rerank", &sp::rerank);
+      .def_rw("rerank", &sp::rerank)
+      .def_rw("stored_rows", &sp::stored_rows);
 
   using ep = cagra::extend_params;
   nb::class_<ep>(m, "ExtendParams")

@@ -198,6 +198,23 @@ def test_int8_traversal_errors():
         u8.search(clustered(10, 16, np.uint8, seed=13), 5, traversal="int8", backend="cpu")
 
 
+def test_stored_rows():
+    # Where a GPU int8 search reads the re-ranked rows; the CPU reads host rows anyway (the same
+    # answers), and "host" needs the int8 traversal.
+    data, queries = data_and_queries(500, 10, 16, seed=15)
+    index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, backend="cpu")
+    plan = index.explain(10, 10, traversal="int8", stored_rows="host", backend="cpu")
+    assert plan.endswith(" stored_rows=host"), plan
+    assert "stored_rows" not in index.explain(10, 10, traversal="int8", backend="cpu")
+    a = index.search(queries, 5, traversal="int8", stored_rows="host", backend="cpu")
+    b = index.search(queries, 5, traversal="int8", backend="cpu")
+    np.testing.assert_array_equal(a[0], b[0])
+    with pytest.raises(ValueError, match="stored_rows must be one of 'auto', 'device', 'host'"):
+        index.search(queries, 5, traversal="int8", stored_rows="disk")
+    with pytest.raises(cagra.CagraError, match="stored_rows = host needs traversal = int8"):
+        index.search(queries, 5, stored_rows="host", backend="cpu")
+
+
 def test_build_options_and_seed():
     data = clustered(12000, 8, seed=10)
     # backend="cpu": the CPU build is deterministic (same seed, same graph, any thread count);

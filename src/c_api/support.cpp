@@ -36,9 +36,12 @@ static_assert(
         (sizeof(void*) != 8 ||
          (offsetof(cagra_search_params_t, persistent_lifetime_us) + 8 ==
               offsetof(cagra_search_params_t, cuda_stream) &&
-          offsetof(cagra_search_params_t, cuda_stream) + 8 == sizeof(cagra_search_params_t))),
+          offsetof(cagra_search_params_t, cuda_stream) + 8 ==
+              offsetof(cagra_search_params_t, stored_rows) &&
+          offsetof(cagra_search_params_t, stored_rows) + 8 == sizeof(cagra_search_params_t))),
     "cagra_search_params_t: traversal, rerank, persistent_lifetime_us (then 4 bytes of "
-    "padding on 64-bit targets) and cuda_stream appended after resources");
+    "padding on 64-bit targets), cuda_stream and stored_rows (4 bytes of padding) appended "
+    "after resources");
 
 namespace cagra::c_api {
 namespace {
@@ -177,6 +180,8 @@ search_params to_search_params(const cagra_search_params_t* p, const char* f) {
   require(p->persistent == 0 || p->persistent == 1, f, "params->persistent must be 0 or 1");
   require(enum_in(p->traversal, CAGRA_TRAVERSAL_INT8), f,
           "params->traversal is not a cagra_traversal_t value");
+  require(enum_in(p->stored_rows, CAGRA_ROWS_HOST), f,
+          "params->stored_rows is not a cagra_rows_location_t value");
   sp.itopk_size = p->itopk_size;
   sp.search_width = p->search_width;
   sp.max_iterations = p->max_iterations;
@@ -192,6 +197,7 @@ search_params to_search_params(const cagra_search_params_t* p, const char* f) {
   sp.traversal = static_cast<traversal_type>(p->traversal);
   sp.rerank = p->rerank;
   sp.persistent_lifetime_us = p->persistent_lifetime_us;
+  sp.stored_rows = static_cast<rows_location>(p->stored_rows);
   return sp;
 }
 
@@ -290,6 +296,7 @@ cagra_status_t cagra_search_params_default(cagra_search_params_t* params) {
     params->rerank = d.rerank;
     params->persistent_lifetime_us = d.persistent_lifetime_us;
     params->cuda_stream = nullptr;
+    params->stored_rows = static_cast<cagra_rows_location_t>(d.stored_rows);
   });
 }
 

@@ -6,5 +6,8 @@
 namespace cagra::detail {
 struct backend_state {
   virtual ~backend_state() = default;
+  /** Lets go of any pin on the index's rows in host memory (the CUDA backend's copies that read
+   *  them in place), before an operation that may move them (extend). */
+  virtual void release_host_rows() {}
 };
 }  // namespace cagra::detail

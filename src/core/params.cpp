@@ -86,6 +86,10 @@ void search_params::validate(uint32_t k, int64_t rows, uint32_t graph_degree) co
   v.check(uint32_t(filter) <= 2, "unknown filter algorithm %u", uint32_t(filter));
   v.check(graph_degree >= 1, "the index graph is empty");
   v.check(uint32_t(traversal) <= 1, "unknown traversal %u", uint32_t(traversal));
+  v.check(uint32_t(stored_rows) <= 2, "unknown stored_rows location %u", uint32_t(stored_rows));
+  v.check(stored_rows != rows_location::host || traversal == traversal_type::int8,
+          "stored_rows = host needs traversal = int8: the exact walk reads every row it visits, "
+          "the int8 traversal only the re-ranked candidates'");
   v.check(rerank == 0 || rerank >= k, "rerank (%u) must be 0 (auto) or at least k (%u)", rerank, k);
   v.check(rerank == 0 || rerank <= std::max(itopk_size, k),
           "rerank (%u) must be at most itopk_size (%u): the walk keeps that many candidates",

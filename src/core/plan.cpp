@@ -351,6 +351,14 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
         !core::gpu_takes(shape, itopk))
       target = backend::cpu;
   }
+  // The GPU reads rows with 16-byte loads: a host row must end on such a boundary (the device
+  // copy pads its rows instead). The CPU reads host rows anyway.
+  CAGRA_EXPECTS(target != backend::cuda || params.stored_rows != rows_location::host ||
+                    idx.vectors().view().row_bytes() % 16 == 0,
+                "stored_rows = host needs rows of a multiple of 16 bytes, but this index's %s rows "
+                "of dimension %u are %zu bytes (f32: dim a multiple of 4; f16: of 8); use "
+                "stored_rows device or auto",
+                to_string(idx.storage_dtype()), idx.dim(), idx.vectors().view().row_bytes());
   // The GPU's SMs, or the CPU's threads (algo multi_cta: a walker per thread).
   const int sms = target == backend::cuda ? core::cuda_backend().sm_count(res.device)
                                           : core::host_threads(res.num_threads);
@@ -368,6 +376,7 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
   s.k = k;
   s.traversal = traversal_type::int8;
   s.rerank = rerank;
+  s.stored_rows = params.stored_rows;
   return s;
 }
 

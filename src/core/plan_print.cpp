@@ -78,7 +78,10 @@ std::string to_string(const search_plan& p) {
          " filter_path=" + to_string(p.filter_path) + kv("allowed_rows", uint64_t(p.allowed_rows)) +
          (p.filter_in_merge ? " filter_in_merge=1" : "");
   if (p.traversal != traversal_type::exact)
-    s += std::string(" traversal=") + to_string(p.traversal) + kv("rerank", p.rerank);
+    s += std::string(" traversal=") + to_string(p.traversal) + kv("rerank", p.rerank) +
+         (p.stored_rows != rows_location::automatic
+              ? std::string(" stored_rows=") + to_string(p.stored_rows)
+              : std::string());
   return s;
 }
 

@@ -1,6 +1,8 @@
 // Names of enums, parsing of user-facing strings, and the owning host matrix / index plumbing.
 #include <cstring>
+#include <new>
 #include <thread>
+#include <utility>
 
 #include <cagra/cagra.hpp>
 
@@ -91,6 +93,22 @@ traversal_type parse_traversal(const std::string& s) {
   CAGRA_FAIL("unknown traversal '%s' (expected exact or int8)", s.c_str());
 }
 
+const char* to_string(rows_location r) {
+  switch (r) {
+    case rows_location::automatic: return "auto";
+    case rows_location::device: return "device";
+    case rows_location::host: return "host";
+  }
+  return "unknown";
+}
+
+rows_location parse_rows_location(const std::string& s) {
+  if (s == "auto") return rows_location::automatic;
+  if (s == "device") return rows_location::device;
+  if (s == "host") return rows_location::host;
+  CAGRA_FAIL("unknown stored-rows location '%s' (expected auto, device or host)", s.c_str());
+}
+
 backend parse_backend(const std::string& s) {
   if (s == "auto") return backend::automatic;
   if (s == "cpu") return backend::cpu;
@@ -141,7 +159,15 @@ index::index(cagra::metric m, host_matrix vectors, std::vector<uint32_t> graph, 
 }
 index::~index() = default;
 index::index(index&&) noexcept = default;
-index& index::operator=(index&&) noexcept = default;
+// A backend's copy may pin the rows in host memory (search_params::stored_rows = host): it goes
+// before the rows it pins, as the destructor's order (cache_ declared after vectors_) does.
+index& index::operator=(index&& o) noexcept {
+  if (this != &o) {
+    this->~index();
+    new (this) index(std::move(o));
+  }
+  return *this;
+}
 
 const char* version() {
 #ifdef CAGRA_VERSION

@@ -5,12 +5,14 @@
 //  - device_buffer<T>: n elements of device memory (uninitialized); reserve() only grows.
 //  - pinned_buffer<T>: n elements of page-locked host memory that kernels read and write in
 //    place (mapped; with unified addressing the host pointer is the device pointer).
+//  - host_pin: host memory the caller owns, page-locked in place and mapped for every device.
 //  - cuda_stream: a non-blocking stream.
 //  - cuda_event: an event without timing (orders one stream after another).
 //  - device_guard: makes a device current for a scope and restores the previous one.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -89,6 +91,36 @@ class pinned_buffer {
   }
   T* ptr_ = nullptr;
   size_t n_ = 0;
+};
+
+class host_pin {
+ public:
+  /** Page-locks [p, p + bytes) in place and maps it for every device (read-only for the device
+   *  where the platform allows). The memory must outlive the pin. */
+  host_pin(const void* p, size_t bytes) {
+    void* q = const_cast<void*>(p);
+    const unsigned flags = cudaHostRegisterMapped | cudaHostRegisterPortable;
+    if (cudaHostRegister(q, bytes, flags | cudaHostRegisterReadOnly) != cudaSuccess) {
+      (void)cudaGetLastError();  // read-only mappings are not supported everywhere
+      CAGRA_CUDA_TRY(cudaHostRegister(q, bytes, flags));
+    }
+    ptr_ = q;
+  }
+  ~host_pin() {
+    if (ptr_) CAGRA_CUDA_TRY_NO_THROW(cudaHostUnregister(ptr_));
+  }
+  host_pin(const host_pin&) = delete;
+  host_pin& operator=(const host_pin&) = delete;
+  /** The address kernels on the current device read the memory at. */
+  const uint8_t* device_pointer() const {
+    void* d = nullptr;
+    CAGRA_CUDA_TRY(cudaHostGetDevicePointer(&d, ptr_, 0));
+    return static_cast<const uint8_t*>(d);
+  }
+  const void* host_pointer() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
 };
 
 class cuda_stream {

@@ -1,7 +1,8 @@
 // Copies an index to the device once and caches it in the index (see state.hpp), and keeps the
-// copy up to date when extend changes the index in place. Rows are re-laid out with a
-// 16-byte-aligned stride (zero padding: adds nothing to L2 or dot products) because the distance
-// teams read rows only with 16-byte vector loads.
+// copy up to date when extend changes the index in place. A copy for the steps that read only
+// rows may instead leave them in host memory, pinned and mapped (device_rows). Rows are re-laid out
+// with a 16-byte-aligned stride (zero padding: adds nothing to L2 or dot products) because the
+// distance teams read rows only with 16-byte vector loads.
 #include "cuda/state.hpp"
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
 #include "cuda/host_upload.hpp"
+#include "cuda/testing.hpp"
 
 namespace cagra::cuda {
 namespace {
@@ -26,18 +28,23 @@ __global__ void scatter_rows(uint32_t* graph, uint32_t degree, const uint32_t* r
 }
 }  // namespace
 
-std::shared_ptr<index_state> device_index(const index& idx, int device) {
-  std::lock_guard<std::mutex> lock(cache_mutex);
+namespace {
+
+/** The cache's slot for `device` (created empty). Called under cache_mutex. */
+std::shared_ptr<index_state>& cached_copy(const index& idx, int device,
+                                          std::shared_ptr<device_copies>& copies) {
   auto& slot = idx.backend_cache();
-  auto copies = std::dynamic_pointer_cast<device_copies>(slot);
+  copies = std::dynamic_pointer_cast<device_copies>(slot);
   if (!copies) {
     copies = std::make_shared<device_copies>();
     slot = copies;
   }
   if (copies->by_device.size() <= size_t(device)) copies->by_device.resize(size_t(device) + 1);
-  if (auto& cached = copies->by_device[size_t(device)]) return cached;
+  return copies->by_device[size_t(device)];
+}
 
-  device_guard guard(device);
+/** A new copy's shape: rows, dimension, degree, type and the stride the kernels read rows at. */
+std::shared_ptr<index_state> new_state(const index& idx, int device) {
   auto s = std::make_shared<index_state>();
   s->device = device;
   s->rows = idx.size();
@@ -47,7 +54,14 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   const size_t row_bytes = size_t{s->dim} * dtype_size(s->type);
   s->row_stride = static_cast<uint32_t>((row_bytes + 15) / 16 * 16);
   CAGRA_EXPECTS(s->rows > 0 && s->degree > 0, "the index is empty");
+  return s;
+}
 
+/** Rows and graph copied to the device. */
+std::shared_ptr<index_state> copy_to_device(const index& idx, int device) {
+  device_guard guard(device);
+  std::shared_ptr<index_state> s = new_state(idx, device);
+  const size_t row_bytes = size_t{s->dim} * dtype_size(s->type);
   const size_t data_bytes = size_t(s->rows) * s->row_stride;
   s->dataset.reserve(data_bytes);
   if (s->row_stride != row_bytes)
@@ -59,8 +73,83 @@ std::shared_ptr<index_state> device_index(const index& idx, int device) {
   const size_t graph_row = size_t(s->degree) * sizeof(uint32_t);
   upload_rows(s->graph.data(), graph_row, idx.graph().data, graph_row, graph_row, size_t(s->rows),
               s->stream.get());
-  copies->by_device[size_t(device)] = s;
   return s;
+}
+
+/** True when the index's rows can be read from host memory as they are: whole 16-byte chunks a
+ *  row from a 16-byte aligned start (the kernels' loads). */
+bool rows_readable_in_place(const index& idx) {
+  return idx.vectors().view().row_bytes() % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(idx.vectors().data()) % 16 == 0;
+}
+
+/** A copy that reads the index's own rows from host memory (pinned once for all devices). */
+std::shared_ptr<index_state> copy_reading_host(const index& idx, int device,
+                                               device_copies& copies) {
+  CAGRA_EXPECTS(rows_readable_in_place(idx),
+                "stored rows in host memory need rows of a multiple of 16 bytes (this index's are "
+                "%zu bytes)",
+                idx.vectors().view().row_bytes());
+  device_guard guard(device);
+  std::shared_ptr<index_state> s = new_state(idx, device);
+  const size_t bytes = idx.vectors().size_bytes();
+  if (!copies.host_rows || copies.host_rows->host_pointer() != idx.vectors().data())
+    copies.host_rows = std::make_shared<host_pin>(idx.vectors().data(), bytes);
+  s->host_rows = copies.host_rows;
+  s->mapped_rows = s->host_rows->device_pointer();
+  return s;
+}
+
+/** Whether the device copy of rows and graph fits `device`'s free memory with room to spare
+ *  (a sixteenth of it and 512 MiB for the searches' workspaces). */
+bool fits_on_device(const index& idx, int device) {
+  device_guard guard(device);
+  size_t free = 0, total = 0;
+  CAGRA_CUDA_TRY(cudaMemGetInfo(&free, &total));
+  const size_t row_bytes = size_t{idx.dim()} * dtype_size(idx.storage_dtype());
+  const size_t need = size_t(idx.size()) * ((row_bytes + 15) / 16 * 16) +
+                      size_t(idx.size()) * idx.graph_degree() * sizeof(uint32_t);
+  return need + need / 16 + (size_t{512} << 20) <= free;
+}
+
+/** Drops the copies that read the host rows and the pin. Called under cache_mutex. */
+void drop_host_copies(device_copies& copies) {
+  for (auto& st : copies.by_device)
+    if (st && st->mapped_rows) st.reset();
+  copies.host_rows.reset();
+}
+
+}  // namespace
+
+void device_copies::release_host_rows() {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  drop_host_copies(*this);
+}
+
+std::shared_ptr<index_state> device_index(const index& idx, int device) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  std::shared_ptr<device_copies> copies;
+  std::shared_ptr<index_state>& cached = cached_copy(idx, device, copies);
+  if (cached && !cached->mapped_rows) return cached;
+  cached.reset();  // a copy reading host rows has no graph: replaced (its holders keep it)
+  cached = copy_to_device(idx, device);
+  return cached;
+}
+
+std::shared_ptr<index_state> device_rows(const index& idx, int device, rows_location where) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  std::shared_ptr<device_copies> copies;
+  std::shared_ptr<index_state>& cached = cached_copy(idx, device, copies);
+  if (where == rows_location::automatic) {
+    if (cached) return cached;
+    where = !rows_readable_in_place(idx) || fits_on_device(idx, device) ? rows_location::device
+                                                                        : rows_location::host;
+  }
+  const bool host = where == rows_location::host;
+  if (cached && (cached->mapped_rows != nullptr) == host) return cached;
+  cached.reset();  // the other kind: replaced (its holders keep it)
+  cached = host ? copy_reading_host(idx, device, *copies) : copy_to_device(idx, device);
+  return cached;
 }
 
 namespace {
@@ -128,6 +217,7 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
   auto copies = std::dynamic_pointer_cast<device_copies>(slot);
   if (!copies) return;
   try {
+    drop_host_copies(*copies);  // the rows may have moved (extend let go of them before)
     for (auto& st : copies->by_device) {
       if (!st) continue;
       if (st->rows != old_rows || st->degree != idx.graph_degree())
@@ -139,6 +229,14 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
     slot.reset();  // a half-updated copy is never searched
     throw;
   }
+}
+
+bool testing::rows_on_host(const cagra::index& idx, int device) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  auto copies = std::dynamic_pointer_cast<device_copies>(idx.backend_cache());
+  if (!copies || copies->by_device.size() <= size_t(device)) return false;
+  const auto& st = copies->by_device[size_t(device)];
+  return st && st->mapped_rows != nullptr;
 }
 
 }  // namespace cagra::cuda

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <cagra/index.hpp>
+#include <cagra/params.hpp>
 
 #include "core/backend_state.hpp"
 #include "cuda/memory.hpp"
@@ -29,9 +30,16 @@ struct index_state final : detail::backend_state {
   int64_t rows = 0;
   uint32_t dim = 0, degree = 0;
   dtype type = dtype::f32;
-  uint32_t row_stride = 0;         // bytes between rows on the device (multiple of 16)
+  uint32_t row_stride = 0;         // bytes between rows as the kernels read them (multiple of 16)
   device_buffer<uint8_t> dataset;  // [rows, row_stride] bytes, zero padded
   device_buffer<uint32_t> graph;   // [rows, degree]
+  /** A copy made with the rows left in host memory (search_params::stored_rows = host): the
+   *  index's own rows, pinned in place (`host_rows`) and read by the kernels through
+   *  `mapped_rows`; `dataset` and `graph` stay empty (only device_rows hands such a copy out). */
+  std::shared_ptr<host_pin> host_rows;
+  const uint8_t* mapped_rows = nullptr;
+  /** Where the kernels read the stored rows. */
+  const uint8_t* rows_data() const { return mapped_rows ? mapped_rows : dataset.data(); }
   cuda_stream stream;
   // extend's updates of the rewritten graph rows (update_device_index): row ids, then their
   // contents, staged in pinned memory and uploaded; grow-only so that a series of extends
@@ -55,10 +63,23 @@ struct index_state final : detail::backend_state {
  *  searched it (a replicated search keeps a copy on each of its devices; multi_gpu.hpp). */
 struct device_copies final : detail::backend_state {
   std::vector<std::shared_ptr<index_state>> by_device;  // [device ordinal], null: no copy there
+  /** The index's rows pinned once for every device's copy that reads them from the host (the
+   *  same memory cannot be registered twice). */
+  std::shared_ptr<host_pin> host_rows;
+  /** Drops the copies that read the host rows, and the pin (state.cu). */
+  void release_host_rows() override;
 };
 
-/** The device copy of `idx` on `device`: the cached one, or a new one (copied once and kept,
- *  beside the copies on other devices, as long as the index lives). */
+/** The device copy of `idx` on `device`, rows and graph on the device: the cached one, or a new
+ *  one (copied once and kept, beside the copies on other devices, as long as the index lives;
+ *  it replaces a cached copy whose rows stay on the host). */
 std::shared_ptr<index_state> device_index(const index& idx, int device);
+
+/** A copy of `idx` on `device` whose stored rows the kernels can read, for the steps that read
+ *  only rows (the int8 traversal's re-ranking, the exact filtered path): `device` as
+ *  device_index; `host` one whose rows stay in host memory (pinned and mapped; no graph);
+ *  `automatic` the cached copy if there is one, else `device` when the rows and graph fit the
+ *  device's free memory (with room to spare) or cannot be read from the host, else `host`. */
+std::shared_ptr<index_state> device_rows(const index& idx, int device, rows_location where);
 
 }  // namespace cagra::cuda

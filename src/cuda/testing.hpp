@@ -22,6 +22,10 @@ void* device_alloc(size_t bytes, int device = 0);
 void device_free(void* p) noexcept;
 void copy_memory(void* dst, const void* src, size_t bytes);
 
+/** Whether `idx`'s copy on `device` reads the stored rows from host memory (stored_rows = host;
+ *  false when there is no copy). */
+bool rows_on_host(const cagra::index& idx, int device = 0);
+
 /** How many CTAs of `idx`'s last persistent kernel launched on `device` fit an SM (0: none
  *  launched yet). */
 uint32_t persistent_ctas_per_sm(const cagra::index& idx, int device = 0);

@@ -229,6 +229,10 @@ TEST(CliRules, Int8Traversal) {
                "--backend", "cpu", "--traversal", "int8", "--rerank", "8"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(plan_line(r.out).find(" traversal=int8 rerank=8"), std::string::npos) << r.out;
+  r = run_cli({"search", idx, q8, "-k", "5", "--itopk", "16", "-o", out, "--force", "--explain",
+               "--backend", "cpu", "--traversal", "int8", "--stored-rows", "host"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(plan_line(r.out).find(" rerank=16 stored_rows=host"), std::string::npos) << r.out;
   r = run_cli({"search", idx, q8, "-k", "5", "-o", out, "--force", "--explain", "--backend", "cpu",
                "--traversal", "exact"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -242,6 +246,11 @@ TEST(CliRules, Int8Traversal) {
                       "int8", "--rerank", "3"},
                      1);
   EXPECT_NE(err.find("rerank (3)"), std::string::npos) << err;
+  err = expect_error({"search", idx, q8, "-k", "5", "-o", none, "--stored-rows", "disk"}, 2);
+  EXPECT_NE(err.find("--stored-rows: expected auto, device or host"), std::string::npos) << err;
+  err = expect_error(
+      {"search", idx, q8, "-k", "5", "-o", none, "--backend", "cpu", "--stored-rows", "host"}, 1);
+  EXPECT_NE(err.find("needs traversal = int8"), std::string::npos) << err;
   EXPECT_FALSE(fs::exists(none));
 
   // bench --traversal exact,int8: one point each; the int8 point's JSON names the traversal and

@@ -254,5 +254,39 @@ TEST_F(Int8Traversal, RefusesWhatItCannotDo) {
   EXPECT_THROW(run(idx, set_->queries, p), error);
 }
 
+// search_params::stored_rows: parsed and printed by name; `host` needs the int8 traversal (an
+// exact walk reads every row it visits); the CPU reads host rows anyway, so any row width passes
+// there and the answers are those of `automatic` (the GPU's side: tests/cuda/test_cuda_host_rows).
+TEST_F(Int8Traversal, StoredRowsOnTheHost) {
+  EXPECT_EQ(parse_rows_location("host"), rows_location::host);
+  EXPECT_EQ(parse_rows_location("device"), rows_location::device);
+  EXPECT_EQ(parse_rows_location("auto"), rows_location::automatic);
+  EXPECT_STREQ(to_string(rows_location::host), "host");
+  EXPECT_THROW(parse_rows_location("disk"), error);
+  const index idx = build_as(*set_, metric::l2, storage_type::f32);
+  search_params exact;
+  exact.stored_rows = rows_location::host;
+  try {
+    run(idx, set_->queries, exact);
+    ADD_FAILURE() << "stored_rows = host with the exact walk";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("stored_rows = host needs traversal = int8"),
+              std::string::npos)
+        << e.what();
+  }
+  search_params p = int8_params();
+  p.stored_rows = rows_location::host;
+  const std::string plan = to_string(plan_search(cpu(), p, idx, kK, 100));
+  EXPECT_NE(plan.find(" traversal=int8 rerank=40 stored_rows=host"), std::string::npos) << plan;
+  const result host = run(idx, set_->queries, p);
+  EXPECT_EQ(host.ids, run(idx, set_->queries, int8_params()).ids);
+  host_matrix x(dtype::f32, 500, 6);  // 24-byte rows: only the GPU needs whole 16-byte chunks
+  for (int64_t i = 0; i < x.rows() * 6; ++i) x.as<float>().data[i] = float(i % 97);
+  index_params ip;
+  ip.graph_degree = 8;
+  const index narrow = build(cpu(), ip, x);
+  EXPECT_NO_THROW(run(narrow, head(x, 5), p));
+}
+
 }  // namespace
 }  // namespace cagra::test

@@ -87,6 +87,7 @@ int run_bench(const args& a) {
   const std::vector<uint32_t> samplings = a.uint_list("--random-samplings", {0}, 0, 64);
   const std::vector<traversal_type> traversals = traversal_list(a);
   const auto rerank = static_cast<uint32_t>(a.uint("--rerank", 0));
+  const rows_location stored_rows = stored_rows_option(a);
   const bool any_int8 =
       std::find(traversals.begin(), traversals.end(), traversal_type::int8) != traversals.end();
   // The sweep's walks: every --random-samplings value with every --traversal, in that order.
@@ -311,6 +312,7 @@ int run_bench(const args& a) {
             sp.num_random_samplings = sampling;
             sp.traversal = traversal;
             sp.rerank = rerank;
+            sp.stored_rows = stored_rows;
             sp.algo = algo;
             sp.hash_bits = hash_bits;
             sp.hash_reset_interval = hash_reset;
@@ -353,6 +355,9 @@ int run_bench(const args& a) {
             // filtered path ignores it), with the candidates it re-ranks.
             rec.traversal = plan.traversal == traversal_type::int8 ? "int8" : "";
             rec.rerank = plan.rerank;
+            rec.stored_rows = rec.traversal.empty() || stored_rows == rows_location::automatic
+                                  ? ""
+                                  : to_string(stored_rows);
             // The file's ground truth lists labels; the filtered one (an exact search) rows.
             const bool by_label = single.has_labels() && fview.empty();
             if (by_label) {
@@ -446,6 +451,9 @@ const command_spec& bench_command() {
           {"--rerank", nullptr, "N",
            "int8 traversal: candidates re-ranked per query, in [k, itopk] (default 0 = auto: "
            "min(itopk, max(32, 4k)); the rerank column shows it)"},
+          {"--stored-rows", nullptr, "WHERE",
+           "int8 traversal on the GPU: where the re-ranked rows are read, auto (default), device "
+           "or host (left in host memory, read across PCIe)"},
           {"--algo", nullptr, "A",
            "auto (default), single or multi: the GPU's kernel; on the CPU, multi walks each "
            "query on all the threads"},

@@ -96,6 +96,7 @@ std::string to_json(const bench_record& r) {
   if (r.random_samplings) o << ",\"num_random_samplings\":" << r.random_samplings;
   if (!r.traversal.empty())
     o << ",\"traversal\":" << json_quote(r.traversal) << ",\"rerank\":" << r.rerank;
+  if (!r.stored_rows.empty()) o << ",\"stored_rows\":" << json_quote(r.stored_rows);
   if (!r.algo.empty()) o << ",\"algo\":" << json_quote(r.algo);
   if (r.hash_bits) o << ",\"hash_bits\":" << r.hash_bits;
   if (r.hash_reset_interval) o << ",\"hash_reset_interval\":" << r.hash_reset_interval;

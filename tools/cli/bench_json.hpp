@@ -39,6 +39,8 @@ struct bench_record {
   // copy, with the plan's resolved rerank count; "" = exact (both left out of the JSON).
   std::string traversal;
   uint32_t rerank = 0;
+  // search_params::stored_rows as asked for an int8 point ("device" or "host"); "" = auto.
+  std::string stored_rows;
   std::string algo;  // "single_cta" / "multi_cta" when forced
   uint32_t hash_bits = 0;
   uint32_t hash_reset_interval = 0;

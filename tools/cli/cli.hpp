@@ -117,6 +117,8 @@ int effective_threads(int requested);
 filter_algo filter_algo_option(const args& a);
 /** --traversal: exact (default) or int8, one value (search); usage error otherwise. */
 traversal_type traversal_option(const args& a);
+/** --stored-rows: auto (default), device or host. */
+rows_location stored_rows_option(const args& a);
 /** --traversal LIST: comma-separated exact and int8 values (bench); {exact} when absent. */
 std::vector<traversal_type> traversal_list(const args& a);
 /** "cuda" when the resources pick the CUDA backend, else "cpu". */

@@ -27,6 +27,7 @@ int run_search(const args& a) {
   sp.filter = filter_algo_option(a);
   sp.traversal = traversal_option(a);
   sp.rerank = static_cast<uint32_t>(a.uint("--rerank", sp.rerank));
+  sp.stored_rows = stored_rows_option(a);
   const std::string filter_path = a.str("--filter", "");
   resources res = make_resources(a);
 
@@ -169,6 +170,9 @@ const command_spec& search_command() {
           {"--rerank", nullptr, "N",
            "int8 traversal: candidates re-ranked per query, in [K, itopk] (default 0 = auto: "
            "min(itopk, max(32, 4K)))"},
+          {"--stored-rows", nullptr, "WHERE",
+           "int8 traversal on the GPU: where the re-ranked rows are read, auto (default: on the "
+           "GPU when they fit), device or host (left in host memory, read across PCIe)"},
           {"--filter", nullptr, "FILE",
            "return only allowed rows: a mask (.npy bool/uint8 or .u8bin, one byte per index row; "
            "one row, or one per query) or a list of allowed ids (.ibin, .npy int32/uint32)"},

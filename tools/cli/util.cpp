@@ -312,6 +312,15 @@ traversal_type traversal_option(const args& a) {
   }
 }
 
+rows_location stored_rows_option(const args& a) {
+  const std::string s = a.str("--stored-rows", to_string(search_params{}.stored_rows));
+  try {
+    return parse_rows_location(s);
+  } catch (const cagra::error&) {
+    throw usage_error("--stored-rows: expected auto, device or host, got '" + s + "'");
+  }
+}
+
 std::vector<traversal_type> traversal_list(const args& a) {
   if (!a.has("--traversal")) return {search_params{}.traversal};
   const std::string s = a.str("--traversal");

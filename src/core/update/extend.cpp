@@ -390,6 +390,8 @@ void extend(const resources& res, const extend_params& params, index& idx, datas
     // Room grows by half again at least when it must grow, so that many small extends copy the
     // index rarely.
     const int64_t room = std::max(total, n0 + n0 / 2);
+    // The rows may move: a device copy reading them in place lets go of them first.
+    if (const auto& cache = idx.backend_cache()) cache->release_host_rows();
     vec.reserve_rows(total);
     if (g.capacity() < size_t(total) * d) g.reserve(size_t(room) * d);
     if (vectors.rows > e.chunk) undo.saved.assign(size_t(n0), 0);

@@ -219,6 +219,9 @@ void compact(const resources& res, index& idx) {
   std::vector<int64_t> lab(static_cast<size_t>(m));
   for (int64_t k = 0; k < m; ++k) lab[size_t(k)] = idx.label_of(old_id[size_t(k)]);
 
+  // The backends' copies go first: one may pin the old rows in host memory.
+  index_editor::drop_backend_state(idx);
+  index_editor::drop_derived(idx);
   index_editor::vectors(idx) = std::move(vec);
   index_editor::graph(idx) = std::move(g);
   index_editor::labels(idx) = std::move(lab);
@@ -226,8 +229,6 @@ void compact(const resources& res, index& idx) {
   index_editor::deleted(idx) = 0;
   index_editor::in_degree(idx).clear();
   index_editor::index_labels(idx);
-  index_editor::drop_backend_state(idx);
-  index_editor::drop_derived(idx);
 }
 
 }  // namespace cagra

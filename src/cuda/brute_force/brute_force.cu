@@ -279,7 +279,7 @@ void load_data(const data_source& data, context& c, cudaStream_t s) {
   CAGRA_CUDA_TRY(cudaMemcpyAsync(c.row_ids.data(), data.rows->data(), size_t(n) * sizeof(uint32_t),
                                  cudaMemcpyHostToDevice, s));
   const int blocks = int(std::min<size_t>((size_t(n) * size_t(dim) + 255) / 256, 65535));
-  const uint8_t* src = data.dev->dataset.data();
+  const uint8_t* src = data.dev->rows_data();
   const size_t stride = data.dev->row_stride;
   switch (data.dev->type) {
     case dtype::f32:
@@ -416,8 +416,8 @@ knn_graph brute_force(const host_matrix& data, dataset_view queries, metric m, u
 
 knn_graph brute_force_rows(const index& idx, const std::vector<uint32_t>& rows,
                            dataset_view queries, uint32_t k, int device) {
-  // The device copy is the one searches use (copied once, kept up to date by extend).
-  const std::shared_ptr<index_state> st = device_index(idx, device);
+  // The copy searches use (made once, kept up to date by extend; its rows may stay on the host).
+  const std::shared_ptr<index_state> st = device_rows(idx, device, rows_location::automatic);
   return run_brute_force(data_source{nullptr, st.get(), &rows}, queries, idx.metric(), k, false,
                          nullptr, 0, device);
 }

@@ -180,7 +180,7 @@ void exact_rows(const index& idx, const std::vector<uint32_t>& rows, dataset_vie
   CAGRA_EXPECTS(exact_rows_takes(idx, queries.rows, k) && !rows.empty(),
                 "internal error: exact_rows outside its limits");
   device_guard guard(device);
-  const std::shared_ptr<index_state> st = device_index(idx, device);
+  const std::shared_ptr<index_state> st = device_rows(idx, device, rows_location::automatic);
   context_lease lease(device);
   context& c = lease.get();
   const cudaStream_t s = c.stream.get();
@@ -205,8 +205,8 @@ void exact_rows(const index& idx, const std::vector<uint32_t>& rows, dataset_vie
   with_device_type(st->type, [&](auto tag) {
     using T = decltype(tag);
     exact_rows_kernel<T><<<dim3(ctas, static_cast<uint32_t>(nq)), kThreads, len * 4, s>>>(
-        st->dataset.data(), st->row_stride, n_chunks, reinterpret_cast<const uint32_t*>(io), n, hq,
-        m, k, out);
+        st->rows_data(), st->row_stride, n_chunks, reinterpret_cast<const uint32_t*>(io), n, hq, m,
+        k, out);
   });
   CAGRA_CUDA_CHECK_LAUNCH();
   c.stream.sync();

@@ -59,7 +59,7 @@ void search_int8(const index& idx, const core::int8_copy& copy, dataset_view que
   // Two device copies: the codes the walk reads, the stored rows the re-ranking reads. Their
   // workspaces are taken in this order (nothing takes them the other way round).
   std::shared_ptr<index_state> codes_st = device_index(copy.walk, device);
-  std::shared_ptr<index_state> rows_st = device_index(idx, device);
+  std::shared_ptr<index_state> rows_st = device_rows(idx, device, plan.stored_rows);
   std::lock_guard<std::mutex> lock_codes(codes_st->workspace_mutex);
   std::lock_guard<std::mutex> lock_rows(rows_st->workspace_mutex);
   stop_persistent(*codes_st);

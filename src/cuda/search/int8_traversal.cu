@@ -154,7 +154,7 @@ void launch_rerank(const index_state& st, metric m, const float* queries,
   for (int64_t first = 0; first < nq; first += 65535) {  // the grid's x limit, kept portable
     const int64_t n = std::min<int64_t>(65535, nq - first);
     kernel<<<unsigned(n), kThreads, smem, stream>>>(
-        st.dataset.data(), st.row_stride, st.rows, queries + size_t(first) * st.dim, st.dim,
+        st.rows_data(), st.row_stride, st.rows, queries + size_t(first) * st.dim, st.dim,
         candidates + size_t(first) * n_candidates, n_candidates, k, int(m), ids + size_t(first) * k,
         distances ? distances + size_t(first) * k : nullptr);
     CAGRA_CUDA_TRY(cudaGetLastError());
@@ -173,7 +173,7 @@ void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
   const int64_t nq = queries.rows;
   if (nq == 0) return;
   device_guard guard(device);
-  std::shared_ptr<index_state> st = device_index(idx, device);
+  std::shared_ptr<index_state> st = device_rows(idx, device, rows_location::automatic);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   stop_persistent(*st);
   search_workspace& w = st->io;

@@ -23,6 +23,7 @@ void run_single_cta(index_state& st, const search_plan& plan, metric m, const ui
   const single_cta_launch lp = make_single_cta_launch(st, plan, m);
   check_shared_memory(lp.smem, device, "single-CTA", plan);
   single_cta_args a = lp.args;
+  CAGRA_EXPECTS(st.graph.data() != nullptr, "internal error: a walk on a copy without the graph");
   a.d_dataset = st.dataset.data();
   a.d_graph = st.graph.data();
   a.d_queries = d_queries;
@@ -86,6 +87,7 @@ void run_multi_cta(index_state& st, const search_plan& plan, metric m, const uin
   reserve_multi_cta(st, lp, chunk, list_words, stream);
   multi_cta_workspace& w = st.mcta;
   multi_cta_args a = lp.args;
+  CAGRA_EXPECTS(st.graph.data() != nullptr, "internal error: a walk on a copy without the graph");
   a.d_dataset = st.dataset.data();
   a.d_graph = st.graph.data();
   a.d_queries = d_queries;

@@ -312,7 +312,9 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
     codes_lock = std::unique_lock<std::mutex>(codes_st->workspace_mutex);
     stop_persistent(*codes_st);
   }
-  std::shared_ptr<index_state> st = device_index(idx, device);
+  // The int8 traversal reads only rows from this copy (they may stay on the host).
+  std::shared_ptr<index_state> st =
+      int8 ? device_rows(idx, device, plan.stored_rows) : device_index(idx, device);
   std::lock_guard<std::mutex> lock(st->workspace_mutex);
   search_workspace& w = st->io;
   const cudaStream_t stream = st->stream.get();
