@@ -56,9 +56,9 @@ answers search_host(const index& idx, const host_matrix& q, rows_location where,
   p.traversal = traversal_type::int8;
   p.stored_rows = where;
   if (!filter.empty()) p.filter = filter_algo::exact;
-  answers a{std::vector<uint32_t>(size_t(q.rows()) * kK), std::vector<float>(size_t(q.rows()) * kK)};
-  search(on_gpu(), p, idx, q, kK, {a.ids.data(), q.rows(), kK}, {a.d.data(), q.rows(), kK},
-         filter);
+  answers a{std::vector<uint32_t>(size_t(q.rows()) * kK),
+            std::vector<float>(size_t(q.rows()) * kK)};
+  search(on_gpu(), p, idx, q, kK, {a.ids.data(), q.rows(), kK}, {a.d.data(), q.rows(), kK}, filter);
   return a;
 }
 
@@ -69,11 +69,11 @@ answers search_device_memory(const index& idx, const host_matrix& q, rows_locati
   const int64_t nq = q.rows();
   device_bytes dq(q.size_bytes()), di(size_t(nq) * kK * 4), dd(size_t(nq) * kK * 4);
   cuda::testing::copy_memory(dq.p, q.data(), q.size_bytes());
-  search(on_gpu(), p, idx,
-         matrix_view<const float>{static_cast<const float*>(dq.p), nq, q.cols(),
-                                  memory_space::device},
-         kK, matrix_view<uint32_t>{static_cast<uint32_t*>(di.p), nq, kK, memory_space::device},
-         matrix_view<float>{static_cast<float*>(dd.p), nq, kK, memory_space::device});
+  search(
+      on_gpu(), p, idx,
+      matrix_view<const float>{static_cast<const float*>(dq.p), nq, q.cols(), memory_space::device},
+      kK, matrix_view<uint32_t>{static_cast<uint32_t*>(di.p), nq, kK, memory_space::device},
+      matrix_view<float>{static_cast<float*>(dd.p), nq, kK, memory_space::device});
   answers a{std::vector<uint32_t>(size_t(nq) * kK), std::vector<float>(size_t(nq) * kK)};
   cuda::testing::copy_memory(a.ids.data(), di.p, a.ids.size() * 4);
   cuda::testing::copy_memory(a.d.data(), dd.p, a.d.size() * 4);
@@ -200,9 +200,10 @@ TEST_F(CudaHostRows, DeviceHoldsNoRowsAndTakesHostRowsWhenShort) {
   before = free_device_memory();
   const answers on_device = search_host(b, q, rows_location::device);
   const size_t used_device = before - free_device_memory();
-  std::printf("device memory taken by a first search: rows on the host %.1f MiB, on the device "
-              "%.1f MiB (rows and graph %.1f MiB)\n",
-              used_host / 1048576.0, used_device / 1048576.0, rows_and_graph / 1048576.0);
+  std::printf(
+      "device memory taken by a first search: rows on the host %.1f MiB, on the device "
+      "%.1f MiB (rows and graph %.1f MiB)\n",
+      used_host / 1048576.0, used_device / 1048576.0, rows_and_graph / 1048576.0);
   EXPECT_GE(used_device, used_host + rows_and_graph * 9 / 10);
   EXPECT_TRUE(on_host == on_device);
 
