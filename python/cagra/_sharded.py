@@ -19,6 +19,7 @@ from ._options import (
     _BACKENDS,
     _DEFAULT_FILTER_ALGO,
     _DEFAULT_SEARCH_ALGO,
+    _DEFAULT_STORED_ROWS,
     _DEFAULT_TRAVERSAL,
     _DTYPES,
     _METRIC_NAMES,
@@ -115,6 +116,7 @@ class ShardedIndex:
         seed: int = _SP.seed,
         traversal: str = _DEFAULT_TRAVERSAL,
         rerank: int = _SP.rerank,
+        stored_rows: str = _DEFAULT_STORED_ROWS,
         backend: str = "auto",
         num_threads: int = 0,
         filter: ArrayLike | None = None,
@@ -156,6 +158,7 @@ class ShardedIndex:
             filter_algo,
             traversal,
             rerank,
+            stored_rows=stored_rows,
         )
         q = _vectors(queries, "queries")
         shape = getattr(q, "shape", ())

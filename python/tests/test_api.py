@@ -40,6 +40,7 @@ SEARCH_DEFAULTS = {
     "persistent_lifetime_us": 1000,
     "traversal": "exact",
     "rerank": 0,
+    "stored_rows": "auto",
     "backend": "auto",
     "num_threads": 0,
     "filter": None,

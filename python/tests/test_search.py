@@ -178,6 +178,8 @@ def test_int8_traversal_sharded():
     np.testing.assert_allclose(dist, exact, rtol=1e-3, atol=1e-4 * np.abs(exact).max())
     with pytest.raises(ValueError, match="traversal must be one of"):
         index.search(queries, 5, traversal="fast")
+    host = index.search(queries, 5, traversal="int8", stored_rows="host", backend="cpu")
+    np.testing.assert_array_equal(host[0], ids)
 
 
 def test_int8_traversal_errors():

@@ -105,6 +105,7 @@ class host_pin {
       CAGRA_CUDA_TRY(cudaHostRegister(q, bytes, flags));
     }
     ptr_ = q;
+    bytes_ = bytes;
   }
   ~host_pin() {
     if (ptr_) CAGRA_CUDA_TRY_NO_THROW(cudaHostUnregister(ptr_));
@@ -117,10 +118,12 @@ class host_pin {
     CAGRA_CUDA_TRY(cudaHostGetDevicePointer(&d, ptr_, 0));
     return static_cast<const uint8_t*>(d);
   }
-  const void* host_pointer() const { return ptr_; }
+  /** Whether the pin covers exactly [p, p + bytes). */
+  bool covers(const void* p, size_t bytes) const { return ptr_ == p && bytes_ == bytes; }
 
  private:
   void* ptr_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 class cuda_stream {

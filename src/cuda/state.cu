@@ -93,8 +93,13 @@ std::shared_ptr<index_state> copy_reading_host(const index& idx, int device,
   device_guard guard(device);
   std::shared_ptr<index_state> s = new_state(idx, device);
   const size_t bytes = idx.vectors().size_bytes();
-  if (!copies.host_rows || copies.host_rows->host_pointer() != idx.vectors().data())
+  if (!copies.host_rows || !copies.host_rows->covers(idx.vectors().data(), bytes)) {
+    // Copies reading an older pin go with it first: memory cannot be registered twice.
+    for (auto& st : copies.by_device)
+      if (st && st->mapped_rows) st.reset();
+    copies.host_rows.reset();
     copies.host_rows = std::make_shared<host_pin>(idx.vectors().data(), bytes);
+  }
   s->host_rows = copies.host_rows;
   s->mapped_rows = s->host_rows->device_pointer();
   return s;

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 void test_build_search_save_load(const data_set* d, cagra_index_t* index, const char* out_dir) {
@@ -208,6 +209,16 @@ void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index) {
   CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
                                  dist, NULL),
               CAGRA_ERROR_INVALID_ARGUMENT, "traversal");
+  /* Stored rows on the host need the int8 traversal; a value outside the enum is refused. */
+  sp = search_params();
+  sp.stored_rows = CAGRA_ROWS_HOST;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "needs traversal = int8");
+  sp.stored_rows = (cagra_rows_location_t)3;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "stored_rows");
 
   CHECK_OK(cagra_index_build(&bp, base, CAGRA_DTYPE_F32, rows, dim, &index));
   if (index != NULL) {
@@ -220,6 +231,15 @@ void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index) {
     CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids, dist, NULL));
     for (i = 0; i < n; ++i) ids64[i] = ids[i];
     int8_recall = recall(ids64, d->truth, d->truth_k, (size_t)nq);
+    { /* the same answers with the rows left on the host (the CPU reads them there anyway) */
+      uint32_t* ids_host = malloc(n * sizeof *ids_host);
+      sp.stored_rows = CAGRA_ROWS_HOST;
+      CHECK_OK(cagra_index_search(index, &sp, queries, CAGRA_DTYPE_F32, nq, dim, K, ids_host, NULL,
+                                  NULL));
+      CHECK(memcmp(ids_host, ids, n * sizeof *ids) == 0);
+      sp.stored_rows = CAGRA_ROWS_AUTO;
+      free(ids_host);
+    }
     printf("recall@10 on bigann10k as f32: exact %.4f, int8 traversal %.4f\n", exact_recall,
            int8_recall);
     CHECK(int8_recall >= exact_recall - 0.02);
