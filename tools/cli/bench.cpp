@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <utility>
 
 #include <cagra/plan.hpp>
@@ -32,26 +31,6 @@ struct pass_result {
   double seconds = 0;
   int64_t calls = 0;
 };
-
-// --filter-selectivity: comma-separated shares of rows in (0, 1].
-std::vector<double> selectivity_list(const args& a) {
-  std::vector<double> out;
-  if (!a.has("--filter-selectivity")) return out;
-  std::stringstream ss(a.str("--filter-selectivity"));
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || end != item.c_str() + item.size() || !(v > 0 && v <= 1))
-      throw usage_error(
-          "--filter-selectivity: expected shares of rows in (0, 1] such as "
-          "0.5,0.1,0.01, got '" +
-          item + "'");
-    out.push_back(v);
-  }
-  if (out.empty()) throw usage_error("--filter-selectivity: empty list");
-  return out;
-}
 
 // One timed pass over all queries, `batch` rows per search call (0 = all in one call).
 pass_result run_pass(const resources& res, const search_params& sp, const any_index& idx,

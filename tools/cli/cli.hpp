@@ -121,6 +121,9 @@ traversal_type traversal_option(const args& a);
 rows_location stored_rows_option(const args& a);
 /** --traversal LIST: comma-separated exact and int8 values (bench); {exact} when absent. */
 std::vector<traversal_type> traversal_list(const args& a);
+/** --filter-selectivity LIST: comma-separated shares of rows in (0, 1] (bench); empty when absent.
+ */
+std::vector<double> selectivity_list(const args& a);
 /** "cuda" when the resources pick the CUDA backend, else "cpu". */
 const char* backend_name(const resources& res);
 

@@ -146,15 +146,6 @@ std::string devices_text(const std::vector<int>& devices) {
   return s;
 }
 
-metric metric_option(const args& a, metric fallback) {
-  if (!a.has("--metric")) return fallback;
-  try {
-    return parse_metric(a.str("--metric"));
-  } catch (const cagra::error&) {
-    throw usage_error("--metric: expected l2, ip or cosine, got '" + a.str("--metric") + "'");
-  }
-}
-
 int effective_threads(int requested) { return resolve_threads(requested); }
 
 const char* backend_name(const resources& res) {
@@ -293,53 +284,6 @@ void check_queries(const any_index& idx, const host_matrix& queries, const std::
                        " but the index has dim " + std::to_string(idx.dim()));
   }
   if (queries.rows() == 0) throw cagra::error("queries '" + path + "' hold no rows");
-}
-
-filter_algo filter_algo_option(const args& a) {
-  const std::string s = a.str("--filter-algo", "auto");
-  if (s == "auto") return filter_algo::automatic;
-  if (s == "graph") return filter_algo::graph;
-  if (s == "exact") return filter_algo::exact;
-  throw usage_error("--filter-algo: expected auto, graph or exact, got '" + s + "'");
-}
-
-traversal_type traversal_option(const args& a) {
-  const std::string s = a.str("--traversal", to_string(search_params{}.traversal));
-  try {
-    return parse_traversal(s);
-  } catch (const cagra::error&) {
-    throw usage_error("--traversal: expected exact or int8, got '" + s + "'");
-  }
-}
-
-rows_location stored_rows_option(const args& a) {
-  const std::string s = a.str("--stored-rows", to_string(search_params{}.stored_rows));
-  try {
-    return parse_rows_location(s);
-  } catch (const cagra::error&) {
-    throw usage_error("--stored-rows: expected auto, device or host, got '" + s + "'");
-  }
-}
-
-std::vector<traversal_type> traversal_list(const args& a) {
-  if (!a.has("--traversal")) return {search_params{}.traversal};
-  const std::string s = a.str("--traversal");
-  std::vector<traversal_type> out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = s.find(',', start);
-    const std::string item =
-        s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    try {
-      out.push_back(parse_traversal(item));
-    } catch (const cagra::error&) {
-      throw usage_error("--traversal: expected a comma-separated list of exact and int8, got '" +
-                        s + "'");
-    }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
 }
 
 filter_file read_filter(const std::string& path, int64_t rows, int64_t queries) {
