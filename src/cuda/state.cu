@@ -1,8 +1,9 @@
 // Copies an index to the device once and caches it in the index (see state.hpp), and keeps the
-// copy up to date when extend changes the index in place. A copy for the steps that read only
-// rows may instead leave them in host memory, pinned and mapped (device_rows). Rows are re-laid out
-// with a 16-byte-aligned stride (zero padding: adds nothing to L2 or dot products) because the
-// distance teams read rows only with 16-byte vector loads.
+// copy up to date when extend changes the index in place. Rows are re-laid out with a
+// 16-byte-aligned stride (zero padding: adds nothing to L2 or dot products) because the distance
+// teams read rows only with 16-byte vector loads. A copy for the steps that read only rows may
+// instead leave them in host memory, pinned and mapped (device_rows: rows of whole 16-byte
+// chunks only, read in place).
 #include "cuda/state.hpp"
 
 #include <algorithm>
@@ -26,9 +27,6 @@ __global__ void scatter_rows(uint32_t* graph, uint32_t degree, const uint32_t* r
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i < n_values) graph[size_t(rows[i / degree]) * degree + i % degree] = values[i];
 }
-}  // namespace
-
-namespace {
 
 /** The cache's slot for `device` (created empty). Called under cache_mutex. */
 std::shared_ptr<index_state>& cached_copy(const index& idx, int device,

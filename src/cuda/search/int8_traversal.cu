@@ -15,6 +15,7 @@
 // int8 search (search.cu).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include <cuda_fp16.h>
@@ -60,53 +61,57 @@ __device__ float lane_sum(const float* q, const uint8_t* row, uint32_t row_strid
   return acc;
 }
 
+/** Queries [0, nq), a CTA a query (grid-stride past the grid's size). */
 template <typename T>
 __global__ void rerank_kernel(const uint8_t* rows, uint32_t row_stride, int64_t n_rows,
-                              const float* queries, uint32_t dim, const uint32_t* candidates,
-                              uint32_t n_cand, uint32_t k, int metric_code, uint32_t* out_ids,
-                              float* out_dist) {
+                              const float* queries, int64_t nq, uint32_t dim,
+                              const uint32_t* candidates, uint32_t n_cand, uint32_t k,
+                              int metric_code, uint32_t* out_ids, float* out_dist) {
   extern __shared__ float smem[];
   const uint32_t padded = row_stride / sizeof(T);          // elements a row holds, padding included
   float* q = smem;                                         // [padded]
   float* dist = q + padded;                                // [n_cand]
   auto* ids = reinterpret_cast<uint32_t*>(dist + n_cand);  // [n_cand]
-  const int64_t qi = blockIdx.x;
-  for (uint32_t j = threadIdx.x; j < padded; j += blockDim.x)
-    q[j] = j < dim ? queries[qi * dim + j] : 0.f;
-  for (uint32_t j = threadIdx.x; j < n_cand; j += blockDim.x) ids[j] = candidates[qi * n_cand + j];
-  for (uint32_t j = threadIdx.x; j < k; j += blockDim.x) {
-    out_ids[qi * k + j] = kInvalidId;
-    if (out_dist) out_dist[qi * k + j] = INFINITY;
-  }
-  __syncthreads();
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const bool l2 = metric_code == int(metric::l2);
-  for (uint32_t c = warp; c < n_cand; c += blockDim.x / 32) {
-    const uint32_t id = ids[c];
-    if (int64_t{id} >= n_rows) continue;  // no candidate (kInvalidId)
-    const uint8_t* row = rows + size_t(id) * row_stride;
-    float acc = l2 ? lane_sum<T, true>(q, row, row_stride, lane)
-                   : lane_sum<T, false>(q, row, row_stride, lane);
-    for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if (lane == 0) dist[c] = l2 ? acc : metric_code == int(metric::cosine) ? 1.f - acc : -acc;
-  }
-  __syncthreads();
-  // Rank by (distance, id, position); candidates without a row take no rank.
-  for (uint32_t i = threadIdx.x; i < n_cand; i += blockDim.x) {
-    const uint32_t id = ids[i];
-    if (int64_t{id} >= n_rows) continue;
-    const float d = dist[i];
-    uint32_t rank = 0;
-    for (uint32_t j = 0; j < n_cand && rank < k; ++j) {
-      const uint32_t o = ids[j];
-      if (int64_t{o} >= n_rows) continue;
-      const float e = dist[j];
-      rank += e < d || (e == d && (o < id || (o == id && j < i)));
+  for (int64_t qi = blockIdx.x; qi < nq; qi += gridDim.x) {
+    for (uint32_t j = threadIdx.x; j < padded; j += blockDim.x)
+      q[j] = j < dim ? queries[qi * dim + j] : 0.f;
+    for (uint32_t j = threadIdx.x; j < n_cand; j += blockDim.x)
+      ids[j] = candidates[qi * n_cand + j];
+    for (uint32_t j = threadIdx.x; j < k; j += blockDim.x) {
+      out_ids[qi * k + j] = kInvalidId;
+      if (out_dist) out_dist[qi * k + j] = INFINITY;
     }
-    if (rank < k) {
-      out_ids[qi * k + rank] = id;
-      if (out_dist) out_dist[qi * k + rank] = d;
+    __syncthreads();
+    for (uint32_t c = warp; c < n_cand; c += blockDim.x / 32) {
+      const uint32_t id = ids[c];
+      if (int64_t{id} >= n_rows) continue;  // no candidate (kInvalidId)
+      const uint8_t* row = rows + size_t(id) * row_stride;
+      float acc = l2 ? lane_sum<T, true>(q, row, row_stride, lane)
+                     : lane_sum<T, false>(q, row, row_stride, lane);
+      for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if (lane == 0) dist[c] = l2 ? acc : metric_code == int(metric::cosine) ? 1.f - acc : -acc;
     }
+    __syncthreads();
+    // Rank by (distance, id, position); candidates without a row take no rank.
+    for (uint32_t i = threadIdx.x; i < n_cand; i += blockDim.x) {
+      const uint32_t id = ids[i];
+      if (int64_t{id} >= n_rows) continue;
+      const float d = dist[i];
+      uint32_t rank = 0;
+      for (uint32_t j = 0; j < n_cand && rank < k; ++j) {
+        const uint32_t o = ids[j];
+        if (int64_t{o} >= n_rows) continue;
+        const float e = dist[j];
+        rank += e < d || (e == d && (o < id || (o == id && j < i)));
+      }
+      if (rank < k) {
+        out_ids[qi * k + rank] = id;
+        if (out_dist) out_dist[qi * k + rank] = d;
+      }
+    }
+    __syncthreads();  // the next query's rows go where this one's are read
   }
 }
 
@@ -151,14 +156,15 @@ void launch_rerank(const index_state& st, metric m, const float* queries,
   if (smem > 48 * 1024)
     CAGRA_CUDA_TRY(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  for (int64_t first = 0; first < nq; first += 65535) {  // the grid's x limit, kept portable
-    const int64_t n = std::min<int64_t>(65535, nq - first);
-    kernel<<<unsigned(n), kThreads, smem, stream>>>(
-        st.rows_data(), st.row_stride, st.rows, queries + size_t(first) * st.dim, st.dim,
-        candidates + size_t(first) * n_candidates, n_candidates, k, int(m), ids + size_t(first) * k,
-        distances ? distances + size_t(first) * k : nullptr);
-    CAGRA_CUDA_TRY(cudaGetLastError());
-  }
+  if (nq == 0) return;
+  // A CTA a query, up to the grid's x limit (kept portable); past it the CTAs take queries in
+  // turn. (A smaller grid for rows read from host memory, to leave SMs to the next chunk's walk,
+  // gave nothing measurable: docs/benchmarks.md, "Stored rows in host memory".)
+  const int64_t grid = std::min<int64_t>(nq, 65535);
+  kernel<<<unsigned(grid), kThreads, smem, stream>>>(st.rows_data(), st.row_stride, st.rows,
+                                                     queries, nq, st.dim, candidates, n_candidates,
+                                                     k, int(m), ids, distances);
+  CAGRA_CUDA_TRY(cudaGetLastError());
 }
 
 void rerank(const index& idx, dataset_view queries, const uint32_t* candidates,
