@@ -15,8 +15,8 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o /tmp/mapped-rows scripts/dev/mapped-rows.cu
 //   /tmp/mapped-rows [ROWS=1000000] [REPS=5]
-#include <cuda/barrier>
 #include <cuda_runtime.h>
+#include <cuda/barrier>
 
 #include <cstdint>
 #include <cstdio>
@@ -24,20 +24,19 @@
 #include <random>
 #include <vector>
 
-#define TRY(x)                                                                   \
-  do {                                                                           \
-    cudaError_t e_ = (x);                                                        \
-    if (e_ != cudaSuccess) {                                                     \
+#define TRY(x)                                                                        \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                              \
-    }                                                                            \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 constexpr int kRowBytes = 1536, kRowsPerQuery = 32, kThreads = 128, kQueries = 10000;
 
 __device__ float sum16(uint4 v) {
-  return __uint_as_float(v.x) + __uint_as_float(v.y) + __uint_as_float(v.z) +
-         __uint_as_float(v.w);
+  return __uint_as_float(v.x) + __uint_as_float(v.y) + __uint_as_float(v.z) + __uint_as_float(v.w);
 }
 
 __global__ void warp_row(const uint8_t* rows, const uint32_t* ids, float* out) {
@@ -60,7 +59,8 @@ __global__ void warp_4rows(const uint8_t* rows, const uint32_t* ids, float* out)
     for (int r = 0; r < 4; ++r) {
       const uint8_t* row = rows + size_t(ids[blockIdx.x * kRowsPerQuery + c0 + r]) * kRowBytes;
 #pragma unroll
-      for (int j = 0; j < 3; ++j) v[r][j] = *reinterpret_cast<const uint4*>(row + lane * 16 + j * 512);
+      for (int j = 0; j < 3; ++j)
+        v[r][j] = *reinterpret_cast<const uint4*>(row + lane * 16 + j * 512);
     }
 #pragma unroll
     for (int r = 0; r < 4; ++r)
@@ -98,9 +98,10 @@ int main(int argc, char** argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   const size_t bytes = n * kRowBytes;
   auto* host = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
-  for (size_t i = 0; i < bytes / 4; ++i) reinterpret_cast<float*>(host)[i] = float(i % 1000) * 1e-3f;
-  TRY(cudaHostRegister(host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable |
-                                        cudaHostRegisterReadOnly));
+  for (size_t i = 0; i < bytes / 4; ++i)
+    reinterpret_cast<float*>(host)[i] = float(i % 1000) * 1e-3f;
+  TRY(cudaHostRegister(
+      host, bytes, cudaHostRegisterMapped | cudaHostRegisterPortable | cudaHostRegisterReadOnly));
   uint8_t* mapped = nullptr;
   TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), host, 0));
   uint8_t* dev = nullptr;
@@ -131,7 +132,8 @@ int main(int argc, char** argv) {
     }
     std::printf("%-11s %8.3f ms  %7.1f GB/s\n", name, best, moved / (best * 1e-3) / 1e9);
   };
-  time("dma", double(bytes), [&] { TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice)); });
+  time("dma", double(bytes),
+       [&] { TRY(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice)); });
   time("warp-row", row_bytes, [&] { warp_row<<<kQueries, kThreads>>>(mapped, d_ids, d_out); });
   time("warp-4rows", row_bytes, [&] { warp_4rows<<<kQueries, kThreads>>>(mapped, d_ids, d_out); });
   time("bulk", row_bytes, [&] { bulk<<<kQueries, kThreads>>>(mapped, d_ids, d_out); });

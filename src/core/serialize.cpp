@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -395,35 +396,40 @@ index load(const std::string& path) {
   sum.update(head, kHeaderSize);
   host_matrix vectors = host_matrix::uninitialized(dtype(h.type), int64_t(h.rows), int64_t(h.dim));
   std::vector<uint32_t> graph(size_t(h.rows) * h.degree);
-  // Both payloads are read over threads (io::detail::read_pieces), then hashed in file order in
-  // slices that stay in cache for the finiteness scan that follows each one. A NaN or infinite
-  // value is remembered and reported after the checksum: a damaged file is "corrupted",
-  // whatever value the damage happens to produce.
+  // Both payloads are read over threads (io::detail::read_pieces_in_order) and hashed in file
+  // order as the pieces arrive, in slices that stay in cache for the finiteness scan that follows
+  // each one: the checksum (sequential by the format) runs beside the reads of later pieces. A
+  // NaN or infinite value is remembered and reported after the checksum: a damaged file is
+  // "corrupted", whatever value the damage happens to produce.
   auto* vbytes = static_cast<uint8_t*>(vectors.data());
-  const auto read_payload = [&](void* dst, uint64_t n, uint64_t at) {
-    const io::detail::pieces_read r = io::detail::read_pieces(fd, dst, n, at);
-    CAGRA_EXPECTS(r.error == 0, "cagra::load: reading '%s' failed: %s", f, std::strerror(r.error));
-    // The size was checked with fstat, so a short read means the file shrank under us.
-    CAGRA_EXPECTS(r.done == n, "cagra::load: '%s' ended early (changed while being read?)", f);
-  };
-  read_payload(vbytes, want_vec, kHeaderSize);
-  read_payload(graph.data(), want_graph, kHeaderSize + want_vec);
-  CAGRA_EXPECTS(::lseek(fd, off_t(kHeaderSize + want_vec + want_graph), SEEK_SET) >= 0,
-                "cagra::load: cannot seek in '%s': %s", f, std::strerror(errno));
   const dtype vtype = dtype(h.type);
   const size_t esize = dtype_size(vtype);
   const uint64_t count = h.rows * h.dim;
   uint64_t bad_value = count;                 // index of the first non-finite element
   constexpr size_t kSlice = size_t{1} << 20;  // a multiple of every element size
-  for (uint64_t off = 0; off < want_vec; off += kSlice) {
-    const size_t n = size_t(std::min<uint64_t>(kSlice, want_vec - off));
-    sum.update(vbytes + off, n);
-    if (bad_value == count) {
-      const uint64_t at = first_non_finite(vtype, vbytes + off, n / esize);
-      if (at < n / esize) bad_value = off / esize + at;
+  const auto hash_and_scan = [&](uint64_t first, uint64_t bytes) {
+    for (uint64_t off = first; off < first + bytes; off += kSlice) {
+      const size_t n = size_t(std::min<uint64_t>(kSlice, first + bytes - off));
+      sum.update(vbytes + off, n);
+      if (bad_value == count) {
+        const uint64_t at = first_non_finite(vtype, vbytes + off, n / esize);
+        if (at < n / esize) bad_value = off / esize + at;
+      }
     }
-  }
-  sum.update(graph.data(), want_graph);
+  };
+  auto* gbytes = reinterpret_cast<uint8_t*>(graph.data());
+  const auto hash = [&](uint64_t first, uint64_t bytes) { sum.update(gbytes + first, bytes); };
+  const auto read_payload = [&](void* dst, uint64_t n, uint64_t at,
+                                const std::function<void(uint64_t, uint64_t)>& consume) {
+    const io::detail::pieces_read r = io::detail::read_pieces_in_order(fd, dst, n, at, consume);
+    CAGRA_EXPECTS(r.error == 0, "cagra::load: reading '%s' failed: %s", f, std::strerror(r.error));
+    // The size was checked with fstat, so a short read means the file shrank under us.
+    CAGRA_EXPECTS(r.done == n, "cagra::load: '%s' ended early (changed while being read?)", f);
+  };
+  read_payload(vbytes, want_vec, kHeaderSize, hash_and_scan);
+  read_payload(gbytes, want_graph, kHeaderSize + want_vec, hash);
+  CAGRA_EXPECTS(::lseek(fd, off_t(kHeaderSize + want_vec + want_graph), SEEK_SET) >= 0,
+                "cagra::load: cannot seek in '%s': %s", f, std::strerror(errno));
   std::vector<int64_t> labels(static_cast<size_t>(want_labels / sizeof(int64_t)));
   if (want_labels) read_all(fd, labels.data(), want_labels, &sum, path);
   std::vector<uint32_t> deleted(static_cast<size_t>(want_tomb / sizeof(uint32_t)));

@@ -8,7 +8,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <omp.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -234,37 +233,6 @@ void input_file::read(void* dst, uint64_t n, const char* what) {
     }
   }
   offset_ += n;
-}
-
-pieces_read read_pieces(int fd, void* dst, uint64_t n, uint64_t offset) {
-  constexpr uint64_t kPiece = uint64_t{16} << 20, kFrom = uint64_t{64} << 20;
-  auto* out = static_cast<uint8_t*>(dst);
-  const int threads = n < kFrom ? 1 : std::min(8, omp_get_max_threads());
-  const uint64_t piece = threads > 1 ? kPiece : std::max<uint64_t>(n, 1);
-  const int64_t pieces = static_cast<int64_t>((n + piece - 1) / piece);
-  std::atomic<uint64_t> first_short{n};
-  std::atomic<int> read_errno{0};
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (threads > 1)
-  for (int64_t p = 0; p < pieces; ++p) {
-    const uint64_t lo = uint64_t(p) * piece, len = std::min(piece, n - lo);
-    uint64_t done = 0;
-    while (done < len) {
-      // At most 1 GiB a call (Linux moves at most ~2 GiB per read).
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(len - done, uint64_t{1} << 30));
-      const ssize_t got =
-          ::pread(fd, out + lo + done, want, static_cast<off_t>(offset + lo + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) {  // the file shrank after it was sized, or the device failed
-        if (got < 0) read_errno = errno;
-        uint64_t seen = first_short.load();
-        while (lo + done < seen && !first_short.compare_exchange_weak(seen, lo + done)) {
-        }
-        break;
-      }
-      done += static_cast<uint64_t>(got);
-    }
-  }
-  return {first_short.load(), read_errno.load()};
 }
 
 void input_file::read_bulk(void* dst, uint64_t n, const char* what) {

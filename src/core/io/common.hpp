@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct pieces_read {
  *  of the page cache and fault the destination's pages in at once (one read of a 1.5 GB body
  *  into zeroed memory took ~1.3 s on a 16-core H200 host, the pieces 0.16 s). */
 pieces_read read_pieces(int fd, void* dst, uint64_t n, uint64_t offset);
+/** read_pieces that also calls `consume(first, bytes)` for each piece of the body, in file
+ *  order, on one thread, as soon as it and every piece before it are read (a short piece and
+ *  the ones after it are not handed over), so that work that must run in order overlaps the
+ *  reads of later pieces (read_pieces.cpp). `consume` must not throw. */
+pieces_read read_pieces_in_order(int fd, void* dst, uint64_t n, uint64_t offset,
+                                 const std::function<void(uint64_t, uint64_t)>& consume);
 
 /** Read-only regular file with its size known up front. Every read is exact: a short read is
  *  reported as "truncated <what>" with the path, never as partially filled memory. */
