@@ -311,7 +311,8 @@ class Index(LivingIndex, HnswlibExport):
         ends with ``filter=shared|per_query filter_path=graph|exact allowed_rows=N`` (the
         fewest rows any query is allowed), and ``itopk`` is the list length the filter's
         selectivity needs. With ``traversal="int8"`` it ends with ``traversal=int8 rerank=N``
-        (the candidates re-ranked). The line is the C++
+        (the candidates re-ranked), then ``stored_rows=device|host`` when ``stored_rows``
+        names a place. The line is the C++
         ``cagra::to_string(cagra::plan_search(...))``, the one the CLI's
         ``cagra search --explain`` prints; nothing is searched. Raises
         CagraError for parameters or filters :meth:`search` would refuse.
