@@ -81,6 +81,13 @@ bool rows_readable_in_place(const index& idx) {
          reinterpret_cast<uintptr_t>(idx.vectors().data()) % 16 == 0;
 }
 
+/** Drops the copies that read the host rows and the pin. Called under cache_mutex. */
+void drop_host_copies(device_copies& copies) {
+  for (auto& st : copies.by_device)
+    if (st && st->mapped_rows) st.reset();
+  copies.host_rows.reset();
+}
+
 /** A copy that reads the index's own rows from host memory (pinned once for all devices). */
 std::shared_ptr<index_state> copy_reading_host(const index& idx, int device,
                                                device_copies& copies) {
@@ -92,10 +99,7 @@ std::shared_ptr<index_state> copy_reading_host(const index& idx, int device,
   std::shared_ptr<index_state> s = new_state(idx, device);
   const size_t bytes = idx.vectors().size_bytes();
   if (!copies.host_rows || !copies.host_rows->covers(idx.vectors().data(), bytes)) {
-    // Copies reading an older pin go with it first: memory cannot be registered twice.
-    for (auto& st : copies.by_device)
-      if (st && st->mapped_rows) st.reset();
-    copies.host_rows.reset();
+    drop_host_copies(copies);  // memory cannot be registered twice: the older pin goes first
     copies.host_rows = std::make_shared<host_pin>(idx.vectors().data(), bytes);
   }
   s->host_rows = copies.host_rows;
@@ -113,13 +117,6 @@ bool fits_on_device(const index& idx, int device) {
   const size_t need = size_t(idx.size()) * ((row_bytes + 15) / 16 * 16) +
                       size_t(idx.size()) * idx.graph_degree() * sizeof(uint32_t);
   return need + need / 16 + (size_t{512} << 20) <= free;
-}
-
-/** Drops the copies that read the host rows and the pin. Called under cache_mutex. */
-void drop_host_copies(device_copies& copies) {
-  for (auto& st : copies.by_device)
-    if (st && st->mapped_rows) st.reset();
-  copies.host_rows.reset();
 }
 
 }  // namespace
