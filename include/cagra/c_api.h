@@ -247,12 +247,20 @@ typedef struct cagra_search_params {
   uint32_t persistent_lifetime_us;
   /** *_search_device only: a cudaStream_t of resources.device whose earlier work the search
    *  waits for; NULL (the default) = the legacy default stream. The results are complete when
-   *  the call returns. Appended: the struct grows by 8 bytes (recompile callers). */
+   *  the call returns (unless `stream_ordered`). Appended: the struct grows by 8 bytes
+   *  (recompile callers). */
   void* cuda_stream;
   /** CAGRA_TRAVERSAL_INT8 on the GPU: where the re-ranked rows are read (cagra_rows_location_t);
    *  default CAGRA_ROWS_AUTO. Appended: the struct grows by 8 bytes, 4 of them padding
    *  (recompile callers). */
   cagra_rows_location_t stored_rows;
+  /** *_search_device only, 0 or 1; default 0. 1: return once the search is queued, without
+   *  waiting for the GPU; the results are complete for the work queued on `cuda_stream` after
+   *  the call (stream order), and the caller keeps the queries and results alive until then. A
+   *  query row with NaN or Inf (cosine: all zeros) then gets CAGRA_INVALID_ID and a NaN distance
+   *  in its k slots instead of an error. Appended in the padding after `stored_rows`: the
+   *  struct keeps its size on 64-bit targets. */
+  int32_t stream_ordered;
 } cagra_search_params_t;
 
 /** Parameters of cagra_index_extend (docs/living_index.md). 0 = automatic. */
@@ -377,7 +385,8 @@ cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
  *  memory on device params->resources.device, with no host round trip (the CUDA backend; the
  *  filter stays in host memory). The queries are read after the work queued on
  *  params->cuda_stream (NULL: the legacy default stream); the results are complete when the
- *  call returns. Same results as the host
+ *  call returns, or with params->stream_ordered for the work queued on that stream after the
+ *  call. Same results as the host
  *  search of the same queries. Errors as cagra_index_search, and UNSUPPORTED when this build has
  *  no CUDA backend or no GPU is visible, INVALID_ARGUMENT with backend CAGRA_BACKEND_CPU. */
 cagra_status_t cagra_index_search_device(const cagra_index_t* index,

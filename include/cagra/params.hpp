@@ -73,9 +73,19 @@ struct resources {
   /** A search of device memory (queries and results in memory_space::device) orders itself
    *  after this CUDA stream (a cudaStream_t of `device`): it reads the queries and writes the
    *  results only after the work queued on the stream before the call. Null (the default) =
-   *  the legacy default stream, cupy's and torch's default. The call still returns with the
-   *  results complete, so they are ready on any stream. Host-memory calls do not use it. */
+   *  the legacy default stream, cupy's and torch's default. The call returns with the results
+   *  complete, so they are ready on any stream, unless `stream_ordered` is set. Host-memory
+   *  calls do not use it. */
   void* cuda_stream = nullptr;
+  /** A search of device memory returns as soon as its work is queued, without waiting for the
+   *  GPU: the results are complete for the work queued on `cuda_stream` after the call (stream
+   *  order, as a CUDA library call on that stream), and the host is free meanwhile. The caller
+   *  keeps the queries and the result buffers alive and unchanged until then (in stream order).
+   *  Bad query rows cannot throw then: a row with NaN or Inf (cosine: an all-zero row) gets
+   *  kInvalidId and a NaN distance in each of its k slots, where a waiting call throws.
+   *  Searches of host memory, and a search replicated or sharded over several devices, wait
+   *  for their results whatever it says (docs/cuda.md, "Stream-ordered searches"). */
+  bool stream_ordered = false;
 };
 
 /** The most CPU threads a call uses: 4 x the hardware threads this process may run on, at most

@@ -28,6 +28,7 @@ from ._options import (
     _SP,
     _choice,
     _devices,
+    _flag,
     _search_params,
     _threads,
     _uint,
@@ -123,6 +124,7 @@ class Index(LivingIndex, HnswlibExport):
         filter_algo: str = _DEFAULT_FILTER_ALGO,
         devices: list[int] | None = None,
         stream: Any = None,
+        stream_ordered: bool = False,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` (one batch).
 
@@ -224,6 +226,14 @@ class Index(LivingIndex, HnswlibExport):
                 (``torch.cuda.current_stream()``, cupy's ``get_current_stream()``, e.g.
                 inside ``with torch.cuda.stream(s):``), else the legacy default stream. It
                 must be a stream of the queries' device. Host queries do not use it.
+            stream_ordered: CUDA queries only: return as soon as the search is queued, without
+                waiting for the GPU, like a torch or cupy operation. The results are then
+                complete for the work queued on ``stream`` after the call (read them there, or
+                synchronize it), and the queries must stay unchanged until then. A query row
+                with NaN or Inf (cosine: all zeros) cannot raise then: its neighbors are
+                :data:`INVALID_ID` and its distances NaN. ``False`` (the default): the call
+                returns with the results complete, and such a row raises CagraError. An
+                index with labels, and host queries, always wait.
 
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
@@ -235,8 +245,9 @@ class Index(LivingIndex, HnswlibExport):
             DLPack producer on a GPU) are searched in place on the GPU, with no host copy,
             and the results stay on that GPU: torch tensors for torch queries, cupy arrays
             for cupy queries, else arrays with ``__dlpack__`` (``torch.from_dlpack``,
-            ``cupy.from_dlpack``). They are ready when the call returns, on any stream;
-            the queries are read after ``stream``'s earlier work. CUDA queries need the CUDA backend
+            ``cupy.from_dlpack``). They are ready when the call returns, on any stream
+            (``stream_ordered``: on ``stream``); the queries are read after ``stream``'s
+            earlier work. CUDA queries need the CUDA backend
             (``backend="cpu"`` raises CagraError) and, for a uint8/int8 index, the index's
             own dtype.
         """
@@ -275,6 +286,7 @@ class Index(LivingIndex, HnswlibExport):
             _devices(devices),
             _stream(stream, queries),
             *_filter_hint(filter),
+            stream_ordered=_flag("stream_ordered", stream_ordered),
         )
 
     def explain(

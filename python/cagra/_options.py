@@ -111,6 +111,12 @@ def _uint(name: str, value: Any, bits: int = 32) -> int:
     return v
 
 
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
 def _devices(value: Any) -> list[int]:
     """``devices=``: None (the default device) or a list of distinct CUDA device ordinals."""
     if value is None:
@@ -191,9 +197,7 @@ def _search_params(
     p.hash_reset_interval = _uint("hash_reset_interval", hash_reset_interval)
     p.num_random_samplings = _uint("num_random_samplings", num_random_samplings)
     p.seed = _uint("seed", seed, 64)
-    if not isinstance(persistent, bool):
-        raise TypeError(f"persistent must be a bool, got {type(persistent).__name__}")
-    p.persistent = persistent
+    p.persistent = _flag("persistent", persistent)
     p.persistent_lifetime_us = _uint("persistent_lifetime_us", persistent_lifetime_us)
     try:
         p.filter = _FILTER_ALGOS[filter_algo]

@@ -187,7 +187,7 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
                  bool filter_per_query, std::vector<int> devices, uint64_t stream,
-                 int64_t filter_count, uint64_t filter_stamp);
+                 int64_t filter_count, uint64_t filter_stamp, bool stream_ordered);
 nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
                          const cagra::search_params& params, cagra::backend target, int num_threads,
                          const std::string& framework, std::optional<filter_words_in> filter_words,

@@ -119,7 +119,7 @@ void expect_cuda_search(cagra::backend target) {
 nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, const std::string& framework,
-                           const cagra::row_filter& filter, uint64_t stream) {
+                           const cagra::row_filter& filter, uint64_t stream, bool stream_ordered) {
   expect_cuda_search(target);
   const int64_t nq = q.rows();
   const int device = q.device_id();
@@ -130,6 +130,8 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     cagra::resources res = make_resources(target, num_threads);
     res.device = device;
     res.cuda_stream = reinterpret_cast<void*>(uintptr_t(stream));
+    // Labels are mapped on the host (below), from complete results.
+    res.stream_ordered = stream_ordered && !idx.has_labels();
     const auto dev = cagra::memory_space::device;
     cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
                   {static_cast<float*>(distances.p), nq, k, dev}, filter);
@@ -163,7 +165,7 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
                  const cagra::search_params& params, cagra::backend target, int num_threads,
                  const std::string& framework, std::optional<filter_words_in> filter_words,
                  bool filter_per_query, std::vector<int> devices, uint64_t stream,
-                 int64_t filter_count, uint64_t filter_stamp) {
+                 int64_t filter_count, uint64_t filter_stamp, bool stream_ordered) {
   vectors_in q(std::move(queries), "queries");
   // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
   std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
@@ -183,12 +185,14 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
       throw cagra::error(
           "queries are a CUDA array, searched on the GPU that holds them: a devices list of " +
           std::to_string(devices.size()) + " devices takes host queries (numpy)");
-    return search_on_device(idx, q, k, params, target, num_threads, framework, filter, stream);
+    return search_on_device(idx, q, k, params, target, num_threads, framework, filter, stream,
+                            stream_ordered);
   }
 #else
   (void)framework;
   (void)stream;
 #endif
+  (void)stream_ordered;  // host queries: the results are complete when the call returns
   const int64_t nq = q.rows();
   std::vector<float> distances(static_cast<size_t>(nq) * k);
   if (idx.has_labels()) {  // labels instead of row numbers, -1 for an empty slot

@@ -312,6 +312,32 @@ def test_torch_queries_written_on_a_side_stream(setup, algo):
     side.synchronize()
 
 
+def test_stream_ordered_search_returns_before_its_stream_runs(setup):
+    # stream_ordered=True: the call returns while the queries' copy is still queued on `side`;
+    # the results, read on `side`, are those of a waiting search. A NaN row gets INVALID_ID and
+    # NaN distances instead of an error.
+    torch = _needs_gpu("torch")
+    _, queries, index = setup
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+    side = torch.cuda.Stream()
+    q = _queries_behind_a_busy_stream(torch, queries, side)
+    ids, dist = index.search(q, 10, algo="single_cta", stream=side, stream_ordered=True)
+    assert not side.query(), "a stream-ordered search waited for its stream"
+    with torch.cuda.stream(side):  # read in stream order
+        np.testing.assert_array_equal(_torch_to_numpy(ids), expected[0])
+        np.testing.assert_array_equal(_torch_to_numpy(dist), expected[1])
+    bad = queries.copy()
+    bad[2, 3] = np.nan
+    ids, dist = index.search(
+        torch.from_numpy(bad).cuda(), 10, algo="single_cta", stream_ordered=True
+    )
+    ids, dist = _torch_to_numpy(ids), _torch_to_numpy(dist)
+    assert (ids[2] == cagra.INVALID_ID).all() and np.isnan(dist[2]).all()
+    np.testing.assert_array_equal(np.delete(ids, 2, axis=0), np.delete(expected[0], 2, axis=0))
+    with pytest.raises(cagra.CagraError, match="row 2 contains NaN or Inf"):
+        index.search(torch.from_numpy(bad).cuda(), 10)
+
+
 def test_sharded_torch_queries_written_on_a_side_stream(setup):
     torch = _needs_gpu("torch")
     data, queries, _ = setup

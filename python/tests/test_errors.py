@@ -87,6 +87,12 @@ def test_bad_search_params(index, queries):
         index.search(queries, 5, backend="tpu")
     with pytest.raises(TypeError, match="persistent must be a bool"):
         index.search(queries, 5, persistent=1)
+    with pytest.raises(TypeError, match="stream_ordered must be a bool"):
+        index.search(queries, 5, stream_ordered=1)
+    # Host queries always wait for their results: the flag changes nothing for them.
+    np.testing.assert_array_equal(
+        index.search(queries, 5, stream_ordered=True)[0], index.search(queries, 5)[0]
+    )
     with pytest.raises(
         cagra.CagraError, match=r"persistent_lifetime_us must be in \[200, 10000000\]"
     ):

@@ -38,10 +38,12 @@ static_assert(
               offsetof(cagra_search_params_t, cuda_stream) &&
           offsetof(cagra_search_params_t, cuda_stream) + 8 ==
               offsetof(cagra_search_params_t, stored_rows) &&
+          offsetof(cagra_search_params_t, stored_rows) + 4 ==
+              offsetof(cagra_search_params_t, stream_ordered) &&
           offsetof(cagra_search_params_t, stored_rows) + 8 == sizeof(cagra_search_params_t))),
     "cagra_search_params_t: traversal, rerank, persistent_lifetime_us (then 4 bytes of "
-    "padding on 64-bit targets), cuda_stream and stored_rows (4 bytes of padding) appended "
-    "after resources");
+    "padding on 64-bit targets), cuda_stream, stored_rows and stream_ordered (in what was "
+    "stored_rows' padding) appended after resources");
 
 namespace cagra::c_api {
 namespace {
@@ -166,7 +168,12 @@ index_params to_index_params(const cagra_build_params_t* p) {
 
 resources to_search_resources(const cagra_search_params_t* p, const char* function) {
   resources res = to_resources(p ? &p->resources : nullptr, function);
-  if (p) res.cuda_stream = p->cuda_stream;
+  if (p) {
+    require(p->stream_ordered == 0 || p->stream_ordered == 1, function,
+            "params->stream_ordered must be 0 or 1");
+    res.cuda_stream = p->cuda_stream;
+    res.stream_ordered = p->stream_ordered != 0;
+  }
   return res;
 }
 
@@ -297,6 +304,7 @@ cagra_status_t cagra_search_params_default(cagra_search_params_t* params) {
     params->persistent_lifetime_us = d.persistent_lifetime_us;
     params->cuda_stream = nullptr;
     params->stored_rows = static_cast<cagra_rows_location_t>(d.stored_rows);
+    params->stream_ordered = 0;
   });
 }
 

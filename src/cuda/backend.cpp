@@ -95,7 +95,7 @@ class cuda_ops final : public core::backend_ops {
     // more than a few dozen rows' distances: MiniLM-1M, H100, batch 1: 12-15K QPS against ...).
     if (queries.space == memory_space::device)
       cuda::search_device(idx, queries, plan, filter, ids, distances, res.device, res.cuda_stream,
-                          &copy);
+                          res.stream_ordered, &copy);
     else if (cuda::int8_on_device(plan, queries.rows))
       cuda::search_int8(idx, copy, queries, plan, filter, ids, distances, res.device);
     else
@@ -105,7 +105,8 @@ class cuda_ops final : public core::backend_ops {
   void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                      const row_filter& filter, uint32_t* ids, float* distances,
                      const resources& res) const override {
-    cuda::search_device(idx, queries, plan, filter, ids, distances, res.device, res.cuda_stream);
+    cuda::search_device(idx, queries, plan, filter, ids, distances, res.device, res.cuda_stream,
+                        res.stream_ordered);
   }
   void search_shards_on_devices(const core::device_shard_search& job) const override {
     cuda::search_shards_on_devices(job);

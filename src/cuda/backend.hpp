@@ -80,12 +80,14 @@ void exact_search(const index& idx, dataset_view queries, const search_plan& pla
  *  device [nq, k] buffers that the kernels write directly. Ordering: the work waits for what
  *  `stream` (resources::cuda_stream; null: the legacy default stream, cupy's and torch's
  *  default) holds when called, runs on the index's stream, and is synchronized before
- *  returning, so the results are ready for any stream. With
+ *  returning, so the results are ready for any stream; with `stream_ordered`
+ *  (resources::stream_ordered) it is not: `stream` waits for the results instead, and bad rows
+ *  get kInvalidId / NaN rather than an exception. With
  *  `int8` (plan.traversal == int8: the index's int8 copy) the prepared f32 rows are encoded,
  *  walked on the copy and re-ranked from the stored rows, all on the device. */
 void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                    const row_filter& filter, uint32_t* ids, float* distances, int device,
-                   void* stream, const core::int8_copy* int8 = nullptr);
+                   void* stream, bool stream_ordered, const core::int8_copy* int8 = nullptr);
 
 /** Exact re-ranking on GPU `device` (search/rerank.cu; core::backend_ops::rerank): host queries
  *  (f32, idx's query type) and candidates go up, each query's candidates' distances are computed

@@ -24,7 +24,10 @@ struct index_state;
 void stop_persistent(index_state& st) noexcept;
 
 struct index_state final : detail::backend_state {
-  ~index_state() override { stop_persistent(*this); }  // before the buffers it uses go
+  ~index_state() override {  // before the buffers go: the persistent kernel, and the work of
+    stop_persistent(*this);  // a stream-ordered search still queued (resources::stream_ordered)
+    CAGRA_CUDA_TRY_NO_THROW(cudaStreamSynchronize(stream.get()));
+  }
 
   int device = 0;
   int64_t rows = 0;

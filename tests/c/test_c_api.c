@@ -28,7 +28,7 @@ void test_library(void) {
   CHECK(sp.itopk_size == 64 && sp.search_width == 1 && sp.persistent == 1);
   CHECK(sp.traversal == CAGRA_TRAVERSAL_EXACT && sp.rerank == 0);
   CHECK(sp.persistent_lifetime_us == 1000 && sp.cuda_stream == NULL);
-  CHECK(sp.stored_rows == CAGRA_ROWS_AUTO);
+  CHECK(sp.stored_rows == CAGRA_ROWS_AUTO && sp.stream_ordered == 0);
   CHECK_OK(cagra_extend_params_default(&ep));
   CHECK(ep.chunk_size == 0 && ep.resources.num_threads == 0);
   /* No device list by default: `device` alone, as before the list existed. */

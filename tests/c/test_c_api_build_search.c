@@ -219,6 +219,15 @@ void test_int8_traversal(const data_set* d, const cagra_index_t* u8_index) {
   CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
                                  dist, NULL),
               CAGRA_ERROR_INVALID_ARGUMENT, "stored_rows");
+  /* stream_ordered is 0 or 1 (host queries ignore it: they always wait for their results). */
+  sp = search_params();
+  sp.stream_ordered = 2;
+  CHECK_FAILS(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids,
+                                 dist, NULL),
+              CAGRA_ERROR_INVALID_ARGUMENT, "stream_ordered must be 0 or 1");
+  sp.stream_ordered = 1;
+  CHECK_OK(cagra_index_search(u8_index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K, ids, dist,
+                              NULL));
 
   CHECK_OK(cagra_index_build(&bp, base, CAGRA_DTYPE_F32, rows, dim, &index));
   if (index != NULL) {

@@ -12,6 +12,7 @@
 
 #include "bigann_fixture.hpp"
 #include "cuda/testing.hpp"
+#include "device_bytes.hpp"
 
 namespace cagra::test {
 namespace {
@@ -23,14 +24,6 @@ resources on_gpu() {
   r.target = backend::cuda;
   return r;
 }
-
-struct device_bytes {
-  explicit device_bytes(size_t n) : p(cuda::testing::device_alloc(n, 0)) {}
-  ~device_bytes() { cuda::testing::device_free(p); }
-  device_bytes(const device_bytes&) = delete;
-  device_bytes& operator=(const device_bytes&) = delete;
-  void* p;
-};
 
 struct answers {
   std::vector<uint32_t> ids;

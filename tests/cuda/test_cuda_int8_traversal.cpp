@@ -13,6 +13,7 @@
 #include "bigann_fixture.hpp"
 #include "core/backend.hpp"
 #include "cuda/testing.hpp"
+#include "device_bytes.hpp"
 
 namespace cagra::test {
 namespace {
@@ -221,11 +222,6 @@ TEST_F(CudaInt8Traversal, CosineRowsNormalizedOnTheDeviceAnswerAsOnTheHost) {
 // Queries in device memory (cupy, torch): encoded, walked and re-ranked on the device, with the
 // answers of the same rows from host memory.
 TEST_F(CudaInt8Traversal, DeviceMemoryQueriesAnswerAsHostQueries) {
-  struct device_bytes {
-    explicit device_bytes(size_t n) : p(cuda::testing::device_alloc(n, 0)) {}
-    ~device_bytes() { cuda::testing::device_free(p); }
-    void* p;
-  };
   for (metric m : {metric::l2, metric::cosine}) {
     SCOPED_TRACE(to_string(m));
     const index idx = build_f(m, storage_type::f32);

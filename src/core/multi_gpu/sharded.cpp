@@ -231,6 +231,7 @@ void search_device_queries(const resources& res, const std::vector<int>& devices
     // others read the broadcast copy, which the broadcast waited for that stream to make.
     resources on = core::single_device(res, job.shard_device[s], threads);
     if (q != job.queries) on.cuda_stream = nullptr;
+    on.stream_ordered = false;  // the shard's lists are merged once they are complete
     search(on, params, shard, qv, job.shard_k[s], {ids, nq, w, memory_space::device},
            {dist, nq, w, memory_space::device}, f);
   };

@@ -19,9 +19,16 @@ namespace cagra::cuda {
 
 /** `in`: [rows, cols] of type `in_type` (f32, f16, u8, i8) in device memory; `out`: [rows, cols]
  *  f32 or null (check only); `flags`: two device words, set to ~0 here, that receive the first
- *  row holding NaN/Inf ([0]) and, with `normalize`, the first all-zero row ([1]). */
+ *  row holding NaN/Inf ([0]) and, with `normalize`, the first all-zero row ([1]); `row_bad`
+ *  (device [rows] or null): 1 for each such row, else 0. */
 void launch_prepare_queries(const void* in, dtype in_type, int64_t rows, uint32_t cols, float* out,
-                            bool normalize, unsigned long long* flags, cudaStream_t stream);
+                            bool normalize, unsigned long long* flags, cudaStream_t stream,
+                            uint8_t* row_bad = nullptr);
+
+/** A stream-ordered search's answer for the rows that launch_prepare_queries marked bad: each of
+ *  their k slots in the [rows, k] results becomes kInvalidId and NaN (`distances` may be null). */
+void launch_blank_bad_rows(const uint8_t* row_bad, int64_t rows, uint32_t k, uint32_t* ids,
+                           float* distances, cudaStream_t stream);
 
 /** The copy pipeline's first stage for the caller's cosine rows (search_plan::
  *  normalize_on_device): each chunk's f32 rows are checked and normalized into w.prepared by

@@ -264,7 +264,7 @@ void search(const index& idx, dataset_view queries, const search_plan& plan,
 
 void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                    const row_filter& filter, uint32_t* ids, float* distances, int device,
-                   void* caller, const core::int8_copy* int8) {
+                   void* caller, bool stream_ordered, const core::int8_copy* int8) {
   CAGRA_EXPECTS((plan.traversal == traversal_type::int8) == (int8 != nullptr),
                 "internal error: an int8-traversal plan needs the index's int8 copy");
   CAGRA_EXPECTS(queries.space == memory_space::device,
@@ -326,6 +326,7 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
   const size_t q_elems = size_t(nq) * idx.dim();
   const uint8_t* d_queries = static_cast<const uint8_t*>(queries.data);
   const bool cosine = idx.metric() == metric::cosine;
+  uint8_t* bad_rows = nullptr;  // a stream-ordered call's marks of NaN/Inf (zero) rows
   if (float_index) {
     // f32 queries of a non-cosine index are used in place (after the NaN/Inf check); the rest is
     // converted to f32 (normalized for cosine) into the workspace.
@@ -336,9 +337,14 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
       converted = reinterpret_cast<float*>(w.queries.data());
     }
     w.query_flags.reserve(2);
-    if (float_query || cosine) {
-      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, cosine,
-                             w.query_flags.data(), stream);
+    const bool checked = float_query || cosine;  // u8/i8 rows of l2/ip are finite and taken as is
+    if (checked) {  // reserved by waiting calls too: a stream-ordered call of the same size
+      w.bad_rows.reserve(size_t(nq));  // then allocates nothing (an allocation may wait)
+      if (stream_ordered) bad_rows = w.bad_rows.data();  // marked, and blanked at the end
+    }
+    launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, cosine,
+                           w.query_flags.data(), stream, bad_rows);
+    if (checked && !stream_ordered) {
       unsigned long long bad[2] = {0, 0};
       CAGRA_CUDA_TRY(
           cudaMemcpyAsync(bad, w.query_flags.data(), sizeof bad, cudaMemcpyDeviceToHost, stream));
@@ -347,9 +353,6 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
       CAGRA_EXPECTS(bad[1] == ~0ull,
                     "queries row %lld is all zeros: cosine distance is undefined for it",
                     (long long)bad[1]);
-    } else {
-      launch_prepare_queries(queries.data, queries.type, nq, idx.dim(), converted, false,
-                             w.query_flags.data(), stream);
     }
     if (!in_place) d_queries = w.queries.data();
   }
@@ -362,18 +365,28 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
         cudaMemcpyAsync(w.queries.data(), d_queries, bytes, cudaMemcpyDeviceToDevice, stream));
     d_queries = w.queries.data();
   }
+  // The results' end: a waiting call synchronizes `last` (the stream that wrote them); a
+  // stream-ordered one blanks the bad rows there and has the caller's stream wait for it.
+  const auto finish = [&](const cuda_stream& last) {
+    if (!stream_ordered) return last.sync();
+    if (bad_rows) launch_blank_bad_rows(bad_rows, nq, plan.k, ids, distances, last.get());
+    w.results_ready.order(last.get(), after);
+  };
   if (int8) {  // f32 rows of a float index here: encoded, walked, re-ranked on the walk's stream
-    st->stream.sync();
+    const cudaStream_t walk = codes_st->stream.get();
+    w.handoff.order(stream, walk);  // the prepared rows, and this copy's earlier work
     const device_filter df = upload_filter(*codes_st, filter, nq);
     int8_walk_device(int8->codec, *codes_st, *st, idx.metric(), core::int8_walk_plan(plan), plan.k,
                      reinterpret_cast<const float*>(d_queries), nq, ids, distances, df, device,
-                     codes_st->stream.get());
-    codes_st->stream.sync();
+                     walk);
+    finish(codes_st->stream);
+    // This copy's workspace (the prepared rows) is reused only once the walk has read it.
+    if (stream_ordered) codes_st->io.handoff.order(walk, stream);
     return;
   }
   const device_filter df = upload_filter(*st, filter, nq);
   run_kernels(*st, plan, idx.metric(), d_queries, nq, ids, distances, device, stream, nullptr, df);
-  st->stream.sync();
+  finish(st->stream);
 }
 
 }  // namespace cagra::cuda

@@ -35,9 +35,14 @@ struct search_workspace {
   uint64_t filter_stamp = 0;            // its row_filter::stamp (0: none)
   // Device-memory queries only (search_device): the caller's stream (resources::cuda_stream,
   // else the legacy default stream) -> index stream ordering, and the first bad rows found by
-  // the query check ([0]: NaN/Inf, [1]: all zeros for cosine).
+  // the query check ([0]: NaN/Inf, [1]: all zeros for cosine). A stream-ordered call marks its
+  // bad rows instead ([nq]: 1 = bad) and orders the caller's stream after its results; the int8
+  // walk's stream and the rows' stream hand the work over with `handoff`.
   cuda_event after_caller_stream;
   device_buffer<unsigned long long> query_flags;
+  device_buffer<uint8_t> bad_rows;
+  cuda_event results_ready;
+  cuda_event handoff;
   // Small host batches (search_io::mapped, host_merge): queries and results in mapped pinned host
   // memory that the kernels read and write in place (no copy operations on the latency path).
   pinned_buffer<uint8_t> host_queries;  // [nq, dim] of the query type
