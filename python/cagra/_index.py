@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _cagra as _ext
-from ._arrays import ArrayLike, _framework, _stream, _vectors
+from ._arrays import ArrayLike, _cuda_results, _device_pointer, _framework, _stream, _vectors
 from ._filter import _filter_hint, _filter_words
 from ._hnswlib import HnswlibExport
 from ._io import PathLike
@@ -273,21 +273,32 @@ class Index(LivingIndex, HnswlibExport):
         shape = getattr(q, "shape", ())
         nq = int(shape[0]) if len(shape) == 2 else None  # else the extension says what is wrong
         words, per_query = _filter_words(filter, self.size, nq)
-        return _ext.search(
+        k = _uint("k", k)
+        target = _choice("backend", backend, _BACKENDS)
+        threads = _threads(num_threads)
+        on = _stream(stream, queries)
+        ordered = _flag("stream_ordered", stream_ordered)
+        # CUDA queries: results from their framework's allocator (checked values first, so that
+        # a bad argument raises before anything is allocated; the extension checks k).
+        out = _cuda_results(queries, k, on) if k <= self.size else None
+        got = _ext.search(
             self._impl,
             q,
-            _uint("k", k),
+            k,
             p,
-            _choice("backend", backend, _BACKENDS),
-            _threads(num_threads),
+            target,
+            threads,
             _framework(queries),
             words,
             per_query,
             _devices(devices),
-            _stream(stream, queries),
+            on,
             *_filter_hint(filter),
-            stream_ordered=_flag("stream_ordered", stream_ordered),
+            stream_ordered=ordered,
+            out_ids=_device_pointer(out[0]) if out is not None else 0,
+            out_distances=_device_pointer(out[1]) if out is not None else 0,
         )
+        return out if got is None else got
 
     def explain(
         self,

@@ -71,7 +71,7 @@ NB_MODULE(_cagra, m) {
   m.def("search", &search, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a, "num_threads"_a,
         "framework"_a = "", "filter_words"_a.none() = nb::none(), "filter_per_query"_a = false,
         "devices"_a = std::vector<int>(), "stream"_a = 0, "filter_count"_a = -1,
-        "filter_stamp"_a = 0, "stream_ordered"_a = false);
+        "filter_stamp"_a = 0, "stream_ordered"_a = false, "out_ids"_a = 0, "out_distances"_a = 0);
   // A stamp no call has made before (cagra/filter.hpp row_filter::new_stamp; cagra.Filter's).
   m.def("new_filter_stamp", &cagra::row_filter::new_stamp);
   m.def("search_sharded", &search_sharded, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a,

@@ -183,11 +183,15 @@ int64_t remove_rows(py_index& p, const labels_in& labels, double compact_above,
 void compact(py_index& p, cagra::backend target, int num_threads);
 
 // search_ext.cpp: search (host and CUDA queries, filters) and the search plan.
-nb::tuple search(const py_index& p, any_array queries, uint32_t k,
-                 const cagra::search_params& params, cagra::backend target, int num_threads,
-                 const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query, std::vector<int> devices, uint64_t stream,
-                 int64_t filter_count, uint64_t filter_stamp, bool stream_ordered);
+// CUDA queries: `out_ids` / `out_distances` (device pointers, 0: none) are [nq, k] uint32 /
+// float32 results that the caller allocated on the queries' device (Python allocates them with
+// the queries' framework): written in place, and None returned, unless the index has labels.
+nb::object search(const py_index& p, any_array queries, uint32_t k,
+                  const cagra::search_params& params, cagra::backend target, int num_threads,
+                  const std::string& framework, std::optional<filter_words_in> filter_words,
+                  bool filter_per_query, std::vector<int> devices, uint64_t stream,
+                  int64_t filter_count, uint64_t filter_stamp, bool stream_ordered,
+                  uint64_t out_ids, uint64_t out_distances);
 nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
                          const cagra::search_params& params, cagra::backend target, int num_threads,
                          const std::string& framework, std::optional<filter_words_in> filter_words,

@@ -41,7 +41,9 @@ cagra::row_filter to_row_filter(const std::optional<filter_words_in>& words, boo
 /** cudaMalloc'd memory on one device, freed unless released to a capsule. */
 struct device_memory {
   void* p = nullptr;
-  device_memory(size_t bytes, int device) {
+  /** `allocate` false: holds nothing (the caller's own arrays are used). */
+  device_memory(size_t bytes, int device, bool allocate = true) {
+    if (!allocate) return;
     int previous = 0;
     cudaError_t e = cudaGetDevice(&previous);
     if (e == cudaSuccess) e = cudaSetDevice(device);
@@ -116,15 +118,19 @@ void expect_cuda_search(cagra::backend target) {
         "CUDA backend and a GPU");
 }
 
-nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
-                           const cagra::search_params& params, cagra::backend target,
-                           int num_threads, const std::string& framework,
-                           const cagra::row_filter& filter, uint64_t stream, bool stream_ordered) {
+nb::object search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
+                            const cagra::search_params& params, cagra::backend target,
+                            int num_threads, const std::string& framework,
+                            const cagra::row_filter& filter, uint64_t stream, bool stream_ordered,
+                            uint64_t out_ids, uint64_t out_distances) {
   expect_cuda_search(target);
   const int64_t nq = q.rows();
   const int device = q.device_id();
   const size_t n = static_cast<size_t>(nq) * k;
-  device_memory ids(n * sizeof(uint32_t), device), distances(n * sizeof(float), device);
+  // The caller's result arrays where it gave them (not for labels: those are made below).
+  const bool given = out_ids != 0 && out_distances != 0 && !idx.has_labels();
+  device_memory ids(n * sizeof(uint32_t), device, !given),
+      distances(n * sizeof(float), device, !given);
   {
     nb::gil_scoped_release nogil;
     cagra::resources res = make_resources(target, num_threads);
@@ -133,9 +139,14 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     // Labels are mapped on the host (below), from complete results.
     res.stream_ordered = stream_ordered && !idx.has_labels();
     const auto dev = cagra::memory_space::device;
-    cagra::search(res, params, idx, q.device_view(), k, {static_cast<uint32_t*>(ids.p), nq, k, dev},
-                  {static_cast<float*>(distances.p), nq, k, dev}, filter);
+    auto* id_p =
+        given ? reinterpret_cast<uint32_t*>(uintptr_t(out_ids)) : static_cast<uint32_t*>(ids.p);
+    auto* dist_p = given ? reinterpret_cast<float*>(uintptr_t(out_distances))
+                         : static_cast<float*>(distances.p);
+    cagra::search(res, params, idx, q.device_view(), k, {id_p, nq, k, dev}, {dist_p, nq, k, dev},
+                  filter);
   }
+  if (given) return nb::none();
   if (idx.has_labels()) {
     // The library maps rows to labels in host memory only: the ids come over, become labels (-1
     // for an empty slot) and go back to the queries' device.
@@ -161,11 +172,12 @@ nb::tuple search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
 
 }  // namespace
 
-nb::tuple search(const py_index& p, any_array queries, uint32_t k,
-                 const cagra::search_params& params, cagra::backend target, int num_threads,
-                 const std::string& framework, std::optional<filter_words_in> filter_words,
-                 bool filter_per_query, std::vector<int> devices, uint64_t stream,
-                 int64_t filter_count, uint64_t filter_stamp, bool stream_ordered) {
+nb::object search(const py_index& p, any_array queries, uint32_t k,
+                  const cagra::search_params& params, cagra::backend target, int num_threads,
+                  const std::string& framework, std::optional<filter_words_in> filter_words,
+                  bool filter_per_query, std::vector<int> devices, uint64_t stream,
+                  int64_t filter_count, uint64_t filter_stamp, bool stream_ordered,
+                  uint64_t out_ids, uint64_t out_distances) {
   vectors_in q(std::move(queries), "queries");
   // Held for the whole call (taken without the GIL): an extend in another thread waits for it.
   std::shared_lock<std::shared_mutex> lock(p.mu, std::defer_lock);
@@ -186,13 +198,16 @@ nb::tuple search(const py_index& p, any_array queries, uint32_t k,
           "queries are a CUDA array, searched on the GPU that holds them: a devices list of " +
           std::to_string(devices.size()) + " devices takes host queries (numpy)");
     return search_on_device(idx, q, k, params, target, num_threads, framework, filter, stream,
-                            stream_ordered);
+                            stream_ordered, out_ids, out_distances);
   }
 #else
   (void)framework;
   (void)stream;
 #endif
-  (void)stream_ordered;  // host queries: the results are complete when the call returns
+  // Host queries: complete results in numpy arrays made here.
+  (void)stream_ordered;
+  (void)out_ids;
+  (void)out_distances;
   const int64_t nq = q.rows();
   std::vector<float> distances(static_cast<size_t>(nq) * k);
   if (idx.has_labels()) {  // labels instead of row numbers, -1 for an empty slot

@@ -338,6 +338,23 @@ def test_stream_ordered_search_returns_before_its_stream_runs(setup):
         index.search(torch.from_numpy(bad).cuda(), 10)
 
 
+def test_torch_results_come_from_torchs_allocator(setup):
+    # No cudaMalloc / cudaFree a call: the results are torch's own memory, on the queries' device.
+    torch = _needs_gpu("torch")
+    if not hasattr(torch, "uint32"):
+        pytest.skip("this torch has no uint32 tensors (the extension allocates the results)")
+    _, queries, index = setup
+    q = torch.from_numpy(queries).cuda()
+    before = torch.cuda.memory_allocated(q.device)
+    ids, dist = index.search(q, 10, algo="single_cta")
+    assert ids.dtype == torch.uint32 and dist.dtype == torch.float32
+    assert ids.device == q.device and tuple(ids.shape) == (len(queries), 10)
+    assert torch.cuda.memory_allocated(q.device) - before >= ids.numel() * 8
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+    np.testing.assert_array_equal(_torch_to_numpy(ids), expected[0])
+    np.testing.assert_array_equal(_torch_to_numpy(dist), expected[1])
+
+
 def test_sharded_torch_queries_written_on_a_side_stream(setup):
     torch = _needs_gpu("torch")
     data, queries, _ = setup

@@ -1,0 +1,96 @@
+"""Python search calls of torch CUDA queries, by batch size: the time a call of
+``Index.search`` when each call waits for its results, and when calls are queued back to back
+with ``stream_ordered=True`` (one ``torch.cuda.synchronize`` at the end). ``--ext-alloc`` also
+times the waiting call with the result arrays made by the extension (``cudaMalloc``, freed with
+``cudaFree``) instead of torch's caching allocator, the package's way before it made them with
+torch. Median over --rounds rounds of --calls calls, after a warm-up round.
+
+    python3 bench/torch_calls.py INDEX QUERIES GT [--batches 1,10,100,1000] [--calls 2000]
+        [--rounds 5] [--itopk 32] [--ext-alloc] [--dataset NAME] [--label L] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import cagra
+import cagra._index
+import numpy as np
+import torch
+
+
+def per_call_us(fn, calls: int, rounds: int) -> float:
+    fn(calls // 10 + 1)  # warm-up: the index's device copy, workspaces, kernels loaded
+    times = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn(calls)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) / calls * 1e6)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("index")
+    ap.add_argument("queries")
+    ap.add_argument("gt")
+    ap.add_argument("--batches", default="1,10,100,1000")
+    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--itopk", type=int, default=32)
+    ap.add_argument("--ext-alloc", action="store_true")
+    ap.add_argument("--dataset", default="unnamed")
+    ap.add_argument("--label", default="")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    index = cagra.load(a.index)
+    queries = cagra.read_matrix(a.queries)
+    truth = cagra.read_neighbors(a.gt)[0]
+    k = 10
+    own_alloc = cagra._index._cuda_results
+    print(f"{'batch':>7} {'recall':>8} {'waiting us':>11} {'ordered us':>11} {'ext-alloc us':>13}")
+    for b in (int(x) for x in a.batches.split(",")):
+        b = min(b, len(queries))
+        q = torch.from_numpy(np.ascontiguousarray(queries[:b])).cuda()
+        ids, _ = index.search(q, k, itopk_size=a.itopk)
+        rec = cagra.recall(np.from_dlpack(ids.cpu()), truth[:b], k)
+
+        def waiting(n: int, q: torch.Tensor = q) -> None:
+            for _ in range(n):
+                index.search(q, k, itopk_size=a.itopk)
+
+        def ordered(n: int, q: torch.Tensor = q) -> None:
+            for _ in range(n):
+                index.search(q, k, itopk_size=a.itopk, stream_ordered=True)
+
+        row = {
+            "dataset": a.dataset,
+            "label": a.label,
+            "batch": b,
+            "itopk": a.itopk,
+            "recall": rec,
+            "waiting_us": per_call_us(waiting, a.calls, a.rounds),
+            "ordered_us": per_call_us(ordered, a.calls, a.rounds),
+        }
+        if a.ext_alloc:
+            cagra._index._cuda_results = lambda *args: None
+            try:
+                row["ext_alloc_us"] = per_call_us(waiting, a.calls, a.rounds)
+            finally:
+                cagra._index._cuda_results = own_alloc
+        print(
+            f"{b:>7} {rec:>8.4f} {row['waiting_us']:>11.1f} {row['ordered_us']:>11.1f} "
+            f"{row.get('ext_alloc_us', float('nan')):>13.1f}"
+        )
+        if a.json:
+            with open(a.json, "a") as f:
+                f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
