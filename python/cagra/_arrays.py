@@ -120,7 +120,8 @@ def _framework(x: ArrayLike) -> str:
 
 
 def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
-    """``[nq, k]`` uint32 ids and float32 distances for a search of CUDA ``queries``, made by
+    """``[nq, k]`` uint32 ids and float32 distances for a stream-ordered search of CUDA
+    ``queries``, made by
     the queries' own framework on their device (torch's or cupy's caching allocator: no
     ``cudaMalloc`` a call, and a free that does not wait for the GPU), on ``stream`` (the
     stream the results are ordered on, so that the allocator reuses the memory only after the
@@ -138,18 +139,18 @@ def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
             return None
         dev = queries.device
         cuda = module.cuda
-        current = cuda.current_stream(dev)
-        if current.cuda_stream == stream:
-            on = current
-        elif stream == 0:
-            on = cuda.default_stream(dev)
-        else:
-            on = cuda.ExternalStream(stream, device=dev)
-        with cuda.stream(on):
+
+        def make() -> tuple[Any, Any]:
             return (
                 module.empty((nq, k), dtype=uint32, device=dev),
                 module.empty((nq, k), dtype=module.float32, device=dev),
             )
+
+        if cuda.current_stream(dev).cuda_stream == stream:
+            return make()  # (entering a stream context costs microseconds a call)
+        on = cuda.default_stream(dev) if stream == 0 else cuda.ExternalStream(stream, device=dev)
+        with cuda.stream(on):
+            return make()
     if framework == "cupy" and getattr(queries, "device", None) is not None:
         cuda = module.cuda
         with queries.device:

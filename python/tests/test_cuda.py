@@ -339,14 +339,15 @@ def test_stream_ordered_search_returns_before_its_stream_runs(setup):
 
 
 def test_torch_results_come_from_torchs_allocator(setup):
-    # No cudaMalloc / cudaFree a call: the results are torch's own memory, on the queries' device.
+    # Stream-ordered calls: no cudaMalloc / cudaFree a call (cudaFree would wait for the GPU):
+    # the results are torch's own memory, on the queries' device.
     torch = _needs_gpu("torch")
     if not hasattr(torch, "uint32"):
         pytest.skip("this torch has no uint32 tensors (the extension allocates the results)")
     _, queries, index = setup
     q = torch.from_numpy(queries).cuda()
     before = torch.cuda.memory_allocated(q.device)
-    ids, dist = index.search(q, 10, algo="single_cta")
+    ids, dist = index.search(q, 10, algo="single_cta", stream_ordered=True)
     assert ids.dtype == torch.uint32 and dist.dtype == torch.float32
     assert ids.device == q.device and tuple(ids.shape) == (len(queries), 10)
     assert torch.cuda.memory_allocated(q.device) - before >= ids.numel() * 8
