@@ -121,12 +121,11 @@ def _framework(x: ArrayLike) -> str:
 
 def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
     """``[nq, k]`` uint32 ids and float32 distances for a stream-ordered search of CUDA
-    ``queries``, made by
-    the queries' own framework on their device (torch's or cupy's caching allocator: no
-    ``cudaMalloc`` a call, and a free that does not wait for the GPU), on ``stream`` (the
-    stream the results are ordered on, so that the allocator reuses the memory only after the
-    work queued there); ``None`` for other arrays, host arrays, or a torch without uint32
-    tensors (the extension then allocates them)."""
+    ``queries``, made by the queries' own framework on their device (torch's or cupy's caching
+    allocator: no ``cudaMalloc`` a call, and a free that does not wait for the GPU), on
+    ``stream`` (the stream the results are ordered on, so that the allocator reuses the memory
+    only after the work queued there); ``None`` for other arrays, host arrays, or a torch
+    without uint32 tensors (the extension then allocates them)."""
     framework = _framework(queries)
     module = sys.modules.get(framework) if framework else None
     shape = getattr(queries, "shape", ())
