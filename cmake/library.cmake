@@ -18,6 +18,12 @@ if(CAGRA_BUILD_SHARED)
   set_target_properties(cagra_shared PROPERTIES OUTPUT_NAME cagra VERSION ${PROJECT_VERSION}
                         SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   list(APPEND _cagra_libraries cagra_shared)
+  # What it links from archives (CUDA's static runtime; libstdc++ where the compiler links it
+  # statically) stays private: exported, their STB_GNU_UNIQUE symbols would bind process-wide
+  # (python/CMakeLists.txt says what that broke for the Python module).
+  if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+    target_link_options(cagra_shared PRIVATE "LINKER:--exclude-libs,ALL")
+  endif()
 endif()
 
 foreach(_lib IN LISTS _cagra_libraries)

@@ -3,8 +3,10 @@ the type stub of the extension matches the built module, and the documented name
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -114,6 +116,30 @@ def test_extension_stub_is_current(tmp_path):
     assert body(out.read_text()) == body(committed), (
         "python/cagra/_cagra.pyi is out of date: regenerate it (see its first lines)"
     )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ELF symbols")
+def test_extension_exports_only_its_init():
+    # python/src/_cagra.map: what the module links statically (libstdc++ on some toolchains)
+    # must not export STB_GNU_UNIQUE symbols that bind process-wide.
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm")
+    module = cagra._cagra.__file__
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", module], check=True, capture_output=True, text=True
+    ).stdout
+    assert [line.split()[-1] for line in out.splitlines() if line.strip()] == ["PyInit__cagra"]
+
+
+def test_torch_imports_after_cagra():
+    # Crashed (segmentation fault inside torch's import) while the module exported its static
+    # libstdc++'s unique symbols; a new process, so that cagra loads first.
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch not installed")
+    code = "import cagra, torch, torch.ao.quantization; print('ok')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 def test_package_is_typed():
