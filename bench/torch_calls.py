@@ -1,6 +1,7 @@
 """Python search calls of torch CUDA queries, by batch size: the time a call of
 ``Index.search`` when each call waits for its results, and when calls are queued back to back
-with ``stream_ordered=True`` (one ``torch.cuda.synchronize`` at the end). ``--ext-alloc`` also
+with ``stream_ordered=True`` (one ``torch.cuda.synchronize`` at the end); each also with the
+results written into the same two tensors every call (``out=``). ``--ext-alloc`` also
 times the stream-ordered calls with their result arrays made by the extension (``cudaMalloc``,
 freed with ``cudaFree``, which waits for the GPU) instead of torch's caching allocator. Median
 over --rounds rounds of --calls calls, after a warm-up round.
@@ -16,12 +17,10 @@ import json
 import statistics
 import time
 
-import torch  # before cagra: importing it after cagra crashed on the GPU machine
-
-# isort: split
 import cagra
 import cagra._index
 import numpy as np
+import torch
 
 
 def per_call_us(fn, calls: int, rounds: int) -> float:
@@ -55,7 +54,10 @@ def main() -> None:
     truth = cagra.read_neighbors(a.gt)[0]
     k = 10
     own_alloc = cagra._index._cuda_results
-    print(f"{'batch':>7} {'recall':>8} {'waiting us':>11} {'ordered us':>11} {'ext-alloc':>10}")
+    print(
+        f"{'batch':>7} {'recall':>8} {'waiting us':>11} {'ordered us':>11} {'waiting out=':>13} "
+        f"{'ordered out=':>13} {'ext-alloc':>10}"
+    )
     for b in (int(x) for x in a.batches.split(",")):
         b = min(b, len(queries))
         q = torch.from_numpy(np.ascontiguousarray(queries[:b])).cuda()
@@ -70,6 +72,19 @@ def main() -> None:
             for _ in range(n):
                 index.search(q, k, itopk_size=a.itopk, stream_ordered=True)
 
+        out = (
+            torch.empty((b, k), dtype=torch.uint32, device=q.device),
+            torch.empty((b, k), dtype=torch.float32, device=q.device),
+        )
+
+        def waiting_out(n: int, q: torch.Tensor = q, out: tuple = out) -> None:
+            for _ in range(n):
+                index.search(q, k, itopk_size=a.itopk, out=out)
+
+        def ordered_out(n: int, q: torch.Tensor = q, out: tuple = out) -> None:
+            for _ in range(n):
+                index.search(q, k, itopk_size=a.itopk, stream_ordered=True, out=out)
+
         row = {
             "dataset": a.dataset,
             "label": a.label,
@@ -78,6 +93,8 @@ def main() -> None:
             "recall": rec,
             "waiting_us": per_call_us(waiting, a.calls, a.rounds),
             "ordered_us": per_call_us(ordered, a.calls, a.rounds),
+            "waiting_out_us": per_call_us(waiting_out, a.calls, a.rounds),
+            "ordered_out_us": per_call_us(ordered_out, a.calls, a.rounds),
         }
         if a.ext_alloc:
             cagra._index._cuda_results = lambda *args: None
@@ -87,6 +104,7 @@ def main() -> None:
                 cagra._index._cuda_results = own_alloc
         print(
             f"{b:>7} {rec:>8.4f} {row['waiting_us']:>11.1f} {row['ordered_us']:>11.1f} "
+            f"{row['waiting_out_us']:>13.1f} {row['ordered_out_us']:>13.1f} "
             f"{row.get('ordered_ext_alloc_us', float('nan')):>10.1f}"
         )
         if a.json:

@@ -119,54 +119,6 @@ def _framework(x: ArrayLike) -> str:
     return top if top in ("torch", "cupy") else ""
 
 
-def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
-    """``[nq, k]`` uint32 ids and float32 distances for a stream-ordered search of CUDA
-    ``queries``, made by the queries' own framework on their device (torch's or cupy's caching
-    allocator: no ``cudaMalloc`` a call, and a free that does not wait for the GPU), on
-    ``stream`` (the stream the results are ordered on, so that the allocator reuses the memory
-    only after the work queued there); ``None`` for other arrays, host arrays, or a torch
-    without uint32 tensors (the extension then allocates them)."""
-    framework = _framework(queries)
-    module = sys.modules.get(framework) if framework else None
-    shape = getattr(queries, "shape", ())
-    if module is None or len(shape) != 2:
-        return None
-    nq = int(shape[0])
-    if framework == "torch":
-        uint32 = getattr(module, "uint32", None)
-        if uint32 is None or not getattr(queries, "is_cuda", False):
-            return None
-        dev = queries.device
-        cuda = module.cuda
-
-        def make() -> tuple[Any, Any]:
-            return (
-                module.empty((nq, k), dtype=uint32, device=dev),
-                module.empty((nq, k), dtype=module.float32, device=dev),
-            )
-
-        if cuda.current_stream(dev).cuda_stream == stream:
-            return make()  # (entering a stream context costs microseconds a call)
-        on = cuda.default_stream(dev) if stream == 0 else cuda.ExternalStream(stream, device=dev)
-        with cuda.stream(on):
-            return make()
-    if framework == "cupy" and getattr(queries, "device", None) is not None:
-        cuda = module.cuda
-        with queries.device:
-            on = cuda.ExternalStream(stream) if stream else cuda.Stream.null
-            with on:
-                return module.empty((nq, k), dtype=np.uint32), module.empty(
-                    (nq, k), dtype=np.float32
-                )
-    return None
-
-
-def _device_pointer(a: Any) -> int:
-    """The device address of a torch tensor or cupy array made by :func:`_cuda_results`."""
-    ptr = getattr(a, "data_ptr", None)
-    return int(ptr()) if ptr is not None else int(a.data.ptr)
-
-
 def _stream(stream: Any, queries: Any) -> int:
     """The CUDA stream (a cudaStream_t as an int, 0 = the legacy default stream) that a search of
     CUDA ``queries`` waits for: ``stream`` given as an int handle, a ``torch.cuda.Stream`` (its

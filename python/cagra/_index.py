@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _cagra as _ext
-from ._arrays import ArrayLike, _cuda_results, _device_pointer, _framework, _stream, _vectors
+from ._arrays import ArrayLike, _framework, _stream, _vectors
 from ._filter import _filter_hint, _filter_words
 from ._hnswlib import HnswlibExport
 from ._io import PathLike
@@ -33,6 +33,7 @@ from ._options import (
     _threads,
     _uint,
 )
+from ._results import _cuda_results, _device_pointer, _given_results
 from ._sharded import ShardedIndex, load_sharded
 
 
@@ -125,6 +126,7 @@ class Index(LivingIndex, HnswlibExport):
         devices: list[int] | None = None,
         stream: Any = None,
         stream_ordered: bool = False,
+        out: tuple[Any, Any] | None = None,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` (one batch).
 
@@ -234,6 +236,15 @@ class Index(LivingIndex, HnswlibExport):
                 :data:`INVALID_ID` and its distances NaN. ``False`` (the default): the call
                 returns with the results complete, and such a row raises CagraError. An
                 index with labels, and host queries, always wait.
+            out: ``(neighbors, distances)``, arrays of the caller's to write the results
+                into (and return) instead of new ones, e.g. buffers reused call after call:
+                ``[nq, k]``, C-contiguous, writeable, of the dtypes returned (uint32 ids, or
+                int64 labels on an index with labels; float32 distances); numpy arrays for
+                host queries, torch tensors or cupy arrays on the queries' GPU for CUDA
+                queries (with ``stream_ordered``, written on ``stream``). Neither may overlap
+                the other or the queries. A wrong shape, dtype, device or layout raises
+                CagraError (a non-array TypeError) before anything is written; after a
+                failed search their contents are unspecified.
 
         Returns:
             ``(neighbors, distances)``: uint32 ids and float32 distances, ``[nq, k]``,
@@ -278,10 +289,18 @@ class Index(LivingIndex, HnswlibExport):
         threads = _threads(num_threads)
         on = _stream(stream, queries)
         ordered = _flag("stream_ordered", stream_ordered)
-        # Stream-ordered CUDA queries: results from their framework's allocator, whose free
-        # does not wait for the GPU as the extension's cudaFree does (a waiting call keeps the
-        # extension's allocation: fewer Python steps a call). Arguments are checked first.
-        out = _cuda_results(queries, k, on) if ordered and k <= self.size else None
+        if out is not None:
+            out, out_ids, out_distances = _given_results(out, q, k, self._impl.has_labels)
+        elif ordered and k <= self.size and not self._impl.has_labels:
+            # Stream-ordered CUDA queries: results from their framework's allocator, whose free
+            # does not wait for the GPU as the extension's cudaFree does (a waiting call keeps
+            # the extension's allocation: fewer Python steps a call). Arguments are checked
+            # first.
+            out = _cuda_results(queries, k, on)
+            if out is not None:
+                out_ids, out_distances = _device_pointer(out[0]), _device_pointer(out[1])
+        if out is None:
+            out_ids = out_distances = 0
         got = _ext.search(
             self._impl,
             q,
@@ -296,10 +315,10 @@ class Index(LivingIndex, HnswlibExport):
             on,
             *_filter_hint(filter),
             stream_ordered=ordered,
-            out_ids=_device_pointer(out[0]) if out is not None else 0,
-            out_distances=_device_pointer(out[1]) if out is not None else 0,
+            out_ids=out_ids,
+            out_distances=out_distances,
         )
-        return out if got is None else got
+        return out if out is not None else got
 
     def explain(
         self,

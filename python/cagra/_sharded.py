@@ -30,6 +30,7 @@ from ._options import (
     _threads,
     _uint,
 )
+from ._results import _given_results
 
 
 class ShardedIndex:
@@ -123,12 +124,14 @@ class ShardedIndex:
         filter_algo: str = _DEFAULT_FILTER_ALGO,
         devices: list[int] | None = None,
         stream: Any = None,
+        out: tuple[Any, Any] | None = None,
     ) -> tuple[Any, Any]:
         """Approximate k nearest neighbors of every row of ``queries`` over all shards.
 
         The keywords are those of :meth:`cagra.Index.search` (each shard is searched with
         them), less ``persistent``; ``stream`` orders the search of CUDA queries after that
-        stream's work, as there. ``filter`` covers the global rows (``size`` of them).
+        stream's work, as there; ``out`` gives the result arrays, as there (uint32 ids).
+        ``filter`` covers the global rows (``size`` of them).
         ``devices``: the CUDA devices (a list of distinct ordinals; ``None``: device 0); shard
         ``s`` runs on ``devices[s % len(devices)]``. The CPU backend ignores it.
 
@@ -164,10 +167,14 @@ class ShardedIndex:
         shape = getattr(q, "shape", ())
         nq = int(shape[0]) if len(shape) == 2 else None
         words, per_query = _filter_words(filter, self.size, nq)
-        return _ext.search_sharded(
+        k = _uint("k", k)
+        out_ids = out_distances = 0
+        if out is not None:
+            out, out_ids, out_distances = _given_results(out, q, k, labels=False)
+        got = _ext.search_sharded(
             self._impl,
             q,
-            _uint("k", k),
+            k,
             p,
             _choice("backend", backend, _BACKENDS),
             _threads(num_threads),
@@ -176,7 +183,10 @@ class ShardedIndex:
             per_query,
             _devices(devices),
             _stream(stream, queries),
+            out_ids=out_ids,
+            out_distances=out_distances,
         )
+        return out if out is not None else got
 
     def save(self, path: PathLike) -> None:
         """Writes the file set: ``path.shard-S-of-N`` for every shard (each an ordinary index

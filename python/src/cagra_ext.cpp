@@ -76,7 +76,8 @@ NB_MODULE(_cagra, m) {
   m.def("new_filter_stamp", &cagra::row_filter::new_stamp);
   m.def("search_sharded", &search_sharded, "index"_a, "queries"_a, "k"_a, "params"_a, "backend"_a,
         "num_threads"_a, "framework"_a = "", "filter_words"_a.none() = nb::none(),
-        "filter_per_query"_a = false, "devices"_a = std::vector<int>(), "stream"_a = 0);
+        "filter_per_query"_a = false, "devices"_a = std::vector<int>(), "stream"_a = 0,
+        "out_ids"_a = 0, "out_distances"_a = 0);
   m.def("explain_build", &explain_build, "rows"_a, "dim"_a, "dtype"_a, "params"_a, "backend"_a,
         "num_threads"_a);
   m.def("explain_search", &explain_search, "index"_a, "k"_a, "batch"_a, "params"_a, "backend"_a,

@@ -192,10 +192,12 @@ nb::object search(const py_index& p, any_array queries, uint32_t k,
                   bool filter_per_query, std::vector<int> devices, uint64_t stream,
                   int64_t filter_count, uint64_t filter_stamp, bool stream_ordered,
                   uint64_t out_ids, uint64_t out_distances);
-nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
-                         const cagra::search_params& params, cagra::backend target, int num_threads,
-                         const std::string& framework, std::optional<filter_words_in> filter_words,
-                         bool filter_per_query, std::vector<int> devices, uint64_t stream);
+nb::object search_sharded(const py_sharded& p, any_array queries, uint32_t k,
+                          const cagra::search_params& params, cagra::backend target,
+                          int num_threads, const std::string& framework,
+                          std::optional<filter_words_in> filter_words, bool filter_per_query,
+                          std::vector<int> devices, uint64_t stream, uint64_t out_ids,
+                          uint64_t out_distances);
 std::string explain_search(const py_index& p, uint32_t k, int64_t batch,
                            const cagra::search_params& params, cagra::backend target,
                            int num_threads, std::optional<filter_words_in> filter_words,

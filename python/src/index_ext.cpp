@@ -58,6 +58,7 @@ void bind_index_class(nb::module_& m) {
                    }))
       .def_prop_ro("deleted_count", prop([](const cagra::index& i) { return i.deleted_count(); }))
       .def_prop_ro("live_size", prop([](const cagra::index& i) { return i.live_size(); }))
+      .def_prop_ro("has_labels", prop([](const cagra::index& i) { return i.has_labels(); }))
       // A copy (None without labels): labels change with extend and compact.
       .def_prop_ro(
           "labels",

@@ -127,9 +127,11 @@ nb::object search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
   const int64_t nq = q.rows();
   const int device = q.device_id();
   const size_t n = static_cast<size_t>(nq) * k;
-  // The caller's result arrays where it gave them (not for labels: those are made below).
-  const bool given = out_ids != 0 && out_distances != 0 && !idx.has_labels();
-  device_memory ids(n * sizeof(uint32_t), device, !given),
+  // The caller's result arrays where it gave them: out_ids holds int64 labels on an index with
+  // labels (made from row ids searched into memory of our own, below).
+  const bool given = out_ids != 0 && out_distances != 0;
+  const bool labels = idx.has_labels();
+  device_memory ids(n * sizeof(uint32_t), device, !given || labels),
       distances(n * sizeof(float), device, !given);
   {
     nb::gil_scoped_release nogil;
@@ -137,20 +139,21 @@ nb::object search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
     res.device = device;
     res.cuda_stream = reinterpret_cast<void*>(uintptr_t(stream));
     // Labels are mapped on the host (below), from complete results.
-    res.stream_ordered = stream_ordered && !idx.has_labels();
+    res.stream_ordered = stream_ordered && !labels;
     const auto dev = cagra::memory_space::device;
-    auto* id_p =
-        given ? reinterpret_cast<uint32_t*>(uintptr_t(out_ids)) : static_cast<uint32_t*>(ids.p);
+    auto* id_p = given && !labels ? reinterpret_cast<uint32_t*>(uintptr_t(out_ids))
+                                  : static_cast<uint32_t*>(ids.p);
     auto* dist_p = given ? reinterpret_cast<float*>(uintptr_t(out_distances))
                          : static_cast<float*>(distances.p);
     cagra::search(res, params, idx, q.device_view(), k, {id_p, nq, k, dev}, {dist_p, nq, k, dev},
                   filter);
   }
-  if (given) return nb::none();
-  if (idx.has_labels()) {
+  if (given && !labels) return nb::none();
+  if (labels) {
     // The library maps rows to labels in host memory only: the ids come over, become labels (-1
     // for an empty slot) and go back to the queries' device.
-    device_memory labels(n * sizeof(int64_t), device);
+    device_memory made(n * sizeof(int64_t), device, !given);
+    void* to = given ? reinterpret_cast<void*>(uintptr_t(out_ids)) : made.p;
     {
       nb::gil_scoped_release nogil;
       std::vector<uint32_t> host_ids(n);
@@ -158,9 +161,10 @@ nb::object search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
       std::vector<int64_t> host_labels(n);
       for (size_t i = 0; i < n; ++i)
         host_labels[i] = host_ids[i] == cagra::kInvalidId ? -1 : idx.label_of(host_ids[i]);
-      copy_cuda(labels.p, host_labels.data(), n * sizeof(int64_t), "the result labels to the GPU");
+      copy_cuda(to, host_labels.data(), n * sizeof(int64_t), "the result labels to the GPU");
     }
-    nb::object l = cuda_out<int64_t>(labels, size_t(nq), k, device, framework);
+    if (given) return nb::none();
+    nb::object l = cuda_out<int64_t>(made, size_t(nq), k, device, framework);
     nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
     return nb::make_tuple(l, d);
   }
@@ -204,11 +208,25 @@ nb::object search(const py_index& p, any_array queries, uint32_t k,
   (void)framework;
   (void)stream;
 #endif
-  // Host queries: complete results in numpy arrays made here.
+  // Host queries: complete results, in the caller's arrays where it gave them (host memory,
+  // [nq, k], C order: checked by python/cagra/_results.py), else in numpy arrays made here.
   (void)stream_ordered;
-  (void)out_ids;
-  (void)out_distances;
   const int64_t nq = q.rows();
+  if (out_ids != 0 && out_distances != 0) {
+    float* dist_p = reinterpret_cast<float*>(uintptr_t(out_distances));
+    nb::gil_scoped_release nogil;
+    cagra::resources res = make_resources(target, num_threads, std::move(devices));
+    if (idx.has_labels())
+      cagra::search(
+          res, params, idx, q.host(), k,
+          cagra::matrix_view<int64_t>{reinterpret_cast<int64_t*>(uintptr_t(out_ids)), nq, k},
+          {dist_p, nq, k}, filter);
+    else
+      cagra::search(res, params, idx, q.host(), k,
+                    {reinterpret_cast<uint32_t*>(uintptr_t(out_ids)), nq, k}, {dist_p, nq, k},
+                    filter);
+    return nb::none();
+  }
   std::vector<float> distances(static_cast<size_t>(nq) * k);
   if (idx.has_labels()) {  // labels instead of row numbers, -1 for an empty slot
     std::vector<int64_t> labels(distances.size());
@@ -230,23 +248,30 @@ nb::object search(const py_index& p, any_array queries, uint32_t k,
   return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
 }
 
-nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
-                         const cagra::search_params& params, cagra::backend target, int num_threads,
-                         const std::string& framework, std::optional<filter_words_in> filter_words,
-                         bool filter_per_query, std::vector<int> devices, uint64_t stream) {
+nb::object search_sharded(const py_sharded& p, any_array queries, uint32_t k,
+                          const cagra::search_params& params, cagra::backend target,
+                          int num_threads, const std::string& framework,
+                          std::optional<filter_words_in> filter_words, bool filter_per_query,
+                          std::vector<int> devices, uint64_t stream, uint64_t out_ids,
+                          uint64_t out_distances) {
   vectors_in q(std::move(queries), "queries");
   const cagra::sharded_index& idx = p.idx;
   // Checked before the outputs are allocated: a huge k must fail, not allocate.
   params.validate(k, idx.size(), idx.graph_degree());
   const cagra::row_filter filter = to_row_filter(filter_words, filter_per_query, idx.size());
   const int64_t nq = q.rows();
+  // The caller's result arrays where it gave them (checked by python/cagra/_results.py).
+  const bool given = out_ids != 0 && out_distances != 0;
+  auto* given_ids = reinterpret_cast<uint32_t*>(uintptr_t(out_ids));
+  auto* given_distances = reinterpret_cast<float*>(uintptr_t(out_distances));
 #ifdef CAGRA_PY_CUDA
   if (q.on_device()) {
     // Results on the queries' device; the shards' devices are `devices` (none: that device).
     expect_cuda_search(target);
     const int device = q.device_id();
     const size_t n = static_cast<size_t>(nq) * k;
-    device_memory ids(n * sizeof(uint32_t), device), distances(n * sizeof(float), device);
+    device_memory ids(n * sizeof(uint32_t), device, !given),
+        distances(n * sizeof(float), device, !given);
     {
       nb::gil_scoped_release nogil;
       cagra::resources res = make_resources(target, num_threads, std::move(devices));
@@ -254,9 +279,11 @@ nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
       res.cuda_stream = reinterpret_cast<void*>(uintptr_t(stream));
       const auto dev = cagra::memory_space::device;
       cagra::search(res, params, idx, q.device_view(), k,
-                    {static_cast<uint32_t*>(ids.p), nq, k, dev},
-                    {static_cast<float*>(distances.p), nq, k, dev}, filter);
+                    {given ? given_ids : static_cast<uint32_t*>(ids.p), nq, k, dev},
+                    {given ? given_distances : static_cast<float*>(distances.p), nq, k, dev},
+                    filter);
     }
+    if (given) return nb::none();
     nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
     nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
     return nb::make_tuple(i, d);
@@ -265,13 +292,15 @@ nb::tuple search_sharded(const py_sharded& p, any_array queries, uint32_t k,
   (void)framework;
   (void)stream;
 #endif
-  std::vector<uint32_t> ids(static_cast<size_t>(nq) * k);
+  std::vector<uint32_t> ids(given ? 0 : static_cast<size_t>(nq) * k);
   std::vector<float> distances(ids.size());
   {
     nb::gil_scoped_release nogil;
     cagra::search(make_resources(target, num_threads, std::move(devices)), params, idx, q.host(), k,
-                  {ids.data(), nq, k}, {distances.data(), nq, k}, filter);
+                  {given ? given_ids : ids.data(), nq, k},
+                  {given ? given_distances : distances.data(), nq, k}, filter);
   }
+  if (given) return nb::none();
   return nb::make_tuple(to_numpy(std::move(ids), nq, k), to_numpy(std::move(distances), nq, k));
 }
 

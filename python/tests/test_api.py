@@ -77,8 +77,15 @@ def test_build_defaults():
 def test_search_defaults():
     d = defaults(cagra.Index.search)
     # devices (a replicated search; docs/multi_gpu.md) does not change a one-device plan, nor
-    # does the CUDA stream a search of CUDA queries waits for, nor whether it waits for them.
-    assert d == {**SEARCH_DEFAULTS, "devices": None, "stream": None, "stream_ordered": False}
+    # does the CUDA stream a search of CUDA queries waits for, nor whether it waits for them,
+    # nor where the results are written.
+    assert d == {
+        **SEARCH_DEFAULTS,
+        "devices": None,
+        "stream": None,
+        "stream_ordered": False,
+        "out": None,
+    }
     assert defaults(cagra.Index.explain) == {**SEARCH_DEFAULTS, "batch": 1}
 
 

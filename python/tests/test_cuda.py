@@ -356,6 +356,62 @@ def test_torch_results_come_from_torchs_allocator(setup):
     np.testing.assert_array_equal(_torch_to_numpy(dist), expected[1])
 
 
+def test_torch_results_into_callers_tensors(setup):
+    torch = _needs_gpu("torch")
+    if not hasattr(torch, "uint32"):
+        pytest.skip("this torch has no uint32 tensors")
+    data, queries, index = setup
+    q = torch.from_numpy(queries).cuda()
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+
+    def empty(dtype):
+        return torch.full((len(queries), 10), 3, dtype=dtype, device=q.device)
+
+    for ordered in (False, True):
+        out = (empty(torch.uint32), empty(torch.float32))
+        got = index.search(q, 10, algo="single_cta", out=out, stream_ordered=ordered)
+        assert got[0] is out[0] and got[1] is out[1]
+        torch.cuda.current_stream().synchronize()
+        np.testing.assert_array_equal(_torch_to_numpy(out[0]), expected[0])
+        np.testing.assert_array_equal(_torch_to_numpy(out[1]), expected[1])
+
+    labels = np.arange(len(data), dtype=np.int64) * 5
+    labelled = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, labels=labels)
+    out = (empty(torch.int64), empty(torch.float32))
+    labelled.search(q, 10, algo="single_cta", out=out, stream_ordered=True)
+    want = labelled.search(queries, 10, backend="cuda", algo="single_cta")
+    np.testing.assert_array_equal(out[0].cpu().numpy(), want[0])
+
+    ids, dist = empty(torch.uint32), empty(torch.float32)
+    host = (np.zeros((len(queries), 10), np.uint32), np.zeros((len(queries), 10), np.float32))
+    with pytest.raises(TypeError, match="torch tensors or cupy arrays"):
+        index.search(q, 10, out=host)
+    with pytest.raises(cagra.CagraError, match="on cpu"):
+        index.search(q, 10, out=(ids.cpu(), dist))
+    with pytest.raises(cagra.CagraError, match="dtype int64"):
+        index.search(q, 10, out=(empty(torch.int64), dist))
+    with pytest.raises(cagra.CagraError, match="overlap"):
+        index.search(q, 10, out=(ids, q.reshape(-1)[: ids.numel()].reshape(ids.shape)))
+    with pytest.raises(TypeError, match="numpy"):
+        index.search(queries, 10, out=(ids, dist))  # host queries take numpy arrays
+    np.testing.assert_array_equal(q.cpu().numpy(), queries)  # nothing written
+
+
+def test_cupy_results_into_callers_arrays(setup):
+    cupy = _needs_gpu("cupy")
+    _, queries, index = setup
+    q = cupy.asarray(queries)
+    out = (
+        cupy.zeros((len(queries), 10), cupy.uint32),
+        cupy.zeros((len(queries), 10), cupy.float32),
+    )
+    got = index.search(q, 10, algo="single_cta", out=out)
+    assert got[0] is out[0]
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+    np.testing.assert_array_equal(cupy.asnumpy(out[0]), expected[0])
+    np.testing.assert_array_equal(cupy.asnumpy(out[1]), expected[1])
+
+
 def test_sharded_torch_queries_written_on_a_side_stream(setup):
     torch = _needs_gpu("torch")
     data, queries, _ = setup

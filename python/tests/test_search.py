@@ -296,3 +296,60 @@ def test_bigann10k_recall(bigann10k):
     ids, _ = index.search(queries, 10, itopk_size=256, search_width=4)
     assert cagra.recall(ids, exp_ids) >= 0.995
     assert index.search(queries.astype(np.float32), 10)[0].shape == (100, 10)
+
+
+def test_results_into_callers_arrays():
+    data, queries = data_and_queries(2000, 30, 16, seed=5)
+    index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32)
+    ids, dist = index.search(queries, 5)
+    out = (np.full((30, 5), 7, np.uint32), np.full((30, 5), -1, np.float32))
+    got = index.search(queries, 5, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    np.testing.assert_array_equal(out[0], ids)
+    np.testing.assert_array_equal(out[1], dist)
+    got = index.search(queries, 5, out=list(out))  # a list pair works too
+    assert got[0] is out[0]
+
+    # Labels: int64 neighbors.
+    labelled = cagra.build(data, graph_degree=16, labels=np.arange(2000, dtype=np.int64) * 3)
+    out = (np.empty((30, 5), np.int64), np.empty((30, 5), np.float32))
+    labelled.search(queries, 5, out=out)
+    np.testing.assert_array_equal(out[0], labelled.search(queries, 5)[0])
+
+
+def test_sharded_results_into_callers_arrays():
+    data, queries = data_and_queries(2000, 20, 16, seed=7)
+    sharded = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, shards=3)
+    ids, dist = sharded.search(queries, 6)
+    out = (np.empty((20, 6), np.uint32), np.empty((20, 6), np.float32))
+    got = sharded.search(queries, 6, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    np.testing.assert_array_equal(out[0], ids)
+    np.testing.assert_array_equal(out[1], dist)
+    with pytest.raises(cagra.CagraError, match="shape"):
+        sharded.search(queries, 5, out=out)
+
+
+def test_results_into_callers_arrays_refused():
+    data, queries = data_and_queries(1000, 10, 16, seed=6)
+    index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32)
+    ids = np.zeros((10, 4), np.uint32)
+    dist = np.zeros((10, 4), np.float32)
+    bad = {
+        "shape": (np.zeros((10, 3), np.uint32), dist),
+        "dtype": (ids.astype(np.int64), dist),
+        "C-contiguous": (ids, np.zeros((10, 8), np.float32)[:, ::2]),
+        "read-only": (ids, np.frombuffer(bytes(160), np.float32).reshape(10, 4)),
+        "overlap": (ids, ids.view(np.float32)),
+        "overlap ": (ids, queries.reshape(-1)[:40].reshape(10, 4)),
+    }
+    for what, out in bad.items():
+        before = [a.copy() for a in out]
+        with pytest.raises(cagra.CagraError, match=what.strip()):
+            index.search(queries, 4, out=out)
+        for a, b in zip(out, before):
+            np.testing.assert_array_equal(a, b)  # nothing written
+    with pytest.raises(TypeError, match="pair"):
+        index.search(queries, 4, out=ids)
+    with pytest.raises(TypeError, match="numpy"):
+        index.search(queries, 4, out=(ids.tolist(), dist))
