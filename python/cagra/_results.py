@@ -13,32 +13,79 @@ from . import _cagra as _ext
 from ._arrays import _framework
 
 _HOST_OUT = "numpy arrays (for a torch CPU tensor t, pass t.numpy())"
+_DTYPE = {name: np.dtype(name) for name in ("uint32", "int64", "float32")}
 
 
 def _where(a: Any) -> tuple[str, int]:
     """``("cpu", 0)`` or ``("cuda", ordinal)``: where the memory of array ``a`` lives."""
+    if isinstance(a, np.ndarray):
+        return "cpu", 0
     framework = _framework(a)
     if framework == "torch":
         return ("cuda", int(a.device.index or 0)) if a.is_cuda else ("cpu", 0)
     if framework == "cupy":
         return "cuda", int(a.device.id)
-    if hasattr(a, "__dlpack_device__") and not isinstance(a, np.ndarray):
+    if hasattr(a, "__dlpack_device__"):
         kind, ordinal = a.__dlpack_device__()
         return ("cuda", int(ordinal)) if int(kind) == 2 else ("cpu", 0)  # 2: kDLCUDA
     return "cpu", 0
 
 
-def _span(a: Any) -> tuple[int, int]:
-    """The address range ``[first, last)`` of array ``a``'s elements (numpy, torch or cupy)."""
-    if isinstance(a, np.ndarray):
-        if hasattr(np, "byte_bounds"):  # numpy 1.x
-            return np.byte_bounds(a)
-        return np.lib.array_utils.byte_bounds(a)
+def _span(a: Any, first: int) -> tuple[int, int]:
+    """The address range ``[first, last)`` of the elements of a C-contiguous torch tensor or
+    cupy array whose first element is at ``first``."""
     if _framework(a) == "torch":
-        first = int(a.data_ptr())
         return first, first + int(a.numel()) * int(a.element_size())
-    first = int(a.data.ptr)  # cupy
-    return first, first + int(a.nbytes)
+    return first, first + int(a.nbytes)  # cupy
+
+
+def _address(a: Any) -> int:
+    """The address of the first element of a numpy array, torch tensor or cupy array."""
+    if isinstance(a, np.ndarray):
+        return int(a.__array_interface__["data"][0])  # (a.ctypes.data costs microseconds)
+    return _device_pointer(a)
+
+
+def _check_host(a: Any, name: str, dtype: str, want: tuple[int, int]) -> None:
+    """One of the caller's result arrays for host queries (see :func:`_given_results`)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"out {name}: host queries take {_HOST_OUT}, not {type(a).__name__}")
+    if a.dtype != _DTYPE[dtype]:  # a big-endian array differs too
+        got = a.dtype.name if a.dtype.isnative else a.dtype.str
+        raise _ext.CagraError(f"out {name} has dtype {got}; it must be {dtype}")
+    if a.shape != want:
+        raise _ext.CagraError(f"out {name} has shape {a.shape}; it must be [nq, k] = {list(want)}")
+    flags = a.flags
+    if not flags.c_contiguous:
+        raise _ext.CagraError(f"out {name} must be C-contiguous (row-major, no strides)")
+    if not flags.writeable:
+        raise _ext.CagraError(f"out {name} is read-only")
+
+
+def _check_device(a: Any, name: str, dtype: str, want: tuple[int, int], where: Any) -> None:
+    """One of the caller's result arrays for CUDA queries on device ``where``."""
+    framework = _framework(a)
+    if framework not in ("torch", "cupy"):
+        raise TypeError(
+            f"out {name}: CUDA queries take torch tensors or cupy arrays on their GPU, not "
+            f"{type(a).__name__}"
+        )
+    if _where(a) != where:
+        raise _ext.CagraError(
+            f"out {name} is on {_where(a)[0]}:{_where(a)[1]}, the queries on CUDA device "
+            f"{where[1]}: the results are written on the queries' device"
+        )
+    got = str(a.dtype).rpartition(".")[2]  # torch.uint32 -> uint32
+    if got != dtype:
+        raise _ext.CagraError(f"out {name} has dtype {got}; it must be {dtype}")
+    shape = tuple(int(d) for d in a.shape)
+    if shape != want:
+        raise _ext.CagraError(f"out {name} has shape {shape}; it must be [nq, k] = {list(want)}")
+    contiguous = a.is_contiguous() if framework == "torch" else a.flags.c_contiguous
+    if not contiguous:
+        raise _ext.CagraError(f"out {name} must be C-contiguous (row-major, no strides)")
+    if framework == "torch" and a.requires_grad:
+        raise _ext.CagraError(f"out {name} requires grad; pass a tensor that does not")
 
 
 def _given_results(
@@ -57,63 +104,39 @@ def _given_results(
     if len(shape) != 2:
         raise _ext.CagraError(f"queries must be a 2-D array [nq, dim], got shape {tuple(shape)}")
     want = (int(shape[0]), int(k))
-    where = _where(queries)
+    ids, distances = out
     ids_dtype = "int64" if labels else "uint32"
-    for a, name, dtype in ((out[0], "neighbors", ids_dtype), (out[1], "distances", "float32")):
-        framework = _framework(a)
+    where = _where(queries)
+    for a, name, dtype in ((ids, "neighbors", ids_dtype), (distances, "distances", "float32")):
         if where[0] == "cpu":
-            if not isinstance(a, np.ndarray):
-                raise TypeError(
-                    f"out {name}: host queries take {_HOST_OUT}, not {type(a).__name__}"
-                )
-        elif framework not in ("torch", "cupy"):
-            raise TypeError(
-                f"out {name}: CUDA queries take torch tensors or cupy arrays on their GPU, not "
-                f"{type(a).__name__}"
-            )
-        elif _where(a) != where:
-            raise _ext.CagraError(
-                f"out {name} is on {_where(a)[0]}:{_where(a)[1]}, the queries on CUDA device "
-                f"{where[1]}: the results are written on the queries' device"
-            )
-        got = str(a.dtype).rpartition(".")[2]  # torch.uint32 -> uint32
-        if got != dtype or (isinstance(a, np.ndarray) and not a.dtype.isnative):
-            what = "labels, int64" if labels else "row ids, uint32"
-            detail = f" ({what}: the index has {'labels' if labels else 'no labels'})"
-            raise _ext.CagraError(
-                f"out {name} has dtype {got}; it must be {dtype}"
-                + (detail if name == "neighbors" else "")
-            )
-        if tuple(int(d) for d in a.shape) != want:
-            raise _ext.CagraError(
-                f"out {name} has shape {tuple(int(d) for d in a.shape)}; it must be [nq, k] = "
-                f"{list(want)}"
-            )
-        contiguous = a.is_contiguous() if framework == "torch" else a.flags.c_contiguous
-        if not contiguous:
-            raise _ext.CagraError(f"out {name} must be C-contiguous (row-major, no strides)")
-        if isinstance(a, np.ndarray) and not a.flags.writeable:
-            raise _ext.CagraError(f"out {name} is read-only")
-        if framework == "torch" and a.requires_grad:
-            raise _ext.CagraError(f"out {name} requires grad; pass a tensor that does not")
-    spans = [_span(out[0]), _span(out[1])]
-    if isinstance(queries, np.ndarray) or _framework(queries):
-        spans.append(_span(queries))
-    for i in range(len(spans)):
-        for j in range(i):
-            if spans[i][0] < spans[j][1] and spans[j][0] < spans[i][1] and want[0] > 0:
-                raise _ext.CagraError(
-                    "out's arrays overlap each other or the queries: give the results memory "
-                    "of their own"
-                )
-    return (out[0], out[1]), _address(out[0]), _address(out[1])
+            _check_host(a, name, dtype, want)
+        else:
+            _check_device(a, name, dtype, want, where)
+    addresses = _address(ids), _address(distances)
+    if want[0] > 0 and _overlap(ids, distances, queries, addresses):
+        raise _ext.CagraError(
+            "out's arrays overlap each other or the queries: give the results memory of their own"
+        )
+    return (ids, distances), addresses[0], addresses[1]
 
 
-def _address(a: Any) -> int:
-    """The address of the first element of a numpy array, torch tensor or cupy array."""
-    if isinstance(a, np.ndarray):
-        return int(a.ctypes.data)
-    return _device_pointer(a)
+def _overlap(ids: Any, distances: Any, queries: Any, addresses: tuple[int, int]) -> bool:
+    """Whether any two of the result arrays and the queries share memory (their address ranges
+    meet: numpy's bounds check for host arrays)."""
+    if isinstance(ids, np.ndarray):
+        return (
+            np.may_share_memory(ids, distances)
+            or np.may_share_memory(ids, queries)
+            or np.may_share_memory(distances, queries)
+        )
+    spans = [_span(ids, addresses[0]), _span(distances, addresses[1])]
+    if _framework(queries):
+        spans.append(_span(queries, _address(queries)))
+    return any(
+        spans[i][0] < spans[j][1] and spans[j][0] < spans[i][1]
+        for i in range(len(spans))
+        for j in range(i)
+    )
 
 
 def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
