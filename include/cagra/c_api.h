@@ -245,7 +245,7 @@ typedef struct cagra_search_params {
    *  microseconds, in [200, 10000000]; default 1000 (docs/params.md). Appended: the struct grows
    *  by 8 bytes, 4 of them padding (recompile callers). */
   uint32_t persistent_lifetime_us;
-  /** *_search_device only: a cudaStream_t of resources.device whose earlier work the search
+  /** The *_device searches only: a cudaStream_t of resources.device whose earlier work the search
    *  waits for; NULL (the default) = the legacy default stream. The results are complete when
    *  the call returns (unless `stream_ordered`). Appended: the struct grows by 8 bytes
    *  (recompile callers). */
@@ -254,7 +254,7 @@ typedef struct cagra_search_params {
    *  default CAGRA_ROWS_AUTO. Appended: the struct grows by 8 bytes, 4 of them padding
    *  (recompile callers). */
   cagra_rows_location_t stored_rows;
-  /** *_search_device only, 0 or 1; default 0. 1: return once the search is queued, without
+  /** The *_device searches only, 0 or 1; default 0. 1: return once the search is queued, without
    *  waiting for the GPU; the results are complete for the work queued on `cuda_stream` after
    *  the call (stream order), and the caller keeps the queries and results alive until then. A
    *  query row with NaN or Inf (cosine: all zeros) then gets CAGRA_INVALID_ID and a NaN distance
@@ -374,7 +374,7 @@ cagra_status_t cagra_index_search(const cagra_index_t* index, const cagra_search
                                   const cagra_filter_t* filter);
 
 /** cagra_index_search that writes labels: each result's user label (its row number when the
- *  index has none), -1 in empty slots. Host memory only. */
+ *  index has none), -1 in empty slots. Host memory (cagra_index_search_labels_device: device). */
 cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
                                          const cagra_search_params_t* params, const void* queries,
                                          cagra_dtype_t dtype, int64_t num_queries, int64_t dim,
@@ -394,6 +394,17 @@ cagra_status_t cagra_index_search_device(const cagra_index_t* index,
                                          cagra_dtype_t dtype, int64_t num_queries, int64_t dim,
                                          uint32_t k, uint32_t* neighbors, float* distances,
                                          const cagra_filter_t* filter);
+
+/** cagra_index_search_labels with `queries`, `labels` and `distances` (NULL to skip) in CUDA
+ *  device memory, as cagra_index_search_device takes them: the row ids become labels on the GPU,
+ *  from a copy of the labels kept there (made again when they change), so params->
+ *  stream_ordered holds as there. Errors as cagra_index_search_device. */
+cagra_status_t cagra_index_search_labels_device(const cagra_index_t* index,
+                                                const cagra_search_params_t* params,
+                                                const void* queries, cagra_dtype_t dtype,
+                                                int64_t num_queries, int64_t dim, uint32_t k,
+                                                int64_t* labels, float* distances,
+                                                const cagra_filter_t* filter);
 
 /* ---- a living index: extend, remove, compact, labels (docs/living_index.md) --------------- */
 

@@ -108,7 +108,10 @@ void search(const resources& res, const search_params& params, const index& idx,
             matrix_view<float> distances, const row_filter& filter = {});
 
 /** search() that writes labels: each result's user label (index::label_of), -1 where a slot
- *  holds no neighbor. Host memory only. Same arguments otherwise. */
+ *  holds no neighbor. Same arguments otherwise. In device memory (queries, labels and distances
+ *  all there, as for search()), the rows are mapped to labels on the GPU from a copy of the
+ *  labels kept there (made again when they change), and resources::stream_ordered holds as for
+ *  search(). */
 void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<int64_t> labels,
             matrix_view<float> distances, const row_filter& filter = {});

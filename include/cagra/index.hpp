@@ -70,6 +70,9 @@ class index {
   /** Gives every row a label (`size()` values, all different and >= 0: -1 marks an empty result
    *  slot; throws otherwise, and the index keeps what it had). */
   void set_labels(std::vector<int64_t> labels);
+  /** Names the content of labels() (as live_rows_stamp() names live_rows()): a new value
+   *  whenever the labels change (a backend's device copy of them is then made again). */
+  uint64_t labels_stamp() const { return labels_stamp_; }
 
   /** Rows removed by cagra::remove and not yet compacted away. */
   int64_t deleted_count() const { return deleted_; }
@@ -98,6 +101,7 @@ class index {
   host_matrix vectors_;
   std::vector<uint32_t> graph_;
   std::vector<int64_t> labels_;  // empty: labels are row numbers
+  uint64_t labels_stamp_ = 0;    // labels_stamp(): renewed by every change of labels_
   /** (label, row) sorted by label, for row_of; empty when labels_ is. */
   std::vector<std::pair<int64_t, uint32_t>> label_rows_;
   std::vector<uint32_t> live_;  // bitset of live rows; empty when deleted_ == 0

@@ -234,8 +234,8 @@ class Index(LivingIndex, HnswlibExport):
                 synchronize it), and the queries must stay unchanged until then. A query row
                 with NaN or Inf (cosine: all zeros) cannot raise then: its neighbors are
                 :data:`INVALID_ID` and its distances NaN. ``False`` (the default): the call
-                returns with the results complete, and such a row raises CagraError. An
-                index with labels, and host queries, always wait.
+                returns with the results complete, and such a row raises CagraError. Host
+                queries always wait. (An index with labels maps them on the GPU either way.)
             out: ``(neighbors, distances)``, arrays of the caller's to write the results
                 into (and return) instead of new ones, e.g. buffers reused call after call:
                 ``[nq, k]``, C-contiguous, writeable, of the dtypes returned (uint32 ids, or
@@ -291,12 +291,12 @@ class Index(LivingIndex, HnswlibExport):
         ordered = _flag("stream_ordered", stream_ordered)
         if out is not None:
             out, out_ids, out_distances = _given_results(out, q, k, self._impl.has_labels)
-        elif ordered and k <= self.size and not self._impl.has_labels:
+        elif ordered and k <= self.size:
             # Stream-ordered CUDA queries: results from their framework's allocator, whose free
             # does not wait for the GPU as the extension's cudaFree does (a waiting call keeps
             # the extension's allocation: fewer Python steps a call). Arguments are checked
             # first.
-            out = _cuda_results(queries, k, on)
+            out = _cuda_results(queries, k, on, self._impl.has_labels)
             if out is not None:
                 out_ids, out_distances = _device_pointer(out[0]), _device_pointer(out[1])
         if out is None:

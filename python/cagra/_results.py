@@ -139,8 +139,9 @@ def _overlap(ids: Any, distances: Any, queries: Any, addresses: tuple[int, int])
     )
 
 
-def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
-    """``[nq, k]`` uint32 ids and float32 distances for a stream-ordered search of CUDA
+def _cuda_results(queries: Any, k: int, stream: int, labels: bool) -> tuple[Any, Any] | None:
+    """``[nq, k]`` uint32 ids (int64 with ``labels``) and float32 distances for a stream-ordered
+    search of CUDA
     ``queries``, made by the queries' own framework on their device (torch's or cupy's caching
     allocator: no ``cudaMalloc`` a call, and a free that does not wait for the GPU), on
     ``stream`` (the stream the results are ordered on, so that the allocator reuses the memory
@@ -153,15 +154,15 @@ def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
         return None
     nq = int(shape[0])
     if framework == "torch":
-        uint32 = getattr(module, "uint32", None)
-        if uint32 is None or not getattr(queries, "is_cuda", False):
+        ids_dtype = module.int64 if labels else getattr(module, "uint32", None)
+        if ids_dtype is None or not getattr(queries, "is_cuda", False):
             return None
         dev = queries.device
         cuda = module.cuda
 
         def make() -> tuple[Any, Any]:
             return (
-                module.empty((nq, k), dtype=uint32, device=dev),
+                module.empty((nq, k), dtype=ids_dtype, device=dev),
                 module.empty((nq, k), dtype=module.float32, device=dev),
             )
 
@@ -175,9 +176,8 @@ def _cuda_results(queries: Any, k: int, stream: int) -> tuple[Any, Any] | None:
         with queries.device:
             on = cuda.ExternalStream(stream) if stream else cuda.Stream.null
             with on:
-                return module.empty((nq, k), dtype=np.uint32), module.empty(
-                    (nq, k), dtype=np.float32
-                )
+                ids = module.empty((nq, k), dtype=np.int64 if labels else np.uint32)
+                return ids, module.empty((nq, k), dtype=np.float32)
     return None
 
 

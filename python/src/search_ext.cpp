@@ -90,21 +90,9 @@ nb::object cuda_out(device_memory& mem, size_t rows, size_t cols, int device,
       data, {rows, cols}, owner, {}, nb::dtype<T>(), cuda, device));
 }
 
-/** cudaMemcpy (either direction) that throws cagra::error naming `what`. Waits for the legacy
- *  stream: from pageable memory cudaMemcpy may return before its DMA lands, and the caller's next
- *  kernel may run on a stream that does not wait for it. */
-void copy_cuda(void* dst, const void* src, size_t bytes, const char* what) {
-  cudaError_t e = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
-  if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw cagra::error(std::string("copying ") + what + " failed: " + cudaGetErrorString(e));
-  }
-}
-
-/** Search of CUDA queries: the results are allocated on the queries' device and written there by
- *  the CUDA backend, which reads the queries in place; no host copy of the queries either way
- *  (an index with labels copies the result ids over and back: see below). */
+/** Search of CUDA queries: the results are allocated on the queries' device (or are the caller's
+ *  arrays there) and written there by the CUDA backend, which reads the queries in place; no host
+ *  copy either way (an index with labels has them mapped on the GPU by the library). */
 
 /** CUDA queries need the CUDA backend and a visible GPU. */
 void expect_cuda_search(cagra::backend target) {
@@ -127,50 +115,34 @@ nb::object search_on_device(const cagra::index& idx, vectors_in& q, uint32_t k,
   const int64_t nq = q.rows();
   const int device = q.device_id();
   const size_t n = static_cast<size_t>(nq) * k;
-  // The caller's result arrays where it gave them: out_ids holds int64 labels on an index with
-  // labels (made from row ids searched into memory of our own, below).
+  // The caller's result arrays where it gave them (out_ids: int64 labels on an index with
+  // labels, which the library maps on the GPU), else arrays made here.
   const bool given = out_ids != 0 && out_distances != 0;
   const bool labels = idx.has_labels();
-  device_memory ids(n * sizeof(uint32_t), device, !given || labels),
+  device_memory ids(n * (labels ? sizeof(int64_t) : sizeof(uint32_t)), device, !given),
       distances(n * sizeof(float), device, !given);
   {
     nb::gil_scoped_release nogil;
     cagra::resources res = make_resources(target, num_threads);
     res.device = device;
     res.cuda_stream = reinterpret_cast<void*>(uintptr_t(stream));
-    // Labels are mapped on the host (below), from complete results.
-    res.stream_ordered = stream_ordered && !labels;
+    res.stream_ordered = stream_ordered;
     const auto dev = cagra::memory_space::device;
-    auto* id_p = given && !labels ? reinterpret_cast<uint32_t*>(uintptr_t(out_ids))
-                                  : static_cast<uint32_t*>(ids.p);
+    void* id_p = given ? reinterpret_cast<void*>(uintptr_t(out_ids)) : ids.p;
     auto* dist_p = given ? reinterpret_cast<float*>(uintptr_t(out_distances))
                          : static_cast<float*>(distances.p);
-    cagra::search(res, params, idx, q.device_view(), k, {id_p, nq, k, dev}, {dist_p, nq, k, dev},
-                  filter);
+    if (labels)
+      cagra::search(res, params, idx, q.device_view(), k,
+                    cagra::matrix_view<int64_t>{static_cast<int64_t*>(id_p), nq, k, dev},
+                    {dist_p, nq, k, dev}, filter);
+    else
+      cagra::search(res, params, idx, q.device_view(), k,
+                    {static_cast<uint32_t*>(id_p), nq, k, dev}, {dist_p, nq, k, dev}, filter);
   }
-  if (given && !labels) return nb::none();
-  if (labels) {
-    // The library maps rows to labels in host memory only: the ids come over, become labels (-1
-    // for an empty slot) and go back to the queries' device.
-    device_memory made(n * sizeof(int64_t), device, !given);
-    void* to = given ? reinterpret_cast<void*>(uintptr_t(out_ids)) : made.p;
-    {
-      nb::gil_scoped_release nogil;
-      std::vector<uint32_t> host_ids(n);
-      copy_cuda(host_ids.data(), ids.p, n * sizeof(uint32_t), "the result ids from the GPU");
-      std::vector<int64_t> host_labels(n);
-      for (size_t i = 0; i < n; ++i)
-        host_labels[i] = host_ids[i] == cagra::kInvalidId ? -1 : idx.label_of(host_ids[i]);
-      copy_cuda(to, host_labels.data(), n * sizeof(int64_t), "the result labels to the GPU");
-    }
-    if (given) return nb::none();
-    nb::object l = cuda_out<int64_t>(made, size_t(nq), k, device, framework);
-    nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
-    return nb::make_tuple(l, d);
-  }
-  nb::object i = cuda_out<uint32_t>(ids, size_t(nq), k, device, framework);
+  if (given) return nb::none();
   nb::object d = cuda_out<float>(distances, size_t(nq), k, device, framework);
-  return nb::make_tuple(i, d);
+  if (labels) return nb::make_tuple(cuda_out<int64_t>(ids, size_t(nq), k, device, framework), d);
+  return nb::make_tuple(cuda_out<uint32_t>(ids, size_t(nq), k, device, framework), d);
 }
 #endif
 

@@ -356,6 +356,28 @@ def test_torch_results_come_from_torchs_allocator(setup):
     np.testing.assert_array_equal(_torch_to_numpy(dist), expected[1])
 
 
+def test_labels_of_torch_queries_are_mapped_on_the_gpu(setup):
+    # An index with labels: int64 labels on the queries' device, also stream-ordered (the
+    # library maps the rows on the GPU; the results from torch's allocator).
+    torch = _needs_gpu("torch")
+    data, queries, _ = setup
+    labels = np.arange(len(data), dtype=np.int64) * 3 + 1
+    index = cagra.build(data, graph_degree=16, intermediate_graph_degree=32, labels=labels)
+    expected = index.search(queries, 10, backend="cuda", algo="single_cta")
+    q = torch.from_numpy(queries).cuda()
+    for ordered in (False, True):
+        got, dist = index.search(q, 10, algo="single_cta", stream_ordered=ordered)
+        assert got.dtype == torch.int64 and got.device == q.device
+        torch.cuda.current_stream().synchronize()
+        np.testing.assert_array_equal(got.cpu().numpy(), expected[0])
+        np.testing.assert_array_equal(dist.cpu().numpy(), expected[1])
+    index.extend(data[:5] + 0.5, labels=np.arange(5, dtype=np.int64) + 10**12)
+    got, _ = index.search(q, 10, algo="single_cta")  # the device copy of the labels made again
+    np.testing.assert_array_equal(
+        got.cpu().numpy(), index.search(queries, 10, backend="cuda", algo="single_cta")[0]
+    )
+
+
 def test_torch_results_into_callers_tensors(setup):
     torch = _needs_gpu("torch")
     if not hasattr(torch, "uint32"):

@@ -2,6 +2,7 @@
 // search (host, labels, device), extend, remove, compact and labels, each a checked call into
 // cagra/cagra.hpp inside c_api::guarded, so that no C++ exception reaches a C caller. Readers
 // share the handle's lock, changes take it alone (the C++ index leaves that to its user).
+#include <string>
 #include <vector>
 
 #include "c_api/support.hpp"
@@ -30,21 +31,24 @@ cagra::dataset_view vectors_view(const void* data, cagra_dtype_t dtype, int64_t 
   return {data, to_dtype(dtype, f), rows, dim};
 }
 
-/** Host or device search into row ids. */
-cagra_status_t search_rows(const cagra_index_t* index, const cagra_search_params_t* params,
+/** The searches: neighbors (uint32 row ids) or labels (int64) out, in host or device `space`
+ *  with the queries and the distances; `what` names the output in messages. */
+template <typename Out>
+cagra_status_t search_into(const cagra_index_t* index, const cagra_search_params_t* params,
                            const void* queries, cagra_dtype_t dtype, int64_t num_queries,
-                           int64_t dim, uint32_t k, uint32_t* neighbors, float* distances,
+                           int64_t dim, uint32_t k, Out* out, const char* what, float* distances,
                            const cagra_filter_t* filter, cagra::memory_space space, const char* f) {
   return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
     const cagra::dataset_view q = query_view(index, queries, dtype, num_queries, dim, space, f);
-    require(neighbors != nullptr, f, "neighbors is NULL");
-    require_cuda_for_device(space, f, "cagra_index_search");
+    require(out != nullptr, f, (std::string(what) + " is NULL").c_str());
+    const std::string name(f);  // the host call's name: f without "_device"
+    require_cuda_for_device(space, f, name.substr(0, name.rfind("_device")).c_str());
     const cagra::resources res = to_search_resources(params, f);
     const cagra::search_params sp = to_search_params(params, f);
     const cagra::row_filter rf = to_row_filter(filter, f);
     const int64_t kk = k;
     const auto reading = index->lock.read();
-    cagra::search(res, sp, index->idx, q, k, {neighbors, num_queries, kk, space},
+    cagra::search(res, sp, index->idx, q, k, cagra::matrix_view<Out>{out, num_queries, kk, space},
                   {distances, distances ? num_queries : 0, distances ? kk : 0, space}, rf);
   });
 }
@@ -120,8 +124,8 @@ cagra_status_t cagra_index_search(const cagra_index_t* index, const cagra_search
                                   const void* queries, cagra_dtype_t dtype, int64_t num_queries,
                                   int64_t dim, uint32_t k, uint32_t* neighbors, float* distances,
                                   const cagra_filter_t* filter) {
-  return search_rows(index, params, queries, dtype, num_queries, dim, k, neighbors, distances,
-                     filter, cagra::memory_space::host, "cagra_index_search");
+  return search_into(index, params, queries, dtype, num_queries, dim, k, neighbors, "neighbors",
+                     distances, filter, cagra::memory_space::host, "cagra_index_search");
 }
 
 cagra_status_t cagra_index_search_device(const cagra_index_t* index,
@@ -129,8 +133,8 @@ cagra_status_t cagra_index_search_device(const cagra_index_t* index,
                                          cagra_dtype_t dtype, int64_t num_queries, int64_t dim,
                                          uint32_t k, uint32_t* neighbors, float* distances,
                                          const cagra_filter_t* filter) {
-  return search_rows(index, params, queries, dtype, num_queries, dim, k, neighbors, distances,
-                     filter, cagra::memory_space::device, "cagra_index_search_device");
+  return search_into(index, params, queries, dtype, num_queries, dim, k, neighbors, "neighbors",
+                     distances, filter, cagra::memory_space::device, "cagra_index_search_device");
 }
 
 cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
@@ -138,19 +142,19 @@ cagra_status_t cagra_index_search_labels(const cagra_index_t* index,
                                          cagra_dtype_t dtype, int64_t num_queries, int64_t dim,
                                          uint32_t k, int64_t* labels, float* distances,
                                          const cagra_filter_t* filter) {
-  const char* f = "cagra_index_search_labels";
-  return guarded(CAGRA_ERROR_INVALID_ARGUMENT, [&] {
-    const cagra::dataset_view q =
-        query_view(index, queries, dtype, num_queries, dim, cagra::memory_space::host, f);
-    require(labels != nullptr, f, "labels is NULL");
-    const cagra::resources res = to_search_resources(params, f);
-    const cagra::search_params sp = to_search_params(params, f);
-    const cagra::row_filter rf = to_row_filter(filter, f);
-    const int64_t kk = k;
-    const auto reading = index->lock.read();
-    cagra::search(res, sp, index->idx, q, k, cagra::matrix_view<int64_t>{labels, num_queries, kk},
-                  {distances, distances ? num_queries : 0, distances ? kk : 0}, rf);
-  });
+  return search_into(index, params, queries, dtype, num_queries, dim, k, labels, "labels",
+                     distances, filter, cagra::memory_space::host, "cagra_index_search_labels");
+}
+
+cagra_status_t cagra_index_search_labels_device(const cagra_index_t* index,
+                                                const cagra_search_params_t* params,
+                                                const void* queries, cagra_dtype_t dtype,
+                                                int64_t num_queries, int64_t dim, uint32_t k,
+                                                int64_t* labels, float* distances,
+                                                const cagra_filter_t* filter) {
+  return search_into(index, params, queries, dtype, num_queries, dim, k, labels, "labels",
+                     distances, filter, cagra::memory_space::device,
+                     "cagra_index_search_labels_device");
 }
 
 cagra_status_t cagra_index_extend(cagra_index_t* index, const cagra_extend_params_t* params,

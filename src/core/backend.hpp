@@ -146,6 +146,13 @@ class backend_ops {
   virtual void search_device(const index& idx, dataset_view queries, const search_plan& plan,
                              const row_filter& filter, uint32_t* ids, float* distances,
                              const resources& res) const = 0;
+  /** cagra::search into labels in device memory (the CUDA backend only: cuda::
+   *  search_into_labels): `search_rows` searches into the row ids' device memory it is given. */
+  virtual void search_into_labels(const index&, const resources&, int /*device*/,
+                                  int64_t* /*labels*/, int64_t /*n*/,
+                                  const std::function<void(uint32_t*)>& /*search_rows*/) const {
+    CAGRA_FAIL("a search into labels in device memory needs the CUDA backend");
+  }
   /** A sharded search of device queries (the CUDA backend only; several devices need NCCL). */
   virtual void search_shards_on_devices(const device_shard_search&) const {
     CAGRA_FAIL("a sharded search of queries in device memory needs the CUDA backend");

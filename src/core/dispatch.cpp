@@ -335,11 +335,27 @@ void search(const resources& res, const search_params& params, const index& idx,
 void search(const resources& res, const search_params& params, const index& idx,
             dataset_view queries, uint32_t k, matrix_view<int64_t> labels,
             matrix_view<float> distances, const row_filter& filter) {
-  CAGRA_EXPECTS(labels.space == memory_space::host && queries.space == memory_space::host,
-                "search with labels takes host memory (search into row numbers for device memory)");
   CAGRA_EXPECTS(labels.data != nullptr && labels.rows == queries.rows && labels.cols == k,
                 "labels must be a [%lld, %u] matrix (got [%lld, %lld])", (long long)queries.rows, k,
                 (long long)labels.rows, (long long)labels.cols);
+  CAGRA_EXPECTS(labels.space == queries.space,
+                "queries and labels must both be in host memory or both in device memory "
+                "(queries: %s, labels: %s)",
+                space_name(queries.space), space_name(labels.space));
+  if (labels.space == memory_space::device) {
+    // Rows into scratch memory on the device, mapped to labels there (cuda::search_into_labels).
+    CAGRA_EXPECTS(res.target != backend::cpu,
+                  "queries are in device memory, but the CPU backend was asked for: device "
+                  "memory needs the CUDA backend (use backend::cuda or automatic, or pass host "
+                  "memory)");
+    const int device = res.devices.empty() ? res.device : res.devices.front();
+    core::cuda_backend().search_into_labels(
+        idx, res, device, labels.data, labels.rows * labels.cols, [&](uint32_t* rows) {
+          search(res, params, idx, queries, k,
+                 {rows, labels.rows, labels.cols, memory_space::device}, distances, filter);
+        });
+    return;
+  }
   std::vector<uint32_t> rows(static_cast<size_t>(labels.rows * labels.cols));
   search(res, params, idx, queries, k, {rows.data(), labels.rows, labels.cols}, distances, filter);
   for (size_t i = 0; i < rows.size(); ++i)

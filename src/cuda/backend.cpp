@@ -108,6 +108,12 @@ class cuda_ops final : public core::backend_ops {
     cuda::search_device(idx, queries, plan, filter, ids, distances, res.device, res.cuda_stream,
                         res.stream_ordered);
   }
+  void search_into_labels(const index& idx, const resources& res, int device, int64_t* labels,
+                          int64_t n,
+                          const std::function<void(uint32_t*)>& search_rows) const override {
+    cuda::search_into_labels(idx, device, res.cuda_stream, res.stream_ordered, labels, n,
+                             search_rows);
+  }
   void search_shards_on_devices(const core::device_shard_search& job) const override {
     cuda::search_shards_on_devices(job);
   }

@@ -89,6 +89,16 @@ void search_device(const index& idx, dataset_view queries, const search_plan& pl
                    const row_filter& filter, uint32_t* ids, float* distances, int device,
                    void* stream, bool stream_ordered, const core::int8_copy* int8 = nullptr);
 
+/** A search of device queries whose results are labels in device memory (search/
+ *  device_labels.cu): `search_rows` writes [n] row ids into the device memory it is given (the
+ *  device search, ordered after `stream` as search_device orders itself, waiting or
+ *  `stream_ordered`); each then becomes its label in `labels` (device [n] int64; -1 for
+ *  kInvalidId, the row number on an index without labels), on `stream`. Waiting: complete when
+ *  it returns; stream-ordered: complete for the work queued on `stream` after the call. */
+void search_into_labels(const index& idx, int device, void* stream, bool stream_ordered,
+                        int64_t* labels, int64_t n,
+                        const std::function<void(uint32_t*)>& search_rows);
+
 /** Exact re-ranking on GPU `device` (search/rerank.cu; core::backend_ops::rerank): host queries
  *  (f32, idx's query type) and candidates go up, each query's candidates' distances are computed
  *  from the index's device copy (the one its searches use), and the k nearest by (distance, id)

@@ -83,6 +83,20 @@ cudaStream_t caller_stream(void* stream, int device) {
   return s;
 }
 
+void expect_device_memory(const void* p, int device, const char* what) {
+  cudaPointerAttributes at{};
+  const cudaError_t e = cudaPointerGetAttributes(&at, p);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  CAGRA_EXPECTS(
+      e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
+      "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
+      "cupy or torch .cuda(), or pass a host view)",
+      what, p);
+  CAGRA_EXPECTS(at.type != cudaMemoryTypeDevice || at.device == device,
+                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)",
+                what, at.device, device);
+}
+
 device_info cuda_info(int device) {
   const int n = device_count();
   CAGRA_EXPECTS(device >= 0 && device < n, "CUDA device %d does not exist (%d visible)", device, n);

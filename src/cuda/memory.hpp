@@ -166,6 +166,10 @@ class cuda_event {
  *  Throws cagra::error for a stream of another device or a handle CUDA does not know. */
 cudaStream_t caller_stream(void* stream, int device);
 
+/** Throws unless `p` is device memory that CUDA device `device` can use in a kernel; `what` names
+ *  it in the message. */
+void expect_device_memory(const void* p, int device, const char* what);
+
 class device_guard {
  public:
   explicit device_guard(int device) {

@@ -231,6 +231,29 @@ void update_device_index(const index& idx, int64_t old_rows, const std::vector<u
   }
 }
 
+std::shared_ptr<const device_labels> device_label_copy(const index& idx, int device) {
+  std::lock_guard<std::mutex> lock(cache_mutex);
+  std::shared_ptr<device_copies> copies;
+  cached_copy(idx, device, copies);  // the slot exists from here on
+  auto& by_device = copies->labels_by_device;
+  if (by_device.size() <= size_t(device)) by_device.resize(size_t(device) + 1);
+  std::shared_ptr<const device_labels>& cached = by_device[size_t(device)];
+  if (cached && cached->stamp == idx.labels_stamp()) return cached;
+  device_guard guard(device);
+  auto made = std::make_shared<device_labels>();
+  const std::vector<int64_t>& labels = idx.labels();
+  made->values.reserve(labels.size());
+  made->stamp = idx.labels_stamp();
+  // On a stream of its own, and complete before any search may read it.
+  cuda_stream upload;
+  CAGRA_CUDA_TRY(cudaMemcpyAsync(made->values.data(), labels.data(),
+                                 labels.size() * sizeof(int64_t), cudaMemcpyHostToDevice,
+                                 upload.get()));
+  upload.sync();
+  cached = made;
+  return cached;
+}
+
 bool testing::rows_on_host(const cagra::index& idx, int device) {
   std::lock_guard<std::mutex> lock(cache_mutex);
   auto copies = std::dynamic_pointer_cast<device_copies>(idx.backend_cache());

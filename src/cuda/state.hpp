@@ -62,10 +62,20 @@ struct index_state final : detail::backend_state {
   persistent_state persistent;
 };
 
+/** An index's labels on one device (search/device_labels.cu), as of index::labels_stamp()
+ *  `stamp`. Replaced, never written again, when the labels change: a search still queued may
+ *  read the old copy until it is freed (cudaFree waits for the device). */
+struct device_labels {
+  device_buffer<int64_t> values;  // [index size]
+  uint64_t stamp = 0;
+};
+
 /** What idx.backend_cache() holds for the CUDA backend: one copy of the index per device that
  *  searched it (a replicated search keeps a copy on each of its devices; multi_gpu.hpp). */
 struct device_copies final : detail::backend_state {
   std::vector<std::shared_ptr<index_state>> by_device;  // [device ordinal], null: no copy there
+  /** [device ordinal]: the labels that searches into device labels map rows to (null: none). */
+  std::vector<std::shared_ptr<const device_labels>> labels_by_device;
   /** The index's rows pinned once for every device's copy that reads them from the host (the
    *  same memory cannot be registered twice). */
   std::shared_ptr<host_pin> host_rows;
@@ -84,5 +94,9 @@ std::shared_ptr<index_state> device_index(const index& idx, int device);
  *  `automatic` the cached copy if there is one, else `device` when the rows and graph fit the
  *  device's free memory (with room to spare) or cannot be read from the host, else `host`. */
 std::shared_ptr<index_state> device_rows(const index& idx, int device, rows_location where);
+
+/** idx's labels (idx.has_labels()) on `device`: the cached copy if it is current
+ *  (index::labels_stamp), else a new one, uploaded and synchronized before it is returned. */
+std::shared_ptr<const device_labels> device_label_copy(const index& idx, int device);
 
 }  // namespace cagra::cuda

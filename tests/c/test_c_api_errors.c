@@ -82,6 +82,9 @@ void test_errors(const data_set* d, cagra_index_t* index) {
     CHECK_FAILS(cagra_index_search_device(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq, dim, K,
                                           ids, dist, NULL),
                 CAGRA_ERROR_UNSUPPORTED, "CUDA");
+    CHECK_FAILS(cagra_index_search_labels_device(index, &sp, d->queries.data, CAGRA_DTYPE_U8, nq,
+                                                 dim, K, labels, dist, NULL),
+                CAGRA_ERROR_UNSUPPORTED, "search host memory with cagra_index_search_labels");
   }
 
   /* Extend: dimension and dtype mismatch, NULL data; the index stays as it was. */

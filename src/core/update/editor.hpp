@@ -14,7 +14,11 @@ namespace cagra::detail {
 struct index_editor {
   static host_matrix& vectors(index& i) { return i.vectors_; }
   static std::vector<uint32_t>& graph(index& i) { return i.graph_; }
-  static std::vector<int64_t>& labels(index& i) { return i.labels_; }
+  /** The labels, to change: their stamp (index::labels_stamp) is renewed here. */
+  static std::vector<int64_t>& labels(index& i) {
+    i.labels_stamp_ = row_filter::new_stamp();
+    return i.labels_;
+  }
   /** The live-row bitset, to change: its stamp (index::live_rows_stamp) is renewed here. */
   static std::vector<uint32_t>& live(index& i) {
     i.live_stamp_ = row_filter::new_stamp();

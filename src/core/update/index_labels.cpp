@@ -20,6 +20,7 @@ void index::set_labels(std::vector<int64_t> labels) {
                 labels.size(), (long long)size());
   std::vector<int64_t> old = std::move(labels_);
   labels_ = std::move(labels);
+  labels_stamp_ = row_filter::new_stamp();  // (again if restored: a copy may hold either)
   try {
     detail::index_editor::index_labels(*this);
   } catch (...) {
@@ -49,6 +50,7 @@ void index_editor::index_labels(index& i) {
 
 void index_editor::reserve_labels(index& i, int64_t rows) {
   if (i.labels_.empty()) {  // the existing rows' labels become their row numbers
+    i.labels_stamp_ = row_filter::new_stamp();
     const int64_t n = i.size();
     i.labels_.resize(size_t(n));
     i.label_rows_.resize(size_t(n));
@@ -65,6 +67,7 @@ void index_editor::reserve_labels(index& i, int64_t rows) {
 
 void index_editor::append_labels(index& i, const int64_t* labels, int64_t n) {
   const int64_t old_rows = int64_t(i.labels_.size());
+  i.labels_stamp_ = row_filter::new_stamp();
   i.labels_.insert(i.labels_.end(), labels, labels + n);
   const size_t mid = i.label_rows_.size();
   for (int64_t r = 0; r < n; ++r) i.label_rows_.push_back({labels[r], uint32_t(old_rows + r)});

@@ -102,21 +102,6 @@ void check_search(const index& idx, const search_plan& plan, const uint32_t* ids
 
 namespace {
 
-/** Throws unless `p` is device memory that CUDA device `device` can use in a kernel. */
-void expect_device_memory(const void* p, int device, const char* what) {
-  cudaPointerAttributes at{};
-  const cudaError_t e = cudaPointerGetAttributes(&at, p);
-  if (e != cudaSuccess) (void)cudaGetLastError();
-  CAGRA_EXPECTS(
-      e == cudaSuccess && (at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged),
-      "%s is a device view, but %p is not CUDA device memory (allocate it with cudaMalloc, "
-      "cupy or torch .cuda(), or pass a host view)",
-      what, p);
-  CAGRA_EXPECTS(at.type != cudaMemoryTypeDevice || at.device == device,
-                "%s lives on CUDA device %d, but the search runs on device %d (resources::device)",
-                what, at.device, device);
-}
-
 /** search_io::mapped and host_merge: a small host batch through pinned host memory in place. */
 void search_mapped(const index& idx, index_state& st, const search_plan& plan, dataset_view queries,
                    uint32_t* ids, float* distances, int device, device_filter filter) {
