@@ -1,9 +1,12 @@
 // Searches whose labels land in device memory (cagra::search into matrix_view<int64_t> on the
-// device): the search writes row ids into stream-ordered scratch memory, and one kernel maps
-// them to the index's labels, read from a copy of the labels kept on the device (state.hpp,
-// device_labels), so that nothing goes through the host and a stream-ordered call stays one.
-// Rows are the kernels' currency; labels are mapped at the edge (docs/living_index.md).
+// device): the search writes row ids into stream-ordered scratch memory (a pool of our own), and
+// one kernel maps them to the index's labels, read from a copy of the labels kept on the device
+// (state.hpp, device_labels), so that nothing goes through the host and a stream-ordered call
+// stays one. Rows are the kernels' currency; labels are mapped at the edge
+// (docs/living_index.md).
 #include <algorithm>
+#include <mutex>
+#include <vector>
 
 #include "cuda/backend.hpp"
 #include "cuda/check.hpp"
@@ -24,12 +27,37 @@ __global__ void rows_to_labels(const uint32_t* __restrict__ rows,
   }
 }
 
-/** Memory from the caller stream's pool (cudaMallocAsync), given back on that stream when the
- *  call ends, also by an exception: work queued there before the free still reads it safely. */
+/** The scratch rows' memory pool of `device`: a pool of our own that keeps what it reserved
+ *  (release threshold: all), so that a waiting call, which synchronizes every time, does not
+ *  hand its memory back to the driver and map it again on the next call, as the device's
+ *  default pool (threshold 0) would; and the caller's pools are left alone. Made on first use,
+ *  kept for the process. */
+cudaMemPool_t scratch_pool(int device) {
+  static std::mutex m;
+  static std::vector<cudaMemPool_t> pools;
+  std::lock_guard<std::mutex> lock(m);
+  if (pools.size() <= size_t(device)) pools.resize(size_t(device) + 1, nullptr);
+  cudaMemPool_t& pool = pools[size_t(device)];
+  if (!pool) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    CAGRA_CUDA_TRY(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep = ~uint64_t{0};
+    CAGRA_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  return pool;
+}
+
+/** Memory from scratch_pool in the caller stream's order (cudaMallocFromPoolAsync), given back
+ *  on that stream when the call ends, also by an exception: work queued there before the free
+ *  still reads it safely. */
 class stream_scratch {
  public:
-  stream_scratch(size_t bytes, cudaStream_t stream) : stream_(stream) {
-    CAGRA_CUDA_TRY(cudaMallocAsync(&p_, std::max<size_t>(bytes, 1), stream));
+  stream_scratch(size_t bytes, int device, cudaStream_t stream) : stream_(stream) {
+    CAGRA_CUDA_TRY(
+        cudaMallocFromPoolAsync(&p_, std::max<size_t>(bytes, 1), scratch_pool(device), stream));
   }
   ~stream_scratch() { CAGRA_CUDA_TRY_NO_THROW(cudaFreeAsync(p_, stream_)); }
   stream_scratch(const stream_scratch&) = delete;
@@ -53,7 +81,7 @@ void search_into_labels(const index& idx, int device, void* stream, bool stream_
                 "labels must be 8-byte aligned device memory");
   // Allocated in the caller's stream order: the search's own stream waits for that stream before
   // it writes the rows, and the free comes after the mapping below.
-  stream_scratch rows(size_t(n) * sizeof(uint32_t), caller);
+  stream_scratch rows(size_t(n) * sizeof(uint32_t), device, caller);
   search_rows(static_cast<uint32_t*>(rows.get()));
   // Complete before it is returned; kept (and so alive for the queued mapping) until the labels
   // change, and then freed with cudaFree, which waits for the device.
