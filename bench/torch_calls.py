@@ -2,7 +2,8 @@
 ``Index.search`` when each call waits for its results, and when calls are queued back to back
 with ``stream_ordered=True`` (one ``torch.cuda.synchronize`` at the end); each also with the
 results written into the same two tensors every call (``out=``). An index with labels returns
-labels (mapped on the GPU), turned back into rows for the recall. ``--ext-alloc`` also
+labels (mapped on the GPU), turned back into rows for the recall. The last column: the same
+queries from a numpy array (host memory: at batch 1 the resident kernel). ``--ext-alloc`` also
 times the stream-ordered calls with their result arrays made by the extension (``cudaMalloc``,
 freed with ``cudaFree``, which waits for the GPU) instead of torch's caching allocator. Median
 over --rounds rounds of --calls calls, after a warm-up round.
@@ -68,7 +69,7 @@ def main() -> None:
 
     print(
         f"{'batch':>7} {'recall':>8} {'waiting us':>11} {'ordered us':>11} {'waiting out=':>13} "
-        f"{'ordered out=':>13} {'ext-alloc':>10}"
+        f"{'ordered out=':>13} {'ext-alloc':>10} {'numpy us':>9}"
     )
     for b in (int(x) for x in a.batches.split(",")):
         b = min(b, len(queries))
@@ -91,6 +92,12 @@ def main() -> None:
             torch.empty((b, k), dtype=torch.float32, device=q.device),
         )
 
+        host_q = np.ascontiguousarray(queries[:b])
+
+        def host(n: int, q: np.ndarray = host_q) -> None:
+            for _ in range(n):
+                index.search(q, k, itopk_size=a.itopk)
+
         def waiting_out(n: int, q: torch.Tensor = q, out: tuple = out) -> None:
             for _ in range(n):
                 index.search(q, k, itopk_size=a.itopk, out=out)
@@ -107,6 +114,7 @@ def main() -> None:
             "recall": rec,
             "waiting_us": per_call_us(waiting, a.calls, a.rounds),
             "ordered_us": per_call_us(ordered, a.calls, a.rounds),
+            "host_us": per_call_us(host, a.calls, a.rounds),
         }
         if has_out:  # (a package from before out= times the other columns)
             row["waiting_out_us"] = per_call_us(waiting_out, a.calls, a.rounds)
@@ -121,7 +129,7 @@ def main() -> None:
             f"{b:>7} {rec:>8.4f} {row['waiting_us']:>11.1f} {row['ordered_us']:>11.1f} "
             f"{row.get('waiting_out_us', float('nan')):>13.1f} "
             f"{row.get('ordered_out_us', float('nan')):>13.1f} "
-            f"{row.get('ordered_ext_alloc_us', float('nan')):>10.1f}"
+            f"{row.get('ordered_ext_alloc_us', float('nan')):>10.1f} {row['host_us']:>9.1f}"
         )
         if a.json:
             with open(a.json, "a") as f:
