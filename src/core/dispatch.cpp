@@ -344,10 +344,7 @@ void search(const resources& res, const search_params& params, const index& idx,
                 space_name(queries.space), space_name(labels.space));
   if (labels.space == memory_space::device) {
     // Rows into scratch memory on the device, mapped to labels there (cuda::search_into_labels).
-    CAGRA_EXPECTS(res.target != backend::cpu,
-                  "queries are in device memory, but the CPU backend was asked for: device "
-                  "memory needs the CUDA backend (use backend::cuda or automatic, or pass host "
-                  "memory)");
+    core::expect_cuda_for_device_memory(res);
     const int device = res.devices.empty() ? res.device : res.devices.front();
     core::cuda_backend().search_into_labels(
         idx, res, device, labels.data, labels.rows * labels.cols, [&](uint32_t* rows) {

@@ -299,6 +299,19 @@ search_plan plan_search(const resources& res, const search_params& params, const
 
 namespace core {
 
+void expect_cuda_for_device_memory(const resources& res) {
+  // Device memory never falls back to the CPU: it would need a host round trip the caller did
+  // not ask for.
+  CAGRA_EXPECTS(
+      res.target != backend::cpu,
+      "queries are in device memory, but the CPU backend was asked for: device memory needs the "
+      "CUDA backend (use backend::cuda or automatic, or pass host memory)");
+  CAGRA_EXPECTS(
+      core::cuda_backend().device_count() > 0,
+      "queries are in device memory, but no CUDA device is visible (or this build has no CUDA "
+      "backend): device memory needs the CUDA backend and a GPU");
+}
+
 search_plan plan_visible(const resources& res, const search_params& params, const index& idx,
                          uint32_t k, int64_t batch, memory_space space, const row_filter& filter) {
   CAGRA_EXPECTS(idx.size() > 0, "the index is empty");
@@ -326,16 +339,7 @@ search_plan plan_visible(const resources& res, const search_params& params, cons
   }();
   backend target;
   if (space == memory_space::device) {
-    // Device memory never falls back to the CPU: it would need a host round trip the caller
-    // did not ask for.
-    CAGRA_EXPECTS(
-        res.target != backend::cpu,
-        "queries are in device memory, but the CPU backend was asked for: device memory needs the "
-        "CUDA backend (use backend::cuda or automatic, or pass host memory)");
-    CAGRA_EXPECTS(
-        core::cuda_backend().device_count() > 0,
-        "queries are in device memory, but no CUDA device is visible (or this build has no CUDA "
-        "backend): device memory needs the CUDA backend and a GPU");
+    expect_cuda_for_device_memory(res);
     CAGRA_EXPECTS(
         core::gpu_takes(shape, itopk),
         "the CUDA search does not take this search (a %s index of dimension %u, itopk %u; it takes "

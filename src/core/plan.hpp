@@ -66,6 +66,10 @@ index_shape shape_of(const index& idx);
 /** Whether the GPU search kernels take a search of `shape` with internal list `itopk`. */
 bool gpu_takes(const index_shape& shape, uint32_t itopk);
 
+/** Throws unless a search of device memory can run: the CUDA backend allowed by `res` and a GPU
+ *  visible (plan_visible's check, also made before a search into device labels). */
+void expect_cuda_for_device_memory(const resources& res);
+
 /** plan_search for a filter that already holds the index's tombstones (core::visible_rows):
  *  what search() calls, so that the tombstones are folded in once. */
 search_plan plan_visible(const resources& res, const search_params& params, const index& idx,

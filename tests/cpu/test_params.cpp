@@ -195,6 +195,31 @@ TEST(SearchErrors, CudaBackendWhenNotAvailable) {
   EXPECT_NE(error_of([&] { build(res, params(4, 8), base); }).find("CUDA"), std::string::npos);
 }
 
+TEST(SearchErrors, DeviceLabelsWithoutAGpu) {
+  if (cuda_available()) GTEST_SKIP() << "this build has a usable CUDA backend";
+  host_matrix base = random_f32(100, 4);
+  const index idx = build({}, params(4, 8), base);
+  // Refused before any pointer is read: host buffers stand in for device ones.
+  std::vector<float> q(4, 0.5f);
+  std::vector<int64_t> labels(5);
+  const dataset_view device_q(q.data(), dtype::f32, 1, 4, memory_space::device);
+  const matrix_view<int64_t> device_labels{labels.data(), 1, 5, memory_space::device};
+  EXPECT_NE(error_of([&] {
+              search({}, {}, idx, device_q, 5, device_labels, {});
+            }).find("no CUDA device is visible"),
+            std::string::npos);
+  resources cpu;
+  cpu.target = backend::cpu;
+  EXPECT_NE(error_of([&] {
+              search(cpu, {}, idx, device_q, 5, device_labels, {});
+            }).find("CPU backend was asked for"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              search({}, {}, idx, dataset_view(q.data(), dtype::f32, 1, 4), 5, device_labels, {});
+            }).find("must both be in host memory or both in device memory"),
+            std::string::npos);
+}
+
 // The library's automatic values, as every surface (C++, the CLI, Python) resolves them: an
 // intermediate degree of 0 is 2 x graph_degree capped at rows - 1, an itopk below k is raised to
 // k. python/tests/test_surfaces.py checks that the CLI and Python print the same plans.
